@@ -1,0 +1,185 @@
+/**
+ * The compiled form of workflows/ that the build writes and the Worker imports.
+ *
+ * This is the one contract between the compiler (scripts/, src/compiler/) and the runtime
+ * (src/engine/, src/steps/, src/run/). The compiler does all structural work once: it resolves
+ * paths, step ids, dependencies, templates and schemas, and rewrites expressions so that
+ * hyphenated step ids are quoted (`step.post-result.x` -> `step."post-result".x`). The runtime
+ * trusts the bundle and never re-validates structure.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+/** A JSON Schema object (draft 2020-12 unless `$schema` says otherwise). */
+export type JsonSchema = JsonObject | boolean;
+
+export interface Bundle {
+  /** Format version of this bundle. */
+  format: 1;
+  /** SHA-256 (hex) of the bundle content without this field; a run is pinned to it. */
+  hash: string;
+  /** Every compiled workflow file, invocable or not, keyed by its path relative to workflows/. */
+  workflows: Record<string, CompiledWorkflow>;
+  /** Workflow `name` -> key in `workflows`, for every `workflows/*.workflow.yaml`. */
+  invocable: Record<string, string>;
+  /** Agents keyed by path relative to workflows/ (local) or by resolved ref (`core/chat@1.0.0`). */
+  agents: Record<string, CompiledAgent>;
+  gateway: CompiledGateway;
+}
+
+export interface EnvDecl {
+  name: string;
+  /** Defaults to true when the file omits it. */
+  secret: boolean;
+}
+
+export interface CompiledWorkflow {
+  /** Path relative to workflows/, e.g. `support-triage.workflow.yaml`. */
+  key: string;
+  name: string;
+  version: string | null;
+  description: string | null;
+  visibility: "root" | "sub-workflow";
+  paramsSchema: JsonSchema;
+  /** Declared env (root workflows only; always [] for files used as sub-workflows). */
+  env: EnvDecl[];
+  auth: CompiledAuth | null;
+  policy: {
+    /** null: no budget. */
+    costBudgetUsd: number | null;
+    /** Whole-run deadline in seconds (default 300, max 86400). */
+    timeoutS: number;
+    /** True when the file set timeout_s itself (a child only tightens the parent's deadline then). */
+    timeoutSet: boolean;
+  };
+  /** In pipeline order. The run's output is the output of the last one. */
+  steps: CompiledStep[];
+}
+
+export interface CompiledAuth {
+  /** Header name, lower-cased. Default `authorization`. */
+  header: string;
+  scheme: "raw" | "bearer";
+  /** Name of the declared env var holding the expected secret. */
+  secretEnv: string;
+}
+
+interface StepBase {
+  id: string;
+  /** Direct dependencies (explicit depends_on, or the previous step, or none). */
+  deps: string[];
+  /** Transitive closure of deps: exactly the steps whose outputs `step.X` may read. */
+  ancestors: string[];
+  /** JMESPath (ids already quoted), evaluated against {params, env, step}. */
+  condition: string | null;
+}
+
+export type CompiledStep = AgentStep | WorkflowStep | TransformStep | WebhookStep;
+
+export interface AgentStep extends StepBase {
+  kind: "agent";
+  /** Key into Bundle.agents. */
+  agent: string;
+  params: Template;
+  /** Step override of the agent's group, already checked to exist. */
+  group: string | null;
+  maxTokens: number | null;
+}
+
+export interface WorkflowStep extends StepBase {
+  kind: "workflow";
+  /** Key into Bundle.workflows. */
+  workflow: string;
+  input: Template;
+  webhooks: "execute" | "suppress";
+}
+
+export interface TransformStep extends StepBase {
+  kind: "transform";
+  /** Explicit inputs; null means: the only dependency's output, a deep merge of several, or params. */
+  inputs: Template[] | null;
+  ops: TransformOp[];
+  outputSchema: JsonSchema | null;
+}
+
+export type TransformOp =
+  | { op: "map"; expr: string }
+  | { op: "filter"; expr: string }
+  | { op: "sort"; field: string; order: "asc" | "desc" }
+  | { op: "flatten" }
+  | { op: "deduplicate"; field: string }
+  | { op: "merge"; steps: string[] };
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface WebhookStep extends StepBase {
+  kind: "webhook";
+  url: Template;
+  method: HttpMethod;
+  headers: Template | null;
+  body: Template | null;
+  /** Per attempt, default 30. */
+  timeoutS: number;
+  /** Standard Webhooks signing; the env var holds `whsec_<base64 key>`. */
+  sign: { secretEnv: string } | null;
+}
+
+/**
+ * A value with `{{ }}` substitutions, pre-parsed. Plain JSON without any `{{` is `lit`.
+ * - `expr`: a string that, trimmed, is exactly one `{{ e }}`: keeps the value's JSON type.
+ * - `concat`: text mixed with expressions: always a string (null -> "", non-strings -> compact
+ *   JSON). A part with `encode: true` (a webhook URL after its first `?`) is passed through
+ *   encodeURIComponent.
+ */
+export type Template =
+  | { t: "lit"; v: Json }
+  | { t: "expr"; e: string }
+  | { t: "concat"; parts: Array<string | { e: string; encode?: true }> }
+  | { t: "arr"; items: Template[] }
+  | { t: "obj"; entries: Array<[string, Template]> };
+
+export interface CompiledAgent {
+  /** Key into Bundle.agents. */
+  key: string;
+  name: string;
+  description: string | null;
+  /** `local` for *.agent.yaml files; otherwise the built-in it implements. */
+  builtin: "chat" | "extract" | "classify" | null;
+  /** Model group named by the agent file (null: the step's, else the first group). */
+  group: string | null;
+  maxTurns: number;
+  paramsSchema: JsonSchema;
+  /** Static system prompt. */
+  system: string | null;
+  /** User prompt template with `{{ params.X }}`; null: params are sent as JSON. */
+  user: Template | null;
+  outputSchema: JsonSchema | null;
+}
+
+export interface CompiledGateway {
+  /** Env vars the gateway reads (provider keys). */
+  env: EnvDecl[];
+  providers: CompiledProvider[];
+  /** In file order; a step without a group uses the first. */
+  groups: CompiledGroup[];
+}
+
+export interface CompiledProvider {
+  name: string;
+  type: "openai" | "anthropic" | "workers-ai";
+  /** Without trailing slash; null for workers-ai. */
+  baseUrl: string | null;
+  /** Name of the env var holding the API key (from `{{ env.X }}`), or null. */
+  apiKeyEnv: string | null;
+}
+
+export interface CompiledGroup {
+  name: string;
+  /** `provider/model` pairs in file order. */
+  models: Array<{ provider: string; model: string }>;
+  strategy: "round_robin" | "cost_optimized";
+  defaultMaxTokens: number;
+  /** USD per million tokens, by model id (without provider prefix). Empty: costs 0. */
+  pricing: Record<string, { inputPerMillion: number; outputPerMillion: number }>;
+}

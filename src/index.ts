@@ -1,0 +1,5 @@
+/** Worker entry: the Hono app as default export, and the run Durable Object class. */
+import { app } from "./app.ts";
+
+export { RunObject } from "./run/run-object.ts";
+export default app;

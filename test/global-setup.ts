@@ -1,0 +1,43 @@
+/**
+ * Runs in Node before the workers project: compiles test/fixtures/workflows into the bundle the
+ * Worker under test imports (alias `workflow-bundle`), and starts the real HTTP servers the
+ * tests talk to on 127.0.0.1 (webhook targets, model provider stubs). Ports and the secret
+ * values the fixtures use reach workerd as bindings (vitest.config.ts).
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { TestProject } from "vitest/node";
+import { compileProject } from "../src/compiler/index.ts";
+import { startModelStub } from "./servers/model-stub.ts";
+import { startWebhookTarget } from "./servers/webhook-target.ts";
+import { TEST_SECRETS } from "./fixtures/secrets.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    targetPort: number;
+    modelPort: number;
+    testSecrets: Record<string, string>;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const dir = fileURLToPath(new URL("./fixtures/workflows", import.meta.url));
+  const result = compileProject(dir);
+  const errors = result.diagnostics.filter((d) => d.severity === "error");
+  if (!result.bundle || errors.length > 0) {
+    throw new Error(`test fixtures do not compile:\n${errors.map((d) => d.text).join("\n")}`);
+  }
+  const out = fileURLToPath(new URL("./generated/", import.meta.url));
+  mkdirSync(out, { recursive: true });
+  writeFileSync(`${out}bundle.json`, JSON.stringify(result.bundle));
+
+  const target = await startWebhookTarget();
+  const model = await startModelStub();
+  project.provide("targetPort", target.port);
+  project.provide("modelPort", model.port);
+  project.provide("testSecrets", TEST_SECRETS);
+  return async () => {
+    await target.close();
+    await model.close();
+  };
+}

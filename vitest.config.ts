@@ -1,0 +1,46 @@
+/**
+ * Two projects: `node` runs the compiler and the pure engine in Node; `workers` runs the Worker,
+ * its Durable Objects and the step executors in workerd (real storage, real alarms), against
+ * real HTTP servers on 127.0.0.1 started by test/global-setup.ts.
+ */
+import { fileURLToPath } from "node:url";
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+const testBundle = fileURLToPath(new URL("./test/generated/bundle.json", import.meta.url));
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "node",
+          environment: "node",
+          include: ["test/compiler/**/*.test.ts", "test/engine/**/*.test.ts", "test/scripts/**/*.test.ts"],
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                ALLOW_PRIVATE_WEBHOOKS: "true",
+                TARGET_URL: `http://127.0.0.1:${inject<number>("targetPort")}`,
+                MODEL_BASE_URL: `http://127.0.0.1:${inject<number>("modelPort")}`,
+                ...inject<Record<string, string>>("testSecrets"),
+              },
+            },
+          })),
+        ],
+        resolve: { alias: { "workflow-bundle": testBundle } },
+        test: {
+          name: "workers",
+          include: ["test/worker/**/*.test.ts", "test/steps/**/*.test.ts"],
+          globalSetup: ["./test/global-setup.ts"],
+          testTimeout: 30_000,
+        },
+      },
+    ],
+  },
+});
