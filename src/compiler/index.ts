@@ -25,5 +25,7 @@ export interface CompileResult {
 
 /** Compiles every `*.workflow.yaml` directly in `workflowsDir` and everything they reference. */
 export function compileProject(_workflowsDir: string): CompileResult {
-  throw new Error("not implemented");
+  // Placeholder until the compiler lands: an empty bundle.
+  const bundle: Bundle = { format: 1, hash: "", workflows: {}, invocable: {}, agents: {}, gateway: { env: [], providers: [], groups: [] } };
+  return { bundle, diagnostics: [], stats: { workflows: 0, steps: 0, agents: 0, ms: 0 } };
 }
