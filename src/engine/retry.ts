@@ -1,0 +1,170 @@
+/**
+ * One retry loop for every outbound HTTP call (webhook steps, model providers), so the rules
+ * SPEC section 3 fixes for webhooks hold everywhere: at most N attempts, each with its own
+ * timeout, full-jitter exponential back-off, `Retry-After` honoured, and nothing (no attempt,
+ * no sleep) past the run deadline. The run signal (deadline, cancel, run failure) stops the
+ * loop at once. Pure: timers and AbortSignal only, so it runs the same in Node and workerd.
+ */
+import { StepError } from "./types.ts";
+
+export interface HttpRetryOptions {
+  /** Total attempts (3 for webhooks and providers). */
+  attempts: number;
+  /** An attempt that takes longer is aborted and counts as a network error. */
+  perAttemptTimeoutMs: number;
+  /** Epoch ms; never start an attempt or sleep past it. */
+  deadline: number;
+  /** Run-level abort (deadline/cancel): stop at once, rethrow its reason. */
+  signal: AbortSignal;
+  /** Default 250; full-jitter exponential back-off, capped at MAX_BACKOFF_MS. */
+  baseDelayMs?: number;
+  /** Called before each attempt (1-based), for metrics.attempts. */
+  onAttempt?: (attempt: number) => void;
+}
+
+const DEFAULT_BASE_DELAY_MS = 250;
+const MAX_BACKOFF_MS = 8_000;
+
+/** Thrown when an attempt ran out of its own time (not the run's). */
+export class AttemptTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`no response within ${formatMs(ms)}`);
+    this.name = "AttemptTimeoutError";
+  }
+}
+
+/** 408, 429 and 5xx mean "try again later"; every other status is the server's final word. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || (status >= 500 && status <= 599);
+}
+
+/**
+ * Parses `Retry-After` (delta seconds or an HTTP date) into a delay in ms from `now`;
+ * null when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | null, now: number): number | null {
+  if (value === null) return null;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const date = Date.parse(text);
+  if (Number.isNaN(date)) return null;
+  return Math.max(0, date - now);
+}
+
+/** Full jitter (AWS architecture blog): uniform in [0, min(cap, base * 2^(n-1))]. */
+export function backoffDelay(attempt: number, baseDelayMs: number): number {
+  const ceiling = Math.min(MAX_BACKOFF_MS, baseDelayMs * 2 ** (attempt - 1));
+  return Math.random() * ceiling;
+}
+
+/**
+ * Runtime error messages sometimes quote the URL they failed on; its userinfo and query may
+ * hold secrets, so every URL in `text` is cut down to origin + path.
+ */
+export function redactUrls(text: string): string {
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, (raw) => {
+    try {
+      const u = new URL(raw);
+      return `${u.protocol}//${u.host}${u.pathname}`;
+    } catch {
+      return raw.replace(/\/\/[^/@\s]*@/, "//").replace(/[?#].*$/, "");
+    }
+  });
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function networkError(err: unknown): Error {
+  if (err instanceof AttemptTimeoutError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new Error(redactUrls(message || "network error"));
+}
+
+/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Frees the connection of a response we are not going to read. */
+function discard(res: Response): void {
+  res.body?.cancel().catch(() => {});
+}
+
+/**
+ * Retries on network error / attempt timeout / 408 / 429 / 5xx; honours Retry-After (seconds
+ * or HTTP date; if it would pass the deadline, stop and return the last response). Returns the
+ * final Response (possibly non-2xx) or throws the last network error (an Error whose message
+ * names no URL query/secret). `send` receives an AbortSignal combining the run signal and the
+ * attempt timeout. A StepError thrown by `send` is not a network error: it stops the loop and
+ * propagates as is (e.g. output_too_large while reading the body inside the attempt).
+ */
+export async function retryHttp(
+  send: (signal: AbortSignal, attempt: number) => Promise<Response>,
+  opts: HttpRetryOptions,
+): Promise<Response> {
+  const base = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
+  const attempts = Math.max(1, Math.floor(opts.attempts));
+  let lastResponse: Response | null = null;
+  let lastError: Error | null = null;
+
+  const giveUp = (): Response => {
+    if (lastResponse) return lastResponse;
+    throw lastError ?? new Error("the deadline passed before the request could be sent");
+  };
+
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (opts.signal.aborted) throw opts.signal.reason;
+    const remaining = opts.deadline - Date.now();
+    if (remaining <= 0) return giveUp();
+
+    opts.onAttempt?.(attempt);
+    const timeoutMs = Math.min(opts.perAttemptTimeoutMs, remaining);
+    const attemptAbort = new AbortController();
+    const timer = setTimeout(() => attemptAbort.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
+    const onRunAbort = () => attemptAbort.abort(opts.signal.reason);
+    opts.signal.addEventListener("abort", onRunAbort, { once: true });
+
+    let retryAfterMs: number | null = null;
+    try {
+      const res = await send(attemptAbort.signal, attempt);
+      if (lastResponse) discard(lastResponse);
+      if (!isRetryableStatus(res.status) || attempt === attempts) return res;
+      lastResponse = res;
+      lastError = null;
+      retryAfterMs = parseRetryAfter(res.headers.get("retry-after"), Date.now());
+    } catch (err) {
+      if (opts.signal.aborted) throw opts.signal.reason;
+      if (err instanceof StepError) throw err;
+      // An attempt aborted by its own timer surfaces as a generic AbortError from fetch.
+      const reason = attemptAbort.signal.aborted ? attemptAbort.signal.reason : err;
+      lastError = networkError(reason);
+      if (lastResponse) discard(lastResponse);
+      lastResponse = null;
+      if (attempt === attempts) throw lastError;
+    } finally {
+      clearTimeout(timer);
+      opts.signal.removeEventListener("abort", onRunAbort);
+    }
+
+    const delay = retryAfterMs ?? backoffDelay(attempt, base);
+    if (Date.now() + delay >= opts.deadline) return giveUp();
+    await sleep(delay, opts.signal);
+  }
+  return giveUp();
+}
