@@ -1,0 +1,165 @@
+/**
+ * The per-run cost ledger that makes `model_policy.cost_budget_usd` a hard cap.
+ *
+ * Every LLM call first reserves its worst case, and the reservation is replaced by the actual
+ * cost once the provider reports usage. Because reservations count against the cap while they
+ * are outstanding, concurrent steps cannot together overspend it: a call that does not fit
+ * waits for other reservations to settle (they usually settle lower than their worst case),
+ * and fails with `budget_exceeded` only when nothing is left outstanding that could free room.
+ *
+ * Sub-workflows get a child ledger. Each child reservation is also a reservation in the parent,
+ * so siblings running at the same time share the parent's remainder instead of each seeing all
+ * of it. Pure TypeScript: the run Durable Object persists `LedgerState` through `onChange`.
+ */
+import { type BudgetLedger, type BudgetReservation, StepError } from "./types.ts";
+
+/** What the run persists. JSON-serialisable. */
+export interface LedgerState {
+  /** USD actually spent (settled reservations). */
+  spent: number;
+  /** Reservation id -> reserved worst case (USD), for calls in flight. */
+  outstanding: Record<string, number>;
+}
+
+export interface Ledger extends BudgetLedger {
+  /** A ledger for a sub-workflow: cap = min(this ledger's remainder now, `capUsd`). */
+  child(capUsd: number | null): Ledger;
+  snapshot(): LedgerState;
+  spentUsd(): number;
+}
+
+/**
+ * Float sums of prices drift by ulps (0.1 + 0.2 > 0.3); a reservation that is over the cap by
+ * less than a billionth of a cent is taken as fitting.
+ */
+const EPSILON_USD = 1e-12;
+
+function sumValues(m: Map<string, number>): number {
+  let s = 0;
+  for (const v of m.values()) s += v;
+  return s;
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
+}
+
+function usd(n: number): string {
+  // Enough digits for per-token prices without printing float noise.
+  return `$${Number(n.toPrecision(6))}`;
+}
+
+/**
+ * Creates a run's ledger. `initial` restores a persisted state: reservations that were
+ * outstanding when the object was evicted are charged at their worst case, because their calls
+ * may have reached the provider and been billed; the resumed step reserves again.
+ */
+export function createLedger(
+  capUsd: number | null,
+  initial?: LedgerState,
+  onChange?: (s: LedgerState) => void,
+): Ledger {
+  let restored = 0;
+  if (initial) {
+    restored = initial.spent;
+    for (const v of Object.values(initial.outstanding)) restored += v;
+  }
+  return makeLedger(capUsd, restored, null, onChange ?? null);
+}
+
+function makeLedger(
+  cap: number | null,
+  initialSpent: number,
+  parent: Ledger | null,
+  onChange: ((s: LedgerState) => void) | null,
+): Ledger {
+  let spent = initialSpent;
+  let nextId = 1;
+  const outstanding = new Map<string, number>();
+  /** Re-check callbacks of reservations waiting for room, in arrival order. */
+  const waiters = new Set<() => void>();
+
+  const snapshot = (): LedgerState => ({ spent, outstanding: Object.fromEntries(outstanding) });
+  const changed = () => onChange?.(snapshot());
+  const wakeWaiters = () => {
+    for (const w of [...waiters]) w();
+  };
+
+  const fits = (amount: number) =>
+    cap === null || spent + sumValues(outstanding) + amount <= cap + EPSILON_USD;
+
+  const grant = (amount: number): BudgetReservation => {
+    const id = `r${nextId++}`;
+    outstanding.set(id, amount);
+    changed();
+    return {
+      settle(actualUsd: number) {
+        if (!outstanding.has(id)) return;
+        outstanding.delete(id);
+        // A provider that reports more than the worst case is still what was spent: record it.
+        spent += Math.max(0, Number.isFinite(actualUsd) ? actualUsd : amount);
+        changed();
+        wakeWaiters();
+      },
+    };
+  };
+
+  const exceeded = (amount: number) => {
+    const left = cap === null ? 0 : Math.max(0, cap - spent);
+    return new StepError(
+      "budget_exceeded",
+      `the next LLM call needs up to ${usd(amount)}, ${usd(left)} left of the ${usd(cap ?? 0)} budget`,
+    );
+  };
+
+  /** Resolves with a granted reservation; the room is claimed in the same check that found it. */
+  const reserveHere = (amount: number, signal: AbortSignal): Promise<BudgetReservation> =>
+    new Promise<BudgetReservation>((resolve, reject) => {
+      const check = () => {
+        if (signal.aborted) return finish(() => reject(abortReason(signal)));
+        if (fits(amount)) return finish(() => resolve(grant(amount)));
+        if (outstanding.size === 0) return finish(() => reject(exceeded(amount)));
+        // Still waiting: the next settle calls check again.
+      };
+      const onAbort = () => check();
+      const finish = (done: () => void) => {
+        waiters.delete(check);
+        signal.removeEventListener("abort", onAbort);
+        done();
+      };
+      waiters.add(check);
+      signal.addEventListener("abort", onAbort);
+      check();
+    });
+
+  const ledger: Ledger = {
+    capUsd: cap,
+    async reserve(worstCaseUsd: number, signal: AbortSignal): Promise<BudgetReservation> {
+      const amount = Math.max(0, worstCaseUsd);
+      const local = await reserveHere(amount, signal);
+      if (!parent) return local;
+      let upstream: BudgetReservation;
+      try {
+        upstream = await parent.reserve(amount, signal);
+      } catch (e) {
+        local.settle(0);
+        throw e;
+      }
+      return {
+        settle(actualUsd: number) {
+          local.settle(actualUsd);
+          upstream.settle(actualUsd);
+        },
+      };
+    },
+    child(childCap: number | null): Ledger {
+      const remainder = cap === null ? null : Math.max(0, cap - spent - sumValues(outstanding));
+      const effective =
+        remainder === null ? childCap : childCap === null ? remainder : Math.min(remainder, childCap);
+      return makeLedger(effective, 0, ledger, null);
+    },
+    snapshot,
+    spentUsd: () => spent,
+  };
+  return ledger;
+}
