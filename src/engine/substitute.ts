@@ -6,6 +6,7 @@
  */
 import type { Json, JsonObject, Template } from "../bundle.ts";
 import { evaluate } from "./expressions.ts";
+import { setOwn } from "./transform-ops.ts";
 import type { EvalScope } from "./types.ts";
 
 /** The value an expression sees: exactly the scope's three namespaces, nothing else. */
@@ -42,7 +43,7 @@ function renderWith(t: Template, data: JsonObject): Json {
       return t.items.map((item) => renderWith(item, data));
     case "obj": {
       const out: JsonObject = {};
-      for (const [key, value] of t.entries) out[key] = renderWith(value, data);
+      for (const [key, value] of t.entries) setOwn(out, key, renderWith(value, data));
       return out;
     }
   }
