@@ -120,7 +120,7 @@ describe("applyOps", () => {
   });
 
   it("sorts strings by text and puts items missing the field last", () => {
-    const items = [{ t: "b" }, {}, { t: "a" }, { t: "C" }];
+    const items: Json[] = [{ t: "b" }, {}, { t: "a" }, { t: "C" }];
     const out = applyOps(items, [{ op: "sort", field: "t", order: "asc" }], noSteps);
     expect(out).toEqual([{ t: "C" }, { t: "a" }, { t: "b" }, {}]);
   });
