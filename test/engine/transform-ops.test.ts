@@ -142,7 +142,7 @@ describe("applyOps", () => {
   });
 
   it("deduplicates by object-valued fields regardless of key order", () => {
-    const items = [
+    const items: Json[] = [
       { k: { a: 1, b: 2 }, n: 1 },
       { k: { b: 2, a: 1 }, n: 2 },
       { k: { a: 2 }, n: 3 },
