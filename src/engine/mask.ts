@@ -1,0 +1,101 @@
+/**
+ * Secret masking (SPEC section 3 "Env and secrets"): every value the engine records (step
+ * outputs, errors, params, logs) passes through a Masker before storage or the envelope, so a
+ * secret never leaves the outbound request that needs it. A secret can come back in another
+ * shape (a webhook echoing an Authorization header, a Basic credential, a query string), so
+ * each one is searched in the forms a service is likely to echo: as is, base64 and base64url
+ * (padded, unpadded and embedded at any byte offset, as in `Basic base64(user:secret)`),
+ * percent-encoded, and JSON-escaped. Pure: no Worker APIs.
+ */
+import type { Json, JsonObject } from "../bundle.ts";
+import { setOwn } from "./transform-ops.ts";
+
+export const MASK = "***";
+
+/**
+ * Base64 pieces shorter than this are not searched: a few characters of base64 occur by
+ * chance in ordinary text, and SPEC requires secrets of at least 8 characters anyway.
+ */
+const MIN_EMBEDDED_LENGTH = 8;
+
+export interface Masker {
+  /** A copy of `v` with every secret form replaced by `***` in every string value and object key. */
+  maskJson(v: Json): Json;
+  maskText(s: string): string;
+}
+
+function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary);
+}
+
+function toUrlAlphabet(b64: string): string {
+  return b64.replaceAll("+", "-").replaceAll("/", "_");
+}
+
+/**
+ * The base64 characters that encode only the secret's own bits when it starts `offset` bytes
+ * into a longer byte string: a secret inside `user:secret` or a JSON blob is encoded with
+ * neighbours, so its full encoding never appears, but this core does.
+ */
+function embeddedBase64(secret: Uint8Array, offset: number): string {
+  const padded = new Uint8Array(offset + secret.length);
+  padded.set(secret, offset);
+  const b64 = base64(padded);
+  const first = Math.ceil((8 * offset) / 6);
+  const end = Math.floor((8 * (offset + secret.length)) / 6);
+  return b64.slice(first, end);
+}
+
+/** Every form of `secret` worth searching for. */
+export function secretForms(secret: string): string[] {
+  const bytes = new TextEncoder().encode(secret);
+  const b64 = base64(bytes);
+  const jsonEscaped = JSON.stringify(secret).slice(1, -1);
+  const forms = [
+    secret,
+    b64,
+    b64.replace(/=+$/, ""),
+    toUrlAlphabet(b64),
+    toUrlAlphabet(b64).replace(/=+$/, ""),
+    encodeURIComponent(secret),
+    jsonEscaped,
+    // A JSON document that was itself put into a JSON string (e.g. a text body quoted again).
+    JSON.stringify(jsonEscaped).slice(1, -1),
+  ];
+  for (const offset of [0, 1, 2]) {
+    const core = embeddedBase64(bytes, offset);
+    if (core.length >= MIN_EMBEDDED_LENGTH) forms.push(core, toUrlAlphabet(core));
+  }
+  return forms;
+}
+
+const identity: Masker = { maskJson: (v) => v, maskText: (s) => s };
+
+export function createMasker(secrets: string[]): Masker {
+  const patterns = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))]
+    .filter((p) => p.length > 0)
+    // Longest first, so a secret that contains another is replaced whole.
+    .sort((a, b) => b.length - a.length);
+  if (patterns.length === 0) return identity;
+
+  const maskText = (s: string): string => {
+    let out = s;
+    for (const p of patterns) {
+      if (out.includes(p)) out = out.replaceAll(p, MASK);
+    }
+    return out;
+  };
+
+  const maskJson = (v: Json): Json => {
+    if (typeof v === "string") return maskText(v);
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) return v.map(maskJson);
+    const out: JsonObject = {};
+    for (const [key, value] of Object.entries(v)) setOwn(out, maskText(key), maskJson(value));
+    return out;
+  };
+
+  return { maskJson, maskText };
+}

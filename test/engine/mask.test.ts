@@ -1,0 +1,107 @@
+/**
+ * Secret masking as SPEC section 3 promises: a recorded value never holds a secret, in any of
+ * the shapes a service may echo it back. Expected encodings are produced with Node's Buffer,
+ * independently of the masker's own encoder.
+ */
+import { describe, expect, it } from "vitest";
+import type { Json } from "../../src/bundle.ts";
+import { createMasker } from "../../src/engine/mask.ts";
+
+const SECRET = "s3cr3t-webhook-value-123";
+const TRICKY = 'p@ss/w0rd+"key"\\=1 ü';
+
+const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
+const b64url = (s: string) => Buffer.from(s, "utf8").toString("base64url");
+
+describe("maskText", () => {
+  const masker = createMasker([SECRET, TRICKY]);
+
+  it("replaces every occurrence of a secret", () => {
+    expect(masker.maskText(`a ${SECRET} b ${SECRET}`)).toBe("a *** b ***");
+  });
+
+  it("covers the secret in a Bearer header", () => {
+    expect(masker.maskText(`Bearer ${SECRET}`)).toBe("Bearer ***");
+  });
+
+  it.each([
+    ["standard base64", b64(TRICKY)],
+    ["unpadded base64", b64(TRICKY).replace(/=+$/, "")],
+    ["base64url", b64url(TRICKY)],
+    ["percent-encoded", encodeURIComponent(TRICKY)],
+    ["JSON-escaped", JSON.stringify(TRICKY).slice(1, -1)],
+  ])("replaces the %s form", (_name, form) => {
+    const out = masker.maskText(`before ${form} after`);
+    expect(out).toBe("before *** after");
+  });
+
+  it("hides a secret base64-encoded together with a user name (HTTP Basic)", () => {
+    for (const user of ["u", "us", "usr", "admin-user"]) {
+      const header = b64(`${user}:${SECRET}`);
+      const out = masker.maskText(`Basic ${header}`);
+      expect(out).not.toBe(`Basic ${header}`);
+      const decoded = Buffer.from(out.slice("Basic ".length).replaceAll("*", ""), "base64").toString(
+        "latin1",
+      );
+      expect(decoded).not.toContain(SECRET.slice(0, 8));
+    }
+  });
+
+  it("hides the secret inside a JSON document that was quoted as a string again", () => {
+    const twice = JSON.stringify(JSON.stringify({ key: TRICKY }));
+    expect(masker.maskText(twice)).not.toContain("w0rd");
+  });
+
+  it("replaces the longest secret first", () => {
+    const m = createMasker(["abcdefgh", "abcdefgh-and-more"]);
+    expect(m.maskText("x abcdefgh-and-more y abcdefgh")).toBe("x *** y ***");
+  });
+
+  it("ignores an empty secret instead of masking everything", () => {
+    expect(createMasker([""]).maskText("plain text")).toBe("plain text");
+  });
+
+  it("leaves text without secrets unchanged", () => {
+    expect(masker.maskText("nothing to hide here")).toBe("nothing to hide here");
+  });
+});
+
+describe("maskJson", () => {
+  const masker = createMasker([SECRET]);
+
+  it("masks string values and object keys at any depth", () => {
+    const value: Json = { [SECRET]: [{ deep: `x${SECRET}y` }], n: 1, ok: true, none: null };
+    expect(masker.maskJson(value)).toEqual({ "***": [{ deep: "x***y" }], n: 1, ok: true, none: null });
+  });
+
+  it("does not change the value it is given", () => {
+    const value: Json = { a: SECRET };
+    masker.maskJson(value);
+    expect(value).toEqual({ a: SECRET });
+  });
+
+  it("hides every form of a secret that a webhook echoed back", () => {
+    const echoed: Json = {
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: {
+        headers: { authorization: `Bearer ${SECRET}`, "x-basic": `Basic ${b64(`me:${SECRET}`)}` },
+        query: { token: SECRET },
+        url: `/echo?token=${encodeURIComponent(SECRET)}&b=${b64url(SECRET)}`,
+        raw: JSON.stringify({ token: SECRET }),
+        encoded: b64(SECRET),
+      },
+    };
+    const text = JSON.stringify(masker.maskJson(echoed));
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain(b64(SECRET).replace(/=+$/, ""));
+    expect(text).not.toContain(b64url(SECRET));
+    expect(text).not.toContain(b64(`me:${SECRET}`));
+    expect(text).toContain("Bearer ***");
+  });
+
+  it("returns values unchanged when there are no secrets", () => {
+    const value: Json = { a: "b" };
+    expect(createMasker([]).maskJson(value)).toBe(value);
+  });
+});
