@@ -1,0 +1,165 @@
+/**
+ * Providers of `type: openai`: any OpenAI-compatible Chat Completions API (OpenAI, Azure
+ * gateways, Groq, vLLM, Ollama, the test stub). POST `{base_url}/chat/completions`.
+ *
+ * JSON output uses Structured Outputs (`json_schema`, strict) when the output schema is in the
+ * subset strict mode accepts, else JSON mode (`json_object`), which only guarantees an object:
+ * the agent step validates the schema either way.
+ */
+import type { CompiledProvider, JsonSchema } from "../bundle.ts";
+import { retryHttp } from "../engine/retry.ts";
+import {
+  type Completion,
+  httpFailure,
+  type ModelRequest,
+  PROVIDER_ATTEMPT_TIMEOUT_MS,
+  PROVIDER_ATTEMPTS,
+  type PrepareCall,
+  ProviderError,
+  resolveApiKey,
+  resolveBaseUrl,
+  tokenCount,
+  utf8Length,
+} from "./provider.ts";
+
+export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+/** Keywords strict Structured Outputs accepts; anything else falls back to JSON mode. */
+const STRICT_KEYWORDS = new Set([
+  "$schema",
+  "$defs",
+  "$ref",
+  "type",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  "enum",
+  "const",
+  "anyOf",
+  "title",
+  "description",
+  "pattern",
+  "format",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minItems",
+  "maxItems",
+]);
+
+function strictCompatibleNode(schema: JsonSchema): boolean {
+  if (typeof schema !== "object" || Array.isArray(schema)) return false;
+  for (const k of Object.keys(schema)) if (!STRICT_KEYWORDS.has(k)) return false;
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.includes("object") || schema.properties !== undefined) {
+    const props = schema.properties;
+    if (typeof props !== "object" || props === null || Array.isArray(props)) return false;
+    if (schema.additionalProperties !== false) return false;
+    const required = Array.isArray(schema.required) ? schema.required : [];
+    for (const [name, sub] of Object.entries(props)) {
+      if (!required.includes(name)) return false;
+      if (!strictCompatibleNode(sub as JsonSchema)) return false;
+    }
+  }
+  if (schema.items !== undefined && !strictCompatibleNode(schema.items as JsonSchema)) return false;
+  for (const group of [schema.anyOf]) {
+    if (group === undefined) continue;
+    if (!Array.isArray(group) || !group.every((s) => strictCompatibleNode(s as JsonSchema))) return false;
+  }
+  const defs = schema.$defs;
+  if (defs !== undefined) {
+    if (typeof defs !== "object" || defs === null || Array.isArray(defs)) return false;
+    if (!Object.values(defs).every((s) => strictCompatibleNode(s as JsonSchema))) return false;
+  }
+  return true;
+}
+
+/** True when OpenAI's strict Structured Outputs can enforce `schema` as given. */
+export function isStrictCompatible(schema: JsonSchema): boolean {
+  return typeof schema === "object" && schema.type === "object" && strictCompatibleNode(schema);
+}
+
+function rootIsObject(schema: JsonSchema | null): boolean {
+  if (schema === null || typeof schema !== "object") return true;
+  return schema.type === undefined || schema.type === "object";
+}
+
+export function responseFormat(req: ModelRequest): Record<string, unknown> | null {
+  if (!req.json) return null;
+  if (req.jsonSchema !== null && isStrictCompatible(req.jsonSchema)) {
+    const { $schema: _dialect, ...schema } = req.jsonSchema as Record<string, unknown>;
+    return { type: "json_schema", json_schema: { name: "output", strict: true, schema } };
+  }
+  // JSON mode forces an object; a schema for another root type is left to the prompt.
+  return rootIsObject(req.jsonSchema) ? { type: "json_object" } : null;
+}
+
+function messageText(content: unknown): string | null {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    const parts = content
+      .map((p) => (typeof p === "object" && p !== null && typeof p.text === "string" ? p.text : ""))
+      .join("");
+    return parts;
+  }
+  return null;
+}
+
+export function parseChatCompletion(body: unknown): Completion | null {
+  if (typeof body !== "object" || body === null) return null;
+  const { choices, usage } = body as { choices?: unknown; usage?: Record<string, unknown> };
+  if (!Array.isArray(choices) || choices.length === 0) return null;
+  const text = messageText((choices[0] as { message?: { content?: unknown } })?.message?.content);
+  if (text === null) return null;
+  const input = tokenCount(usage?.prompt_tokens);
+  const output = tokenCount(usage?.completion_tokens);
+  return {
+    text,
+    usage: input === null || output === null ? null : { input_tokens: input, output_tokens: output },
+  };
+}
+
+export const prepareOpenAi: PrepareCall = (model, req, provider: CompiledProvider, env) => {
+  const base = resolveBaseUrl(provider, OPENAI_DEFAULT_BASE_URL, env);
+  const key = resolveApiKey(provider, env);
+  const messages = [
+    ...(req.system !== null ? [{ role: "system", content: req.system }] : []),
+    ...req.messages,
+  ];
+  const format = responseFormat(req);
+  const body = JSON.stringify({
+    model,
+    messages,
+    max_tokens: req.maxTokens,
+    ...(format ? { response_format: format } : {}),
+  });
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (key !== null) headers.authorization = `Bearer ${key}`;
+  return {
+    requestBytes: utf8Length(body),
+    async send(io) {
+      const res = await retryHttp(
+        (signal) => io.fetch(`${base}/chat/completions`, { method: "POST", headers, body, signal }),
+        {
+          attempts: PROVIDER_ATTEMPTS,
+          perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
+          deadline: io.deadline,
+          signal: io.signal,
+          onAttempt: io.onAttempt,
+        },
+      );
+      if (!res.ok) throw await httpFailure(provider, model, res);
+      let parsed: Completion | null = null;
+      try {
+        parsed = parseChatCompletion(await res.json());
+      } catch {
+        parsed = null;
+      }
+      if (!parsed) throw new ProviderError(`${provider.name}/${model}: the reply is not a chat completion`);
+      return parsed;
+    },
+  };
+};

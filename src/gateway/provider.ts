@@ -1,0 +1,146 @@
+/**
+ * The one interface every model provider implements, so that adding a provider type means
+ * adding one module next to openai.ts and one line in `adapterFor`.
+ *
+ * A provider first *prepares* a call (builds the exact request, checks its key and base URL)
+ * without sending anything: the gateway needs the serialised request's size to reserve the
+ * call's worst-case cost before it is made, and a configuration error must cost nothing.
+ */
+import type { CompiledProvider, JsonSchema } from "../bundle.ts";
+
+export interface ChatMessage {
+  role: "user" | "assistant";
+  content: string;
+}
+
+/** Provider-neutral request for one completion. */
+export interface ModelRequest {
+  system: string | null;
+  messages: ChatMessage[];
+  maxTokens: number;
+  /** Ask for JSON output (provider JSON mode where there is one). */
+  json: boolean;
+  /** The schema the JSON must satisfy, when known (OpenAI structured outputs use it). */
+  jsonSchema: JsonSchema | null;
+}
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export interface Completion {
+  text: string;
+  /** null when the provider reported no usage (the gateway then charges the worst case). */
+  usage: Usage | null;
+}
+
+/** What a prepared call needs from the run to go out. */
+export interface ProviderIo {
+  fetch: (input: string | Request, init?: RequestInit) => Promise<Response>;
+  signal: AbortSignal;
+  deadline: number;
+  ai?: { run(model: string, input: unknown, options?: unknown): Promise<unknown> };
+  /** Called once per HTTP attempt (retries included), for metrics.attempts. */
+  onAttempt: () => void;
+}
+
+export interface PreparedCall {
+  /** UTF-8 byte length of the serialised request: SPEC's worst-case input-token count. */
+  requestBytes: number;
+  send(io: ProviderIo): Promise<Completion>;
+}
+
+export type PrepareCall = (
+  model: string,
+  req: ModelRequest,
+  provider: CompiledProvider,
+  env: Record<string, string | undefined>,
+) => PreparedCall;
+
+/**
+ * A failure of one model (configuration, network, non-2xx after retries, unreadable reply).
+ * The gateway then tries the group's next model. Messages never quote a provider's response
+ * body, which could echo the API key back.
+ */
+export class ProviderError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProviderError";
+  }
+}
+
+/** Every provider call: 3 attempts, 429/5xx/network retried (SPEC section 6). */
+export const PROVIDER_ATTEMPTS = 3;
+/** Per attempt; always further limited by the run deadline. */
+export const PROVIDER_ATTEMPT_TIMEOUT_MS = 60_000;
+
+export function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).byteLength;
+}
+
+/**
+ * A provider's `base_url` may be `env:NAME` (read from the Worker's environment, so local
+ * setups and tests can point at a port). Returned without trailing slash.
+ */
+export function resolveBaseUrl(
+  provider: CompiledProvider,
+  fallback: string,
+  env: Record<string, string | undefined>,
+): string {
+  const raw = provider.baseUrl ?? fallback;
+  if (raw.startsWith("env:")) {
+    const name = raw.slice(4);
+    const value = env[name];
+    if (!value) throw new ProviderError(`provider ${provider.name}: base URL env ${name} is not set`);
+    return value.replace(/\/+$/, "");
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+/** The API key, or a ProviderError naming the env var (never its value). null: no key configured. */
+export function resolveApiKey(
+  provider: CompiledProvider,
+  env: Record<string, string | undefined>,
+): string | null {
+  if (provider.apiKeyEnv === null) return null;
+  const key = env[provider.apiKeyEnv];
+  if (!key)
+    throw new ProviderError(`provider ${provider.name}: API key env ${provider.apiKeyEnv} is not set`);
+  return key;
+}
+
+/**
+ * The provider's machine-readable error code (`invalid_api_key`, `overloaded_error`), safe to
+ * show because it is an identifier, not free text that could quote the request.
+ */
+export function errorCodeOf(body: unknown): string | null {
+  if (typeof body !== "object" || body === null) return null;
+  const err = (body as { error?: unknown }).error;
+  if (typeof err !== "object" || err === null) return null;
+  const { code, type } = err as { code?: unknown; type?: unknown };
+  for (const c of [code, type]) {
+    if (typeof c === "string" && /^[A-Za-z0-9_.-]{1,64}$/.test(c)) return c;
+  }
+  return null;
+}
+
+/** Reads a non-2xx response into a safe one-line reason. */
+export async function httpFailure(
+  provider: CompiledProvider,
+  model: string,
+  res: Response,
+): Promise<ProviderError> {
+  let code: string | null = null;
+  try {
+    code = errorCodeOf(JSON.parse(await res.text()));
+  } catch {
+    // Not JSON: nothing safe to quote.
+  }
+  return new ProviderError(`${provider.name}/${model}: HTTP ${res.status}${code ? ` (${code})` : ""}`);
+}
+
+/** A finite, non-negative token count, or null. */
+export function tokenCount(v: unknown): number | null {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : null;
+}

@@ -1,0 +1,81 @@
+/**
+ * Providers of `type: workers-ai`: the Worker's `AI` binding (`env.AI.run`). No HTTP and no
+ * key; the binding must be configured in wrangler.toml, which is off by default because Workers
+ * AI always runs remotely (also under `wrangler dev`).
+ */
+import {
+  type Completion,
+  PROVIDER_ATTEMPT_TIMEOUT_MS,
+  type PrepareCall,
+  ProviderError,
+  type ProviderIo,
+  tokenCount,
+  utf8Length,
+} from "./provider.ts";
+
+export const NO_AI_BINDING = 'no AI binding; add [ai] binding = "AI" to wrangler.toml';
+
+export function parseAiResult(result: unknown): Completion | null {
+  if (typeof result !== "object" || result === null) return null;
+  const { response, usage } = result as { response?: unknown; usage?: Record<string, unknown> };
+  // In JSON mode some models hand back the parsed object instead of its text.
+  let text: string;
+  if (typeof response === "string") text = response;
+  else if (response !== undefined && response !== null) text = JSON.stringify(response);
+  else return null;
+  const input = tokenCount(usage?.prompt_tokens);
+  const output = tokenCount(usage?.completion_tokens);
+  return {
+    text,
+    usage: input === null || output === null ? null : { input_tokens: input, output_tokens: output },
+  };
+}
+
+/** ai.run takes no signal: race it against the run signal, the deadline and the attempt timeout. */
+function bounded<T>(work: Promise<T>, io: ProviderIo): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const ms = Math.max(0, Math.min(PROVIDER_ATTEMPT_TIMEOUT_MS, io.deadline - Date.now()));
+    const timer = setTimeout(() => done(() => reject(new Error(`no response within ${ms} ms`))), ms);
+    const onAbort = () => done(() => reject(io.signal.reason));
+    const done = (fn: () => void) => {
+      clearTimeout(timer);
+      io.signal.removeEventListener("abort", onAbort);
+      fn();
+    };
+    if (io.signal.aborted) return onAbort();
+    io.signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (v) => done(() => resolve(v)),
+      (e) => done(() => reject(e)),
+    );
+  });
+}
+
+export const prepareWorkersAi: PrepareCall = (model, req, provider) => {
+  const messages = [
+    ...(req.system !== null ? [{ role: "system", content: req.system }] : []),
+    ...req.messages,
+  ];
+  const input: Record<string, unknown> = { messages, max_tokens: req.maxTokens };
+  if (req.json && req.jsonSchema !== null) {
+    input.response_format = { type: "json_schema", json_schema: req.jsonSchema };
+  }
+  return {
+    requestBytes: utf8Length(JSON.stringify(input)),
+    async send(io) {
+      if (!io.ai) throw new ProviderError(`provider ${provider.name}: ${NO_AI_BINDING}`);
+      io.onAttempt();
+      let result: unknown;
+      try {
+        result = await bounded(io.ai.run(model, input), io);
+      } catch (e) {
+        if (io.signal.aborted) throw e;
+        // Binding errors carry Cloudflare's own text (no key is involved): safe to show.
+        throw new ProviderError(`${provider.name}/${model}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      const parsed = parseAiResult(result);
+      if (!parsed) throw new ProviderError(`${provider.name}/${model}: the reply has no response`);
+      return parsed;
+    },
+  };
+};

@@ -1,0 +1,219 @@
+/**
+ * The agent step (SPEC section 6): renders the step's params, validates them against the
+ * agent's params.schema, asks the model group for a reply, and turns the reply into the step
+ * output: JSON valid against the agent's output schema, with one repair call when it is not.
+ *
+ * Local `*.agent.yaml` agents and the `core` built-ins share this path; a built-in only changes
+ * how the prompt is made and what the output must satisfy (see `planFor`). Cost, budget,
+ * retries and model fallback all live in the gateway (`completeInGroup`).
+ */
+import type {
+  AgentStep,
+  CompiledAgent,
+  CompiledGateway,
+  CompiledGroup,
+  Json,
+  JsonSchema,
+} from "../bundle.ts";
+import { validateJson } from "../engine/schema.ts";
+import { render, stringify } from "../engine/substitute.ts";
+import { StepError, type StepExecutor } from "../engine/types.ts";
+import { completeInGroup } from "../gateway/complete.ts";
+import type { ChatMessage, ModelRequest } from "../gateway/provider.ts";
+
+/** SPEC: `max_tokens` defaults to the group's `default_max_tokens`, else this. */
+export const DEFAULT_MAX_TOKENS = 1024;
+/** Violations quoted in an error or a repair message; the rest are counted. */
+const MAX_LISTED_VIOLATIONS = 10;
+
+/** How one agent call is asked and checked. */
+interface AgentPlan {
+  system: string | null;
+  user: string;
+  /** false: the reply text is the output (`core/chat`). */
+  json: boolean;
+  /** What the parsed reply must satisfy; null: any JSON. */
+  schema: JsonSchema | null;
+  /** Turns the validated reply into the step output. */
+  output(reply: Json, text: string): Json;
+}
+
+function listViolations(violations: Array<{ path: string; message: string }>): string {
+  const shown = violations.slice(0, MAX_LISTED_VIOLATIONS).map((v) => `${v.path || "/"}: ${v.message}`);
+  const more = violations.length - shown.length;
+  return shown.join("; ") + (more > 0 ? `; and ${more} more` : "");
+}
+
+/** Returns violations, treating a schema the validator cannot use as a violation of the value. */
+function check(schema: JsonSchema, value: Json): Array<{ path: string; message: string }> {
+  try {
+    return validateJson(schema, value);
+  } catch (e) {
+    return [
+      { path: "", message: `the schema cannot be used: ${e instanceof Error ? e.message : String(e)}` },
+    ];
+  }
+}
+
+/** The instructions that make a model answer with bare JSON; providers without a JSON mode rely on them. */
+export function jsonInstructions(schema: JsonSchema | null): string {
+  if (schema === null) return "Reply with one JSON object and nothing else: no prose, no code fences.";
+  return `Reply with one JSON value and nothing else: no prose, no code fences. It must be valid against this JSON Schema:\n${JSON.stringify(schema)}`;
+}
+
+function withJson(system: string | null, schema: JsonSchema | null): string {
+  const rules = jsonInstructions(schema);
+  return system ? `${system}\n\n${rules}` : rules;
+}
+
+function planFor(agent: CompiledAgent, params: Json): AgentPlan {
+  const p = (typeof params === "object" && params !== null && !Array.isArray(params) ? params : {}) as Record<
+    string,
+    Json
+  >;
+  switch (agent.builtin) {
+    case "chat":
+      return {
+        system: typeof p.system === "string" ? p.system : agent.system,
+        user: stringify(p.prompt ?? null),
+        json: false,
+        schema: null,
+        output: (_reply, text) => ({ text }),
+      };
+    case "extract": {
+      const schema = (p.schema ?? {}) as JsonSchema;
+      return {
+        system: withJson(agent.system, schema),
+        user: stringify(p.text ?? null),
+        json: true,
+        schema,
+        output: (reply) => reply,
+      };
+    }
+    case "classify": {
+      const labels = Array.isArray(p.labels) ? p.labels : [];
+      // The label check is a schema, so a wrong label gets the same repair call as bad JSON.
+      const schema: JsonSchema = {
+        type: "object",
+        properties: { label: { type: "string", enum: labels } },
+        required: ["label"],
+        additionalProperties: false,
+      };
+      return {
+        system: withJson(agent.system, schema),
+        user: `Labels: ${JSON.stringify(labels)}\n\nText:\n${stringify(p.text ?? null)}`,
+        json: true,
+        schema,
+        output: (reply) => ({ label: (reply as { label: Json }).label }),
+      };
+    }
+    case null:
+      return {
+        system: withJson(agent.system, agent.outputSchema),
+        user: agent.user
+          ? stringify(render(agent.user, { params, env: {}, step: {} }))
+          : JSON.stringify(params),
+        json: true,
+        schema: agent.outputSchema,
+        output: (reply) => reply,
+      };
+  }
+}
+
+function resolveGroup(step: AgentStep, agent: CompiledAgent, gateway: CompiledGateway): CompiledGroup {
+  const name = step.group ?? agent.group;
+  const group = name === null ? gateway.groups[0] : gateway.groups.find((g) => g.name === name);
+  if (!group) {
+    throw new StepError(
+      "agent_failed",
+      name === null
+        ? "workflows/gateway.yaml defines no model group"
+        : `no model group ${name} in gateway.yaml`,
+    );
+  }
+  return group;
+}
+
+/**
+ * Parses a model's JSON reply. Models often wrap JSON in ```json fences or a sentence; the
+ * outermost object or array in the text is taken then.
+ */
+export function parseReply(text: string): { ok: true; value: Json } | { ok: false; error: string } {
+  const fenced = /```(?:json)?\s*\n?([\s\S]*?)```/i.exec(text);
+  const candidates = [text.trim()];
+  if (fenced?.[1] !== undefined) candidates.push(fenced[1].trim());
+  for (const [open, close] of [
+    ["{", "}"],
+    ["[", "]"],
+  ] as const) {
+    const start = text.indexOf(open);
+    const end = text.lastIndexOf(close);
+    if (start !== -1 && end > start) candidates.push(text.slice(start, end + 1));
+  }
+  let firstError = "";
+  for (const c of candidates) {
+    try {
+      return { ok: true, value: JSON.parse(c) as Json };
+    } catch (e) {
+      firstError ||= e instanceof Error ? e.message : String(e);
+    }
+  }
+  return { ok: false, error: `the reply is not JSON (${firstError || "empty reply"})` };
+}
+
+/** What is wrong with a reply, or null when it is acceptable. */
+function problemsWith(text: string, plan: AgentPlan): { value: Json; problems: string | null } {
+  const parsed = parseReply(text);
+  if (!parsed.ok) return { value: null, problems: parsed.error };
+  if (plan.schema === null) return { value: parsed.value, problems: null };
+  const violations = check(plan.schema, parsed.value);
+  return { value: parsed.value, problems: violations.length > 0 ? listViolations(violations) : null };
+}
+
+export const executeAgent: StepExecutor<AgentStep> = async (step, ctx) => {
+  const agent = ctx.bundle.agents[step.agent];
+  if (!agent) throw new StepError("internal_error", `agent ${step.agent} is not in the bundle`);
+
+  const params = render(step.params, ctx.scope);
+  const invalid = check(agent.paramsSchema, params);
+  if (invalid.length > 0) {
+    throw new StepError(
+      "invalid_input",
+      `params of agent ${agent.name} are invalid: ${listViolations(invalid)}`,
+    );
+  }
+
+  const gateway = ctx.bundle.gateway;
+  const group = resolveGroup(step, agent, gateway);
+  const plan = planFor(agent, params);
+  const messages: ChatMessage[] = [{ role: "user", content: plan.user }];
+  const request = (): ModelRequest => ({
+    system: plan.system,
+    messages: [...messages],
+    maxTokens: step.maxTokens ?? group.defaultMaxTokens ?? DEFAULT_MAX_TOKENS,
+    json: plan.json,
+    jsonSchema: plan.schema,
+  });
+
+  const first = await completeInGroup(gateway, group, request(), ctx);
+  if (!plan.json) return plan.output(first.text, first.text);
+
+  const firstCheck = problemsWith(first.text, plan);
+  if (firstCheck.problems === null) return plan.output(firstCheck.value, first.text);
+
+  // One repair attempt: show the model its reply and what is wrong with it.
+  messages.push(
+    { role: "assistant", content: first.text },
+    {
+      role: "user",
+      content: `Your reply is invalid: ${firstCheck.problems}. Reply again with only the corrected JSON.`,
+    },
+  );
+  const repair = await completeInGroup(gateway, group, request(), ctx, first.model);
+  const repairCheck = problemsWith(repair.text, plan);
+  if (repairCheck.problems === null) return plan.output(repairCheck.value, repair.text);
+  throw new StepError(
+    "output_schema_mismatch",
+    `agent ${agent.name}: the reply is still invalid after one repair attempt: ${repairCheck.problems}`,
+  );
+};
