@@ -1,6 +1,153 @@
-/** HTTP routes. Every error leaves as application/problem+json through one handler. */
+/**
+ * HTTP routes (SPEC section 4). The invoke path checks, in this order: the workflow exists, the
+ * caller's credentials, the body (size, JSON object), `params.schema`, the secrets' configuration;
+ * only then is a run created in its own Durable Object. Every error leaves as
+ * application/problem+json through `HttpProblem`, never with a stack or a secret.
+ */
+
 import { Hono } from "hono";
+import workflowBundle from "workflow-bundle";
+import type { Bundle, Json, JsonObject } from "./bundle.ts";
+import { validateJson } from "./engine/schema.ts";
+import { requireAuth } from "./http/auth.ts";
+import { readParams } from "./http/body.ts";
+import { HttpProblem } from "./http/problem.ts";
+import { pinDefinition } from "./run/envelope.ts";
+import type { RunRpc } from "./run/run-object.ts";
+import { collectSecrets } from "./run/secrets.ts";
+
+const bundle: Bundle = workflowBundle;
+const MAX_WAIT_S = 60;
+const MAX_IDEMPOTENCY_KEY = 255;
 
 export const app = new Hono<{ Bindings: Env }>();
 
 app.get("/health", (c) => c.json({ status: "ok" }));
+
+app.post("/invoke/:name", async (c) => {
+  const name = c.req.param("name");
+  const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
+  const wf = key ? bundle.workflows[key] : undefined;
+  if (!key || !wf) throw new HttpProblem("workflow_not_found", `no workflow named "${name}"`);
+  const env = c.env as unknown as Record<string, unknown>;
+  await requireAuth(wf.auth, c.req.raw.headers, env);
+
+  const params = await readParams(c.req.raw);
+  const violations = validateJson(wf.paramsSchema, params);
+  if (violations.length > 0) {
+    throw new HttpProblem("invalid_params", `the body does not match ${wf.name}'s params.schema`, {
+      errors: violations,
+    });
+  }
+  const secrets = collectSecrets(bundle, wf, env);
+  if (secrets.tooShort.length > 0) {
+    throw new HttpProblem(
+      "server_misconfigured",
+      `secret env values must be at least 8 characters: ${secrets.tooShort.join(", ")}`,
+    );
+  }
+  const idempotencyKey = c.req.header("idempotency-key") ?? null;
+  if (
+    idempotencyKey !== null &&
+    (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
+  ) {
+    throw new HttpProblem(
+      "invalid_idempotency_key",
+      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
+    );
+  }
+
+  const waitS = requestedWait(c.req.raw);
+  const ns = c.env.RUNS;
+  const id = idempotencyKey === null ? ns.newUniqueId() : ns.idFromName(`${wf.name}\n${idempotencyKey}`);
+  const stub = ns.get(id) as unknown as RunRpc;
+  const result = await stub.start({
+    workflowKey: key,
+    def: pinDefinition(bundle, key),
+    params,
+    bodyHash: await canonicalHash(params),
+    idempotencyKey,
+    waitMs: waitS * 1000,
+  });
+  if (result.outcome === "conflict") {
+    throw new HttpProblem(
+      "idempotency_conflict",
+      "this Idempotency-Key was already used with a different body for this workflow",
+    );
+  }
+  const location = `/runs/${result.runId}`;
+  if (result.envelope) {
+    return c.json(result.envelope, 200, { location, "preference-applied": `wait=${waitS}` });
+  }
+  return c.json({ run_id: result.runId, status: "accepted" }, 202, { location });
+});
+
+async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Request } }) {
+  const stub = runStub(c.env, c.req.param("id"));
+  const view = stub ? await stub.view() : null;
+  if (!stub || !view) throw new HttpProblem("run_not_found", "no run with this id");
+  await requireAuth(view.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  return { stub, view };
+}
+
+app.get("/runs/:id", async (c) => c.json((await viewRun(c)).view.envelope));
+app.get("/runs/:id/envelope", async (c) => c.json((await viewRun(c)).view.envelope));
+
+app.post("/runs/:id/cancel", async (c) => {
+  const { stub } = await viewRun(c);
+  const result = await stub.cancel();
+  if (result.outcome === "not_found") throw new HttpProblem("run_not_found", "no run with this id");
+  if (result.outcome === "not_active")
+    throw new HttpProblem("run_not_active", "the run has already finished");
+  return c.json(result.envelope, 202);
+});
+
+app.delete("/runs/:id", async (c) => {
+  const { stub } = await viewRun(c);
+  const outcome = await stub.remove();
+  if (outcome === "not_found") throw new HttpProblem("run_not_found", "no run with this id");
+  if (outcome === "active") throw new HttpProblem("run_active", "cancel the run before deleting it");
+  return c.body(null, 204);
+});
+
+app.notFound(() => new HttpProblem("not_found", "no such route").toResponse());
+
+app.onError((err) => {
+  if (err instanceof HttpProblem) return err.toResponse();
+  // Never echo internals: the message could hold anything.
+  console.error("unhandled error", err instanceof Error ? err.name : typeof err);
+  return new HttpProblem("internal_error", "the server failed to handle this request").toResponse();
+});
+
+/** A run id is the hex id of its Durable Object; anything else names no run. */
+function runStub(env: Env, runId: string): RunRpc | null {
+  if (!/^[0-9a-f]{64}$/.test(runId)) return null;
+  try {
+    return env.RUNS.get(env.RUNS.idFromString(runId)) as unknown as RunRpc;
+  } catch {
+    return null;
+  }
+}
+
+/** `Prefer: wait=N` (RFC 7240) or `?wait=N`; capped at 60 s. */
+function requestedWait(req: Request): number {
+  const fromQuery = new URL(req.url).searchParams.get("wait");
+  const prefer = req.headers.get("prefer") ?? "";
+  const m = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(prefer);
+  const raw = fromQuery ?? m?.[1] ?? null;
+  const n = raw === null ? 0 : Number.parseInt(raw, 10);
+  return Number.isFinite(n) && n > 0 ? Math.min(n, MAX_WAIT_S) : 0;
+}
+
+/** Canonical JSON (sorted keys) so that equal bodies hash equal whatever their key order. */
+function canonical(v: Json): string {
+  if (v === null || typeof v !== "object") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  const keys = Object.keys(v).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as JsonObject)[k] ?? null)}`).join(",")}}`;
+}
+
+async function canonicalHash(v: Json): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonical(v)));
+  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,4 +1,382 @@
-/** One Durable Object per run: persists the run, drives the engine, enforces the deadline. */
+/**
+ * One Durable Object per run. It owns the run's storage (SQLite: one `run` row, one `step` row per
+ * finished step), drives the engine, and enforces the deadline twice: an in-memory timer for
+ * precision and an alarm so the deadline holds even if the object was evicted. Evicted mid-run,
+ * it resumes from storage on its next wake-up (any request, or the heartbeat alarm): finished steps
+ * are not repeated, a step that was in flight starts again with the same idempotency key.
+ *
+ * The object is a thin shell: scheduling, expressions and step semantics live in src/engine.
+ */
 import { DurableObject } from "cloudflare:workers";
+import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import { createLedger, type Ledger, type LedgerState } from "../engine/budget.ts";
+import { createMasker, type Masker } from "../engine/mask.ts";
+import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
+import { StepError, type StepRecord } from "../engine/types.ts";
+import { executors } from "../steps/index.ts";
+import { buildEnvelope, type Envelope, type RunDoc, type RunError } from "./envelope.ts";
+import { OutboundLimiter } from "./outbound.ts";
+import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
 
-export class RunObject extends DurableObject<Env> {}
+/** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
+const HEARTBEAT_MS = 60_000;
+const DEFAULT_RETENTION_S = 7 * 24 * 3600;
+/** Outbound requests in flight per run (the Workers limit of simultaneous connections). */
+export const MAX_OUTBOUND = 6;
+
+export interface StartRequest {
+  workflowKey: string;
+  /** The definition slice the run is pinned to. */
+  def: Bundle;
+  params: JsonObject;
+  bodyHash: string;
+  idempotencyKey: string | null;
+  waitMs: number;
+}
+
+export type StartResult =
+  | { outcome: "started" | "existing"; runId: string; envelope: Envelope | null }
+  | { outcome: "conflict"; runId: string };
+
+export interface RunView {
+  auth: CompiledAuth | null;
+  envelope: Envelope;
+}
+
+/** The RPC surface the Worker uses (typed plainly: the generated stub types are too deep). */
+export interface RunRpc {
+  start(req: StartRequest): Promise<StartResult>;
+  view(): Promise<RunView | null>;
+  cancel(): Promise<CancelResult>;
+  remove(): Promise<"deleted" | "active" | "not_found">;
+}
+
+export type CancelResult =
+  | { outcome: "canceled"; envelope: Envelope }
+  | { outcome: "not_active" }
+  | { outcome: "not_found" };
+
+const TERMINAL = new Set(["complete", "failed", "canceled"]);
+
+export class RunObject extends DurableObject<Env> {
+  private doc: RunDoc | null = null;
+  private records = new Map<string, StepRecord>();
+  /** JSON of each step row as stored, so finishing writes only what changed. */
+  private stored = new Map<string, string>();
+  private controller: AbortController | null = null;
+  private engine: Promise<void> | null = null;
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  private waiters = new Set<() => void>();
+  private masker: Masker = createMasker([]);
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.blockConcurrencyWhile(async () => {
+      const sql = ctx.storage.sql;
+      sql.exec("CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), doc TEXT NOT NULL)");
+      sql.exec("CREATE TABLE IF NOT EXISTS step (path TEXT PRIMARY KEY, doc TEXT NOT NULL)");
+      const row = sql.exec<{ doc: string }>("SELECT doc FROM run WHERE id = 1").toArray()[0];
+      if (!row) return;
+      this.doc = JSON.parse(row.doc) as RunDoc;
+      for (const r of sql.exec<{ path: string; doc: string }>("SELECT path, doc FROM step")) {
+        this.records.set(r.path, JSON.parse(r.doc) as StepRecord);
+        this.stored.set(r.path, r.doc);
+      }
+      this.masker = this.makeMasker(this.doc);
+      if (!TERMINAL.has(this.doc.status)) this.resume();
+    });
+  }
+
+  // ---- RPC used by the Worker -------------------------------------------------------------
+
+  async start(req: StartRequest): Promise<StartResult> {
+    const runId = this.ctx.id.toString();
+    if (this.doc) {
+      if (this.doc.body_hash !== req.bodyHash || this.doc.workflow_key !== req.workflowKey) {
+        return { outcome: "conflict", runId };
+      }
+      return { outcome: "existing", runId, envelope: await this.waitFinished(req.waitMs) };
+    }
+    const wf = this.workflowOf(req.def, req.workflowKey);
+    const now = Date.now();
+    const deadline = now + wf.policy.timeoutS * 1000;
+    const doc: RunDoc = {
+      run_id: runId,
+      workflow_key: req.workflowKey,
+      status: "pending",
+      error: null,
+      params: req.params,
+      output: null,
+      created_at: new Date(now).toISOString(),
+      deadline: new Date(deadline).toISOString(),
+      finished_at: null,
+      body_hash: req.bodyHash,
+      idempotency_key: req.idempotencyKey,
+      def: req.def,
+      ledger: { spent: 0, outstanding: {} },
+    };
+    this.masker = this.makeMasker(doc);
+    doc.params = this.masker.maskJson(doc.params);
+    this.doc = doc;
+    this.writeDoc();
+    await this.ctx.storage.setAlarm(Math.min(deadline, now + HEARTBEAT_MS));
+    this.resume();
+    return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
+  }
+
+  /** The envelope once the run has finished, or null if it is still active after `ms`. */
+  async waitFinished(ms: number): Promise<Envelope | null> {
+    if (!this.doc) return null;
+    if (!TERMINAL.has(this.doc.status) && ms > 0) {
+      let done: () => void = () => {};
+      const finished = new Promise<void>((resolve) => {
+        done = resolve;
+        this.waiters.add(resolve);
+      });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([finished, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+      if (timer !== undefined) clearTimeout(timer);
+      this.waiters.delete(done);
+    }
+    return this.doc && TERMINAL.has(this.doc.status) ? this.envelope() : null;
+  }
+
+  async view(): Promise<RunView | null> {
+    if (!this.doc) return null;
+    return { auth: this.rootWorkflow().auth, envelope: this.envelope() };
+  }
+
+  async cancel(): Promise<CancelResult> {
+    if (!this.doc) return { outcome: "not_found" };
+    if (TERMINAL.has(this.doc.status)) return { outcome: "not_active" };
+    this.abortRun(new RunAbort("canceled"));
+    return { outcome: "canceled", envelope: this.envelope() };
+  }
+
+  async remove(): Promise<"deleted" | "active" | "not_found"> {
+    if (!this.doc) return "not_found";
+    if (!TERMINAL.has(this.doc.status)) return "active";
+    await this.ctx.storage.deleteAll();
+    this.reset();
+    return "deleted";
+  }
+
+  // ---- Alarm: deadline, heartbeat, retention ----------------------------------------------
+
+  override async alarm(): Promise<void> {
+    const doc = this.doc;
+    if (!doc) return;
+    const now = Date.now();
+    if (TERMINAL.has(doc.status)) {
+      const expires = this.expiresAt(doc);
+      if (now >= expires) {
+        await this.ctx.storage.deleteAll();
+        this.reset();
+      } else {
+        await this.ctx.storage.setAlarm(expires);
+      }
+      return;
+    }
+    const deadline = Date.parse(doc.deadline);
+    if (now >= deadline) {
+      this.abortRun(new RunAbort("timeout"));
+      return;
+    }
+    if (!this.engine) this.resume();
+    await this.ctx.storage.setAlarm(Math.min(deadline, now + HEARTBEAT_MS));
+  }
+
+  // ---- Engine ------------------------------------------------------------------------------
+
+  private resume(): void {
+    const doc = this.doc;
+    if (!doc || this.engine) return;
+    const deadline = Date.parse(doc.deadline);
+    const controller = new AbortController();
+    this.controller = controller;
+    controller.signal.addEventListener("abort", () => this.onAbort(controller.signal.reason), { once: true });
+    if (Date.now() >= deadline) {
+      controller.abort(new RunAbort("timeout"));
+      return;
+    }
+    this.deadlineTimer = setTimeout(() => controller.abort(new RunAbort("timeout")), deadline - Date.now());
+
+    const wf = this.rootWorkflow();
+    const restored = new Map(this.records);
+    if (restored.size > 0) doc.status = "running";
+    const ledger: Ledger = createLedger(
+      wf.policy.costBudgetUsd,
+      doc.ledger as unknown as LedgerState,
+      (s) => {
+        doc.ledger = s as unknown as Json;
+        this.writeDoc();
+      },
+    );
+    const limiter = new OutboundLimiter(MAX_OUTBOUND);
+    const host: RunHost = {
+      bundle: doc.def,
+      runId: doc.run_id,
+      env: stringEnv(this.env),
+      executors,
+      masker: this.masker,
+      fetch: (input, init) => limiter.run(() => fetch(input, init), init?.signal ?? undefined),
+      ai: (this.env as unknown as { AI?: RunHost["ai"] }).AI,
+      now: () => Date.now(),
+      restored,
+      records: this.records,
+      onStepStarted: () => {
+        if (doc.status === "pending") doc.status = "running";
+      },
+      onStepFinished: (path, rec) => {
+        if (!TERMINAL.has(doc.status)) this.writeStep(path, rec);
+      },
+    };
+    this.engine = runPipeline(host, wf, {
+      prefix: "",
+      params: doc.params,
+      env: declaredEnv(wf, this.env as unknown as Record<string, unknown>),
+      deadline,
+      signal: controller.signal,
+      budget: ledger,
+      webhooksAllowed: true,
+    }).then(
+      (output) => this.finish("complete", output, null),
+      (err: unknown) => {
+        if (err instanceof RunAbort) return; // finished by onAbort already
+        const e = err instanceof StepError ? err : new StepError("internal_error", String(err));
+        this.finish("failed", null, {
+          code: e.code,
+          message: this.masker.maskText(e.message),
+          step: e.subPath,
+        });
+      },
+    );
+  }
+
+  private abortRun(reason: RunAbort): void {
+    if (this.controller) this.controller.abort(reason);
+    else this.onAbort(reason);
+  }
+
+  /** Deadline or cancel: the run ends now, whatever its steps are doing. */
+  private onAbort(reason: unknown): void {
+    const doc = this.doc;
+    if (!doc || TERMINAL.has(doc.status)) return;
+    if (reason instanceof RunAbort && reason.kind === "canceled") {
+      this.finish(
+        "canceled",
+        null,
+        { code: "canceled", message: "the run was canceled", step: null },
+        "run_canceled",
+      );
+      return;
+    }
+    const wf = this.rootWorkflow();
+    const running = [...this.records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
+    this.finish("failed", null, {
+      code: "timeout",
+      message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
+      step: running,
+    });
+  }
+
+  private finish(
+    status: "complete" | "failed" | "canceled",
+    output: Json,
+    error: RunError | null,
+    skipReason = "run_failed",
+  ): void {
+    const doc = this.doc;
+    if (!doc || TERMINAL.has(doc.status)) return;
+    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
+    const now = Date.now();
+    // Whatever did not finish is settled here, so the stored envelope is final.
+    const finalRecords = new Map<string, StepRecord>();
+    const walk = (wf: CompiledWorkflow, prefix: string) => {
+      for (const s of wf.steps) {
+        const path = prefix + s.id;
+        const rec: StepRecord = structuredClone(this.records.get(path) ?? pendingRecord(s.id));
+        if (rec.status === "running") {
+          rec.status = "canceled";
+          rec.output = null;
+          rec.finished_at = new Date(now).toISOString();
+          if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
+        } else if (rec.status === "pending") {
+          rec.status = "skipped";
+          rec.output = { skipped: true, reason: skipReason };
+        }
+        finalRecords.set(path, rec);
+        if (s.kind === "workflow") {
+          const child = doc.def.workflows[s.workflow];
+          if (child) walk(child, `${path}/`);
+        }
+      }
+    };
+    walk(this.rootWorkflow(), "");
+    doc.status = status;
+    doc.output = this.masker.maskJson(output);
+    doc.error = error;
+    doc.finished_at = new Date(now).toISOString();
+    for (const [path, rec] of finalRecords) {
+      if (rec.status !== "pending" || this.stored.has(path)) this.writeStep(path, rec);
+    }
+    // Late results of aborted steps must not change the final record.
+    this.records = finalRecords;
+    this.writeDoc();
+    this.ctx.storage.setAlarm(this.expiresAt(doc)).catch(() => {});
+    this.controller = null;
+    for (const w of this.waiters) w();
+    this.waiters.clear();
+  }
+
+  // ---- Storage and helpers ------------------------------------------------------------------
+
+  private writeDoc(): void {
+    if (!this.doc) return;
+    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO run (id, doc) VALUES (1, ?)", JSON.stringify(this.doc));
+  }
+
+  private writeStep(path: string, rec: StepRecord): void {
+    const json = JSON.stringify(rec);
+    if (this.stored.get(path) === json) return;
+    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO step (path, doc) VALUES (?, ?)", path, json);
+    this.stored.set(path, json);
+  }
+
+  private reset(): void {
+    this.doc = null;
+    this.records = new Map();
+    this.stored = new Map();
+    this.engine = null;
+    this.controller = null;
+  }
+
+  private expiresAt(doc: RunDoc): number {
+    const s = Number(this.env.RUN_RETENTION_S ?? DEFAULT_RETENTION_S);
+    const retention = Number.isFinite(s) && s > 0 ? s : DEFAULT_RETENTION_S;
+    return Date.parse(doc.finished_at ?? doc.created_at) + retention * 1000;
+  }
+
+  private makeMasker(doc: RunDoc): Masker {
+    const wf = this.workflowOf(doc.def, doc.workflow_key);
+    return createMasker(collectSecrets(doc.def, wf, this.env as unknown as Record<string, unknown>).values);
+  }
+
+  private workflowOf(def: Bundle, key: string): CompiledWorkflow {
+    const wf = def.workflows[key];
+    if (!wf) throw new Error(`workflow ${key} is missing from the run's definition`);
+    return wf;
+  }
+
+  private rootWorkflow(): CompiledWorkflow {
+    if (!this.doc) throw new Error("no run");
+    return this.workflowOf(this.doc.def, this.doc.workflow_key);
+  }
+
+  private envelope(): Envelope {
+    if (!this.doc) throw new Error("no run");
+    return this.masker.maskJson(
+      buildEnvelope(this.doc, this.records, Date.now()) as unknown as Json,
+    ) as unknown as Envelope;
+  }
+}

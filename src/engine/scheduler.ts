@@ -1,0 +1,367 @@
+/**
+ * Runs one pipeline: starts every step whose dependencies have finished, evaluates conditions,
+ * hands steps to their executors, records outcomes, and fails the pipeline at the first failed
+ * step (running siblings become `canceled`, unstarted ones `skipped`). Sub-workflows are run
+ * inline by recursing into another pipeline with a tighter deadline and a child budget.
+ *
+ * Pure TypeScript: everything the Worker provides (storage, fetch, env, the clock) comes in
+ * through `RunHost`, so the scheduler is tested without a Durable Object.
+ */
+import type { Bundle, CompiledStep, CompiledWorkflow, Json, JsonObject, WorkflowStep } from "../bundle.ts";
+import { evaluate, isTruthy } from "./expressions.ts";
+import type { Masker } from "./mask.ts";
+import { validateJson } from "./schema.ts";
+import { render } from "./substitute.ts";
+import {
+  type BudgetLedger,
+  type EvalScope,
+  emptyMetrics,
+  type StepContext,
+  StepError,
+  type StepExecutor,
+  type StepRecord,
+} from "./types.ts";
+
+/** Largest step output we record (its JSON, in UTF-8 bytes). */
+export const MAX_OUTPUT_BYTES = 1024 * 1024;
+
+export interface Executors {
+  agent: StepExecutor<Extract<CompiledStep, { kind: "agent" }>>;
+  transform: StepExecutor<Extract<CompiledStep, { kind: "transform" }>>;
+  webhook: StepExecutor<Extract<CompiledStep, { kind: "webhook" }>>;
+}
+
+/** Why a run stopped early; used as the AbortSignal reason of the run. */
+export class RunAbort extends Error {
+  readonly kind: "timeout" | "canceled";
+  constructor(kind: "timeout" | "canceled") {
+    super(kind === "timeout" ? "the run reached its deadline" : "the run was canceled");
+    this.name = "RunAbort";
+    this.kind = kind;
+  }
+}
+
+export interface RunHost {
+  bundle: Bundle;
+  runId: string;
+  env: Record<string, string | undefined>;
+  executors: Executors;
+  masker: Masker;
+  fetch: StepContext["fetch"];
+  ai?: StepContext["ai"];
+  now(): number;
+  /** Records persisted by an earlier incarnation of this run, by slash path. */
+  restored: ReadonlyMap<string, StepRecord>;
+  /** The live record of every step, by slash path (the envelope reads it). */
+  records: Map<string, StepRecord>;
+  /** Called when a step starts running. */
+  onStepStarted?(path: string, record: StepRecord): void;
+  /** Called once per step that finished (complete, failed, skipped by condition): persist it. */
+  onStepFinished(path: string, record: StepRecord): void;
+}
+
+export interface PipelineOptions {
+  /** Slash-path prefix of this pipeline's steps ("" for the root, "notify/" for a child). */
+  prefix: string;
+  params: Json;
+  env: JsonObject;
+  deadline: number;
+  signal: AbortSignal;
+  budget: BudgetLedger & { child(capUsd: number | null): BudgetLedger };
+  /** False inside a sub-workflow whose path from the root is not all `webhooks: execute`. */
+  webhooksAllowed: boolean;
+}
+
+const FINISHED = new Set(["complete", "skipped"]);
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function pendingRecord(id: string): StepRecord {
+  return {
+    id,
+    status: "pending",
+    output: null,
+    error: null,
+    started_at: null,
+    finished_at: null,
+    metrics: emptyMetrics(),
+    steps: [],
+  };
+}
+
+function jsonBytes(value: Json): number {
+  return new TextEncoder().encode(JSON.stringify(value)).length;
+}
+
+/**
+ * Runs `wf` to completion and returns the output of its last listed step. Throws StepError when a
+ * step fails (with `subPath` naming it) and RunAbort when the run's signal aborts.
+ */
+export async function runPipeline(host: RunHost, wf: CompiledWorkflow, opts: PipelineOptions): Promise<Json> {
+  const outputs = new Map<string, Json>();
+  const started = new Set<string>();
+  const running = new Map<string, Promise<void>>();
+  // Aborting this controller cancels the running steps of this pipeline (and of its children).
+  const local = new AbortController();
+  const onRunAbort = () => local.abort(opts.signal.reason);
+  if (opts.signal.aborted) onRunAbort();
+  else opts.signal.addEventListener("abort", onRunAbort, { once: true });
+
+  // Steps finished by an earlier incarnation are not repeated.
+  for (const step of wf.steps) {
+    const path = opts.prefix + step.id;
+    const rec = host.restored.get(path);
+    if (rec && FINISHED.has(rec.status)) {
+      host.records.set(path, rec);
+      outputs.set(step.id, rec.output);
+      started.add(step.id);
+    } else if (!host.records.has(path)) {
+      host.records.set(path, pendingRecord(step.id));
+    }
+  }
+
+  let failure: unknown = null;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const pump = () => {
+        if (failure !== null) return;
+        for (const step of wf.steps) {
+          if (started.has(step.id)) continue;
+          if (!step.deps.every((d) => outputs.has(d))) continue;
+          started.add(step.id);
+          const p = runStep(host, wf, step, opts, outputs, local.signal).then(
+            (output) => {
+              running.delete(step.id);
+              outputs.set(step.id, output);
+              pump();
+            },
+            (err: unknown) => {
+              running.delete(step.id);
+              if (failure === null) {
+                failure = err;
+                local.abort(err);
+                reject(err);
+              }
+            },
+          );
+          running.set(step.id, p);
+        }
+        if (running.size === 0 && failure === null) {
+          if (outputs.size === wf.steps.length) resolve();
+          else reject(new StepError("internal_error", "the pipeline cannot make progress"));
+        }
+      };
+      if (local.signal.aborted) reject(local.signal.reason);
+      else pump();
+    });
+  } catch (err) {
+    // Let running siblings settle (they see the abort and record `canceled`) before unwinding.
+    await Promise.allSettled([...running.values()]);
+    markUnstarted(host, wf, opts.prefix, started, err);
+    throw err;
+  } finally {
+    opts.signal.removeEventListener("abort", onRunAbort);
+  }
+  const last = wf.steps[wf.steps.length - 1];
+  return last ? (outputs.get(last.id) ?? null) : null;
+}
+
+function markUnstarted(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  prefix: string,
+  started: Set<string>,
+  err: unknown,
+) {
+  const reason = err instanceof RunAbort && err.kind === "canceled" ? "run_canceled" : "run_failed";
+  for (const step of wf.steps) {
+    if (started.has(step.id)) continue;
+    const rec = host.records.get(prefix + step.id) ?? pendingRecord(step.id);
+    rec.status = "skipped";
+    rec.output = { skipped: true, reason };
+    host.records.set(prefix + step.id, rec);
+    if (step.kind === "workflow") skipChildTree(host, step, `${prefix}${step.id}/`, reason);
+  }
+}
+
+function skipChildTree(host: RunHost, step: WorkflowStep, prefix: string, reason: string) {
+  const child = host.bundle.workflows[step.workflow];
+  if (!child) return;
+  for (const s of child.steps) {
+    const rec = host.records.get(prefix + s.id) ?? pendingRecord(s.id);
+    if (rec.status === "pending") {
+      rec.status = "skipped";
+      rec.output = { skipped: true, reason };
+      host.records.set(prefix + s.id, rec);
+    }
+    if (s.kind === "workflow") skipChildTree(host, s, `${prefix}${s.id}/`, reason);
+  }
+}
+
+function scopeFor(step: CompiledStep, opts: PipelineOptions, outputs: Map<string, Json>): EvalScope {
+  const stepOutputs: JsonObject = {};
+  for (const a of step.ancestors) stepOutputs[a] = outputs.get(a) ?? null;
+  return { params: opts.params, env: opts.env, step: stepOutputs };
+}
+
+async function runStep(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  step: CompiledStep,
+  opts: PipelineOptions,
+  outputs: Map<string, Json>,
+  signal: AbortSignal,
+): Promise<Json> {
+  const path = opts.prefix + step.id;
+  const rec = host.records.get(path) ?? pendingRecord(step.id);
+  host.records.set(path, rec);
+  const t0 = host.now();
+  rec.status = "running";
+  rec.started_at = iso(t0);
+  rec.finished_at = null;
+  rec.error = null;
+  rec.output = null;
+  rec.metrics = emptyMetrics();
+  host.onStepStarted?.(path, rec);
+
+  const finish = (status: StepRecord["status"]) => {
+    const t1 = host.now();
+    rec.status = status;
+    rec.finished_at = iso(t1);
+    rec.metrics.duration_ms = t1 - t0;
+  };
+  const skip = (reason: string) => {
+    rec.output = { skipped: true, reason };
+    finish("skipped");
+    host.onStepFinished(path, rec);
+    return rec.output;
+  };
+
+  const scope = scopeFor(step, opts, outputs);
+  try {
+    if (signal.aborted) throw signal.reason;
+    if (step.kind === "webhook" && !opts.webhooksAllowed) return skip("webhooks_suppressed");
+    if (step.condition !== null && !isTruthy(evaluate(step.condition, scope as unknown as Json))) {
+      return skip("condition_false");
+    }
+    let output: Json;
+    if (step.kind === "workflow") {
+      output = await runWorkflowStep(host, step, scope, opts, path, rec, signal);
+    } else {
+      const ctx: StepContext = {
+        bundle: host.bundle,
+        runId: host.runId,
+        path,
+        workflow: wf,
+        scope,
+        signal,
+        deadline: opts.deadline,
+        env: host.env,
+        fetch: host.fetch,
+        metrics: rec.metrics,
+        budget: opts.budget,
+        ai: host.ai,
+      };
+      const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
+      output = await executor(step, ctx);
+    }
+    if (signal.aborted) throw signal.reason;
+    output = host.masker.maskJson(output);
+    if (jsonBytes(output) > MAX_OUTPUT_BYTES) {
+      throw new StepError("output_too_large", `the step output is over ${MAX_OUTPUT_BYTES} bytes`);
+    }
+    rec.output = output;
+    finish("complete");
+    host.onStepFinished(path, rec);
+    return output;
+  } catch (err) {
+    if (signal.aborted && (err === signal.reason || !(err instanceof StepError))) {
+      // Stopped from outside (deadline, cancel, a sibling failed): not this step's failure.
+      rec.output = null;
+      finish("canceled");
+      throw signal.reason;
+    }
+    const e = toStepError(err);
+    rec.output = null;
+    rec.error = { code: e.code, message: host.masker.maskText(e.message) };
+    finish("failed");
+    host.onStepFinished(path, rec);
+    throw new StepError(e.code, rec.error.message, e.subPath ? `${step.id}/${e.subPath}` : step.id);
+  }
+}
+
+function toStepError(err: unknown): StepError {
+  if (err instanceof StepError) return err;
+  if (err instanceof RunAbort)
+    return new StepError(err.kind === "timeout" ? "timeout" : "canceled", err.message);
+  const message = err instanceof Error ? err.message : String(err);
+  return new StepError("internal_error", message);
+}
+
+async function runWorkflowStep(
+  host: RunHost,
+  step: WorkflowStep,
+  scope: EvalScope,
+  opts: PipelineOptions,
+  path: string,
+  rec: StepRecord,
+  signal: AbortSignal,
+): Promise<Json> {
+  const child = host.bundle.workflows[step.workflow];
+  if (!child) throw new StepError("internal_error", `sub-workflow ${step.workflow} is not in the bundle`);
+  const input = render(step.input, scope);
+  const violations = validateJson(child.paramsSchema, input);
+  if (violations.length > 0) {
+    const list = violations.map((v) => `${v.path || "/"}: ${v.message}`).join("; ");
+    throw new StepError("invalid_input", `input does not match ${child.name}'s params.schema: ${list}`);
+  }
+  // The child can only tighten the deadline and the budget.
+  const now = host.now();
+  const ownDeadline = child.policy.timeoutSet ? now + child.policy.timeoutS * 1000 : Number.POSITIVE_INFINITY;
+  const deadline = Math.min(opts.deadline, ownDeadline);
+  const childAbort = new AbortController();
+  const onParent = () => childAbort.abort(signal.reason);
+  if (signal.aborted) onParent();
+  else signal.addEventListener("abort", onParent, { once: true });
+  const timer =
+    deadline < opts.deadline
+      ? setTimeout(
+          () => childAbort.abort(new StepError("timeout", `${child.name} reached its timeout_s`)),
+          deadline - now,
+        )
+      : undefined;
+  const budget = opts.budget.child(child.policy.costBudgetUsd);
+  try {
+    return await runPipeline(host, child, {
+      prefix: `${path}/`,
+      params: input,
+      env: {},
+      deadline,
+      signal: childAbort.signal,
+      budget: budget as PipelineOptions["budget"],
+      webhooksAllowed: opts.webhooksAllowed && step.webhooks === "execute",
+    });
+  } catch (err) {
+    // A child's own timeout is this step's failure; the run's deadline or cancel is not.
+    if (err instanceof StepError && !signal.aborted) throw err;
+    throw signal.aborted ? signal.reason : err;
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    signal.removeEventListener("abort", onParent);
+    aggregateChildMetrics(host, child, `${path}/`, rec);
+  }
+}
+
+/** A workflow step's tokens, cost and calls are its children's. */
+function aggregateChildMetrics(host: RunHost, child: CompiledWorkflow, prefix: string, rec: StepRecord) {
+  for (const s of child.steps) {
+    const r = host.records.get(prefix + s.id);
+    if (!r) continue;
+    rec.metrics.tokens_in += r.metrics.tokens_in;
+    rec.metrics.tokens_out += r.metrics.tokens_out;
+    rec.metrics.cost_usd += r.metrics.cost_usd;
+    rec.metrics.llm_calls += r.metrics.llm_calls;
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * One HTTP error type. Every error response is RFC 9457 application/problem+json with a stable
+ * `code`; the mapping from code to status and title lives here and nowhere else (the README's
+ * error table mirrors it).
+ */
+
+export const PROBLEMS = {
+  workflow_not_found: [404, "Workflow not found"],
+  run_not_found: [404, "Run not found"],
+  not_found: [404, "Not found"],
+  method_not_allowed: [405, "Method not allowed"],
+  unauthorized: [401, "Unauthorized"],
+  payload_too_large: [413, "Payload too large"],
+  invalid_json: [400, "Invalid JSON"],
+  invalid_idempotency_key: [400, "Invalid Idempotency-Key"],
+  invalid_params: [422, "Invalid params"],
+  idempotency_conflict: [409, "Idempotency conflict"],
+  run_not_active: [409, "Run not active"],
+  run_active: [409, "Run still active"],
+  server_misconfigured: [500, "Server misconfigured"],
+  internal_error: [500, "Internal error"],
+} as const satisfies Record<string, readonly [number, string]>;
+
+export type ProblemCode = keyof typeof PROBLEMS;
+
+export interface ProblemDetail {
+  path: string;
+  message: string;
+}
+
+export class HttpProblem extends Error {
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly errors: ProblemDetail[] | undefined;
+  readonly headers: Record<string, string>;
+  constructor(
+    code: ProblemCode,
+    detail: string,
+    opts: { errors?: ProblemDetail[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.name = "HttpProblem";
+    this.code = code;
+    this.status = PROBLEMS[code][0];
+    this.errors = opts.errors;
+    this.headers = opts.headers ?? {};
+  }
+
+  toResponse(): Response {
+    const body: Record<string, unknown> = {
+      type: `urn:workflow-edge:problem:${this.code}`,
+      title: PROBLEMS[this.code][1],
+      status: this.status,
+      detail: this.message,
+      code: this.code,
+    };
+    if (this.errors) body.errors = this.errors;
+    return new Response(JSON.stringify(body), {
+      status: this.status,
+      headers: { "content-type": "application/problem+json", ...this.headers },
+    });
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The run envelope (SPEC section 4): what GET /runs/{id} returns. Built from the run document
+ * and the step records by walking the pinned definition, so steps come in pipeline order, child
+ * steps nest under their workflow step, and every key is always present.
+ */
+import type { Bundle, CompiledWorkflow, Json } from "../bundle.ts";
+import { pendingRecord } from "../engine/scheduler.ts";
+import type { RunStatus, StepRecord } from "../engine/types.ts";
+
+export interface RunError {
+  code: string;
+  message: string;
+  step: string | null;
+}
+
+/** The run as stored (one row). Secrets never reach it: params and errors are masked. */
+export interface RunDoc {
+  run_id: string;
+  /** Key of the root workflow in `def.workflows`. */
+  workflow_key: string;
+  status: RunStatus;
+  error: RunError | null;
+  params: Json;
+  output: Json;
+  created_at: string;
+  deadline: string;
+  finished_at: string | null;
+  /** Hash of the canonical JSON of the invoke body, for Idempotency-Key replays. */
+  body_hash: string;
+  idempotency_key: string | null;
+  /** The compiled definition the run is pinned to (root, its sub-workflows, agents, gateway). */
+  def: Bundle;
+  /** Budget ledger state (reservations are persisted with the run). */
+  ledger: Json;
+}
+
+export interface Envelope {
+  run_id: string;
+  workflow: string;
+  workflow_version: string | null;
+  status: RunStatus;
+  error: RunError | null;
+  params: Json;
+  steps: StepRecord[];
+  output: Json;
+  totals: { duration_ms: number; tokens_in: number; tokens_out: number; cost_usd: number; llm_calls: number };
+  budget_usd: number | null;
+  deadline: string;
+  created_at: string;
+  finished_at: string | null;
+}
+
+function nest(
+  def: Bundle,
+  wf: CompiledWorkflow,
+  prefix: string,
+  records: ReadonlyMap<string, StepRecord>,
+): StepRecord[] {
+  return wf.steps.map((s) => {
+    const rec = records.get(prefix + s.id) ?? pendingRecord(s.id);
+    const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
+    return { ...rec, steps: child ? nest(def, child, `${prefix}${s.id}/`, records) : [] };
+  });
+}
+
+export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepRecord>, now: number): Envelope {
+  const wf = doc.def.workflows[doc.workflow_key];
+  if (!wf) throw new Error(`run ${doc.run_id}: workflow ${doc.workflow_key} missing from its definition`);
+  const steps = nest(doc.def, wf, "", records);
+  const totals = { duration_ms: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, llm_calls: 0 };
+  for (const s of steps) {
+    // Workflow steps already carry the sum of their children.
+    totals.tokens_in += s.metrics.tokens_in;
+    totals.tokens_out += s.metrics.tokens_out;
+    totals.cost_usd += s.metrics.cost_usd;
+    totals.llm_calls += s.metrics.llm_calls;
+  }
+  const end = doc.finished_at ? Date.parse(doc.finished_at) : now;
+  totals.duration_ms = Math.max(0, end - Date.parse(doc.created_at));
+  return {
+    run_id: doc.run_id,
+    workflow: wf.name,
+    workflow_version: wf.version,
+    status: doc.status,
+    error: doc.error,
+    params: doc.params,
+    steps,
+    output: doc.output,
+    totals,
+    budget_usd: wf.policy.costBudgetUsd,
+    deadline: doc.deadline,
+    created_at: doc.created_at,
+    finished_at: doc.finished_at,
+  };
+}
+
+/** The slice of the bundle a run needs: its workflow, every sub-workflow it reaches, their agents. */
+export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
+  const workflows: Bundle["workflows"] = {};
+  const agents: Bundle["agents"] = {};
+  const visit = (key: string) => {
+    const wf = bundle.workflows[key];
+    if (!wf || workflows[key]) return;
+    workflows[key] = wf;
+    for (const s of wf.steps) {
+      if (s.kind === "workflow") visit(s.workflow);
+      if (s.kind === "agent") {
+        const a = bundle.agents[s.agent];
+        if (a) agents[s.agent] = a;
+      }
+    }
+  };
+  visit(rootKey);
+  return {
+    format: bundle.format,
+    hash: bundle.hash,
+    workflows,
+    invocable: {},
+    agents,
+    gateway: bundle.gateway,
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * Which env values of a run are secret, read from the Worker's environment. Masking needs the
+ * values; a secret shorter than 8 characters would mask too much (and be too weak), so it is a
+ * configuration error reported before any run is created.
+ */
+import type { Bundle, CompiledWorkflow, JsonObject } from "../bundle.ts";
+
+export const MIN_SECRET_LENGTH = 8;
+
+export interface RunSecrets {
+  /** Values to mask, non-empty. */
+  values: string[];
+  /** Names of secret env vars whose value is set but too short. */
+  tooShort: string[];
+}
+
+export function collectSecrets(
+  bundle: Bundle,
+  wf: CompiledWorkflow,
+  env: Record<string, unknown>,
+): RunSecrets {
+  const names = new Set<string>();
+  for (const e of wf.env) if (e.secret) names.add(e.name);
+  for (const e of bundle.gateway.env) if (e.secret) names.add(e.name);
+  const values: string[] = [];
+  const tooShort: string[] = [];
+  for (const name of names) {
+    const v = env[name];
+    if (typeof v !== "string" || v === "") continue;
+    if (v.length < MIN_SECRET_LENGTH) tooShort.push(name);
+    else values.push(v);
+  }
+  return { values, tooShort };
+}
+
+/** The `env` namespace expressions see: declared names only, unset ones null. */
+export function declaredEnv(wf: CompiledWorkflow, env: Record<string, unknown>): JsonObject {
+  const out: JsonObject = {};
+  for (const e of wf.env) {
+    const v = env[e.name];
+    out[e.name] = typeof v === "string" ? v : null;
+  }
+  return out;
+}
+
+/** The Worker env as plain strings (bindings such as RUNS are left out). */
+export function stringEnv(env: object): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(env)) if (typeof v === "string") out[k] = v;
+  return out;
+}
