@@ -93,6 +93,11 @@ async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Reques
 app.get("/runs/:id", async (c) => c.json((await viewRun(c)).view.envelope));
 app.get("/runs/:id/envelope", async (c) => c.json((await viewRun(c)).view.envelope));
 
+app.get("/runs/:id/events", async (c) => {
+  const { stub } = await viewRun(c);
+  return stub.fetch(c.req.raw);
+});
+
 app.post("/runs/:id/cancel", async (c) => {
   const { stub } = await viewRun(c);
   const result = await stub.cancel();

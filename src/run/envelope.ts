@@ -94,6 +94,20 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
   };
 }
 
+/** Visits every step of `wf` and of its sub-workflows, parents first, in pipeline order. */
+export function forEachStepPath(
+  def: Bundle,
+  wf: CompiledWorkflow,
+  visit: (path: string, id: string) => void,
+  prefix = "",
+) {
+  for (const s of wf.steps) {
+    visit(prefix + s.id, s.id);
+    const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
+    if (child) forEachStepPath(def, child, visit, `${prefix}${s.id}/`);
+  }
+}
+
 /** The slice of the bundle a run needs: its workflow, every sub-workflow it reaches, their agents. */
 export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
   const workflows: Bundle["workflows"] = {};

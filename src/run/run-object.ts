@@ -14,7 +14,8 @@ import { createMasker, type Masker } from "../engine/mask.ts";
 import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
-import { buildEnvelope, type Envelope, type RunDoc, type RunError } from "./envelope.ts";
+import { buildEnvelope, type Envelope, forEachStepPath, type RunDoc, type RunError } from "./envelope.ts";
+import { EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
 import { OutboundLimiter } from "./outbound.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
 
@@ -49,6 +50,7 @@ export interface RunRpc {
   view(): Promise<RunView | null>;
   cancel(): Promise<CancelResult>;
   remove(): Promise<"deleted" | "active" | "not_found">;
+  fetch(request: Request): Promise<Response>;
 }
 
 export type CancelResult =
@@ -68,6 +70,7 @@ export class RunObject extends DurableObject<Env> {
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
   private waiters = new Set<() => void>();
   private masker: Masker = createMasker([]);
+  private readonly hub = new EventHub();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -139,6 +142,17 @@ export class RunObject extends DurableObject<Env> {
       this.waiters.delete(done);
     }
     return this.doc && TERMINAL.has(this.doc.status) ? this.envelope() : null;
+  }
+
+  /** GET /runs/{id}/events (the Worker has checked credentials): Server-Sent Events. */
+  override async fetch(_request: Request): Promise<Response> {
+    const doc = this.doc;
+    if (!doc) return new Response("no run", { status: 404 });
+    const now = new Date().toISOString();
+    const history = replayEvents(this.pathsInOrder(), now);
+    const ended = TERMINAL.has(doc.status);
+    if (ended) history.push(this.runCompletedEvent());
+    return this.hub.subscribe(history, ended);
   }
 
   async view(): Promise<RunView | null> {
@@ -224,11 +238,14 @@ export class RunObject extends DurableObject<Env> {
       now: () => Date.now(),
       restored,
       records: this.records,
-      onStepStarted: () => {
+      onStepStarted: (path, rec) => {
         if (doc.status === "pending") doc.status = "running";
+        this.publishStep(path, rec);
       },
       onStepFinished: (path, rec) => {
-        if (!TERMINAL.has(doc.status)) this.writeStep(path, rec);
+        if (TERMINAL.has(doc.status)) return;
+        this.writeStep(path, rec);
+        this.publishStep(path, rec);
       },
     };
     this.engine = runPipeline(host, wf, {
@@ -292,39 +309,36 @@ export class RunObject extends DurableObject<Env> {
     const now = Date.now();
     // Whatever did not finish is settled here, so the stored envelope is final.
     const finalRecords = new Map<string, StepRecord>();
-    const walk = (wf: CompiledWorkflow, prefix: string) => {
-      for (const s of wf.steps) {
-        const path = prefix + s.id;
-        const rec: StepRecord = structuredClone(this.records.get(path) ?? pendingRecord(s.id));
-        if (rec.status === "running") {
-          rec.status = "canceled";
-          rec.output = null;
-          rec.finished_at = new Date(now).toISOString();
-          if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
-        } else if (rec.status === "pending") {
-          rec.status = "skipped";
-          rec.output = { skipped: true, reason: skipReason };
-        }
-        finalRecords.set(path, rec);
-        if (s.kind === "workflow") {
-          const child = doc.def.workflows[s.workflow];
-          if (child) walk(child, `${path}/`);
-        }
+    forEachStepPath(doc.def, this.rootWorkflow(), (path, id) => {
+      const rec: StepRecord = structuredClone(this.records.get(path) ?? pendingRecord(id));
+      if (rec.status === "running") {
+        rec.status = "canceled";
+        rec.output = null;
+        rec.finished_at = new Date(now).toISOString();
+        if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
+      } else if (rec.status === "pending") {
+        rec.status = "skipped";
+        rec.output = { skipped: true, reason: skipReason };
       }
-    };
-    walk(this.rootWorkflow(), "");
+      finalRecords.set(path, rec);
+    });
     doc.status = status;
     doc.output = this.masker.maskJson(output);
     doc.error = error;
     doc.finished_at = new Date(now).toISOString();
     for (const [path, rec] of finalRecords) {
-      if (rec.status !== "pending" || this.stored.has(path)) this.writeStep(path, rec);
+      const before = this.stored.get(path);
+      if (rec.status !== "pending" || before !== undefined) this.writeStep(path, rec);
+      // Steps settled here (canceled, skipped) are news to listeners.
+      if (this.stored.get(path) !== before) this.publishStep(path, rec);
     }
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
     this.writeDoc();
     this.ctx.storage.setAlarm(this.expiresAt(doc)).catch(() => {});
     this.controller = null;
+    this.hub.publish(this.runCompletedEvent());
+    this.hub.close();
     for (const w of this.waiters) w();
     this.waiters.clear();
   }
@@ -371,6 +385,37 @@ export class RunObject extends DurableObject<Env> {
   private rootWorkflow(): CompiledWorkflow {
     if (!this.doc) throw new Error("no run");
     return this.workflowOf(this.doc.def, this.doc.workflow_key);
+  }
+
+  private publishStep(path: string, rec: StepRecord): void {
+    const ev = stepEvent(path, rec, new Date().toISOString());
+    if (ev) this.hub.publish(ev);
+  }
+
+  private runCompletedEvent(): RunEvent {
+    const e = this.envelope();
+    return {
+      type: "run.completed",
+      time: e.finished_at ?? new Date().toISOString(),
+      data: {
+        run_id: e.run_id,
+        status: e.status,
+        error: e.error as Json,
+        output: e.output,
+        totals: e.totals,
+      },
+    };
+  }
+
+  /** Every step record, parents before their children, in pipeline order. */
+  private pathsInOrder(): Array<[string, StepRecord]> {
+    const out: Array<[string, StepRecord]> = [];
+    if (!this.doc) return out;
+    forEachStepPath(this.doc.def, this.rootWorkflow(), (path) => {
+      const rec = this.records.get(path);
+      if (rec) out.push([path, rec]);
+    });
+    return out;
   }
 
   private envelope(): Envelope {

@@ -1,0 +1,107 @@
+/**
+ * Live run events as Server-Sent Events (GET /runs/{id}/events). A new listener first gets the
+ * run's history, rebuilt from the step records (so no event log is stored and eviction loses
+ * nothing), then follows live events until the run ends and the stream closes. Data is taken
+ * from records that are already masked.
+ */
+import type { Json, JsonObject } from "../bundle.ts";
+import type { StepRecord } from "../engine/types.ts";
+
+export type RunEventType =
+  | "step.started"
+  | "step.completed"
+  | "step.skipped"
+  | "step.failed"
+  | "step.canceled"
+  | "run.completed";
+
+export interface RunEvent {
+  type: RunEventType;
+  time: string;
+  data: JsonObject;
+}
+
+const TYPE_OF_STATUS: Partial<Record<StepRecord["status"], RunEventType>> = {
+  running: "step.started",
+  complete: "step.completed",
+  skipped: "step.skipped",
+  failed: "step.failed",
+  canceled: "step.canceled",
+};
+
+export function stepEvent(path: string, rec: StepRecord, fallbackTime: string): RunEvent | null {
+  const type = TYPE_OF_STATUS[rec.status];
+  if (!type) return null;
+  const time = (type === "step.started" ? rec.started_at : rec.finished_at) ?? fallbackTime;
+  return {
+    type,
+    time,
+    data: {
+      step: path,
+      id: rec.id,
+      status: rec.status,
+      output: rec.output,
+      error: rec.error as Json,
+      metrics: rec.metrics as unknown as Json,
+      started_at: rec.started_at,
+      finished_at: rec.finished_at,
+    },
+  };
+}
+
+/** The history of a run as events, in time order (records given in pipeline order). */
+export function replayEvents(records: Array<[string, StepRecord]>, fallbackTime: string): RunEvent[] {
+  const events: RunEvent[] = [];
+  for (const [path, rec] of records) {
+    if (rec.started_at && rec.status !== "pending") {
+      const started = stepEvent(path, { ...rec, status: "running" }, fallbackTime);
+      if (started) events.push(started);
+    }
+    if (rec.status !== "running" && rec.status !== "pending") {
+      const done = stepEvent(path, rec, fallbackTime);
+      if (done) events.push(done);
+    }
+  }
+  // Stable: events at the same instant keep pipeline order.
+  return events.sort((a, b) => Date.parse(a.time) - Date.parse(b.time));
+}
+
+const encoder = new TextEncoder();
+
+function frame(seq: number, ev: RunEvent): Uint8Array {
+  return encoder.encode(
+    `id: ${seq}\nevent: ${ev.type}\ndata: ${JSON.stringify({ type: ev.type, time: ev.time, ...ev.data })}\n\n`,
+  );
+}
+
+/** Fans events out to every open SSE stream of one run. */
+export class EventHub {
+  private readonly listeners = new Set<{ writer: WritableStreamDefaultWriter<Uint8Array>; seq: number }>();
+
+  /** A streaming response that replays `history`, then follows until `close()` (or at once when `ended`). */
+  subscribe(history: RunEvent[], ended: boolean): Response {
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const listener = { writer: writable.getWriter(), seq: 0 };
+    for (const ev of history) listener.writer.write(frame(++listener.seq, ev)).catch(() => {});
+    if (ended) listener.writer.close().catch(() => {});
+    else this.listeners.add(listener);
+    return new Response(readable, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        "x-accel-buffering": "no",
+      },
+    });
+  }
+
+  publish(ev: RunEvent): void {
+    for (const l of this.listeners) {
+      l.writer.write(frame(++l.seq, ev)).catch(() => this.listeners.delete(l));
+    }
+  }
+
+  close(): void {
+    for (const l of this.listeners) l.writer.close().catch(() => {});
+    this.listeners.clear();
+  }
+}
