@@ -20,7 +20,7 @@ async function readAll(res: Response): Promise<Sse[]> {
           .split("\n")
           .map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 2)]),
       );
-      return { id: fields.id, event: fields.event, data: JSON.parse(fields.data) } as Sse;
+      return { id: fields.id, event: fields.event, data: JSON.parse(fields.data ?? "null") } as Sse;
     });
 }
 
