@@ -16,7 +16,12 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/compiler/**/*.test.ts", "test/engine/**/*.test.ts", "test/scripts/**/*.test.ts"],
+          include: [
+            "test/compiler/**/*.test.ts",
+            "test/engine/**/*.test.ts",
+            "test/gateway/**/*.test.ts",
+            "test/scripts/**/*.test.ts",
+          ],
         },
       },
       {
