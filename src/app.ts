@@ -13,6 +13,7 @@ import { requireAuth } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { pinDefinition } from "./run/envelope.ts";
+import type { RunIndexRpc } from "./run/run-index.ts";
 import type { RunRpc } from "./run/run-object.ts";
 import { collectSecrets } from "./run/secrets.ts";
 
@@ -75,6 +76,14 @@ app.post("/invoke/:name", async (c) => {
       "this Idempotency-Key was already used with a different body for this workflow",
     );
   }
+  if (result.outcome === "started") {
+    // Off the response path: the listing is a convenience, the run does not depend on it.
+    c.executionCtx.waitUntil(
+      runIndex(c.env, wf.name)
+        .add({ run_id: result.runId, created_at: new Date().toISOString() })
+        .catch(() => {}),
+    );
+  }
   const location = `/runs/${result.runId}`;
   if (result.envelope) {
     return c.json(result.envelope, 200, { location, "preference-applied": `wait=${waitS}` });
@@ -108,11 +117,39 @@ app.post("/runs/:id/cancel", async (c) => {
 });
 
 app.delete("/runs/:id", async (c) => {
-  const { stub } = await viewRun(c);
+  const { stub, view } = await viewRun(c);
   const outcome = await stub.remove();
   if (outcome === "not_found") throw new HttpProblem("run_not_found", "no run with this id");
   if (outcome === "active") throw new HttpProblem("run_active", "cancel the run before deleting it");
+  await runIndex(c.env, view.envelope.workflow).remove(view.envelope.run_id);
   return c.body(null, 204);
+});
+
+/** Recent runs of one workflow, for whoever holds that workflow's credentials. */
+app.get("/runs", async (c) => {
+  const name = c.req.query("workflow") ?? "";
+  const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
+  const wf = key ? bundle.workflows[key] : undefined;
+  if (!wf) throw new HttpProblem("workflow_not_found", `no workflow named "${name}" (use ?workflow=NAME)`);
+  await requireAuth(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  const limit = Number.parseInt(c.req.query("limit") ?? "50", 10);
+  const ids = await runIndex(c.env, wf.name).list(Number.isFinite(limit) ? limit : 50);
+  const views = await Promise.all(ids.map((r) => runStub(c.env, r.run_id)?.view() ?? null));
+  const runs = views.flatMap((v) =>
+    v
+      ? [
+          {
+            run_id: v.envelope.run_id,
+            status: v.envelope.status,
+            created_at: v.envelope.created_at,
+            finished_at: v.envelope.finished_at,
+            error: v.envelope.error,
+            totals: v.envelope.totals,
+          },
+        ]
+      : [],
+  );
+  return c.json({ workflow: wf.name, runs });
 });
 
 app.notFound(() => new HttpProblem("not_found", "no such route").toResponse());
@@ -123,6 +160,10 @@ app.onError((err) => {
   console.error("unhandled error", err instanceof Error ? err.name : typeof err);
   return new HttpProblem("internal_error", "the server failed to handle this request").toResponse();
 });
+
+export function runIndex(env: Env, workflow: string): RunIndexRpc {
+  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(workflow)) as unknown as RunIndexRpc;
+}
 
 /** A run id is the hex id of its Durable Object; anything else names no run. */
 function runStub(env: Env, runId: string): RunRpc | null {
