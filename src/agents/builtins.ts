@@ -1,8 +1,11 @@
 /**
  * Built-in agents of the `core` namespace. The compiler resolves `core/<name>@<semver>`
  * (`@1` = newest 1.x) against this list and copies the chosen entry into the bundle; the agent
- * executor gives `builtin` agents their special output handling (chat wraps the reply text,
- * extract validates against the `schema` param, classify checks the label).
+ * executor (src/steps/agent.ts, `planFor`) gives `builtin` agents their special handling: chat
+ * sends `prompt`/`system` as they are and wraps the reply text as `{text}` (no JSON mode);
+ * extract validates the reply against the `schema` param; classify validates `{label}` against
+ * an enum of the `labels` param. The `outputSchema` here is the shape the compiler can rely on
+ * for its `step.X.FIELD` checks (extract's shape is only known at run time).
  */
 import type { CompiledAgent } from "../bundle.ts";
 
@@ -34,7 +37,8 @@ export const BUILTIN_AGENTS: BuiltinAgent[] = [
   {
     name: "extract",
     version: "1.0.0",
-    description: "Extracts structured data from text. Params: text, schema. Output: an object valid against schema.",
+    description:
+      "Extracts structured data from text. Params: text, schema. Output: an object valid against schema.",
     builtin: "extract",
     group: null,
     maxTurns: 1,
