@@ -451,6 +451,26 @@ describe("agent step: providers", () => {
   });
 });
 
+describe("agent step: deadline and cancel", () => {
+  it("fails with timeout when the run deadline passes during the call", async () => {
+    const t = setup({ models: ["openai/stub-slow:3000"] });
+    const ctx = { ...t.ctx(), deadline: Date.now() + 300 };
+    const err = await failure(executeAgent(t.step, ctx));
+    expect(err.code).toBe("timeout");
+    expect(t.ledger.snapshot().outstanding).toEqual({});
+  });
+
+  it("stops with the run's abort reason and releases the call's reservation when the run is canceled", async () => {
+    const t = setup({ models: ["openai/stub-slow:3000"], budget: 1 });
+    const abort = new AbortController();
+    const ctx = { ...t.ctx(), signal: abort.signal };
+    const running = executeAgent(t.step, ctx);
+    setTimeout(() => abort.abort(new Error("run canceled")), 100);
+    await expect(running).rejects.toThrow("run canceled");
+    expect(t.ledger.snapshot()).toEqual({ spent: 0, outstanding: {} });
+  });
+});
+
 describe("agent step: model selection", () => {
   it("round_robin starts each call on the next model of the group", async () => {
     const t = setup({ models: ["openai/stub-json:a", "openai/stub-json:b"], strategy: "round_robin" });
