@@ -102,6 +102,11 @@ async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Reques
 app.get("/runs/:id", async (c) => c.json((await viewRun(c)).view.envelope));
 app.get("/runs/:id/envelope", async (c) => c.json((await viewRun(c)).view.envelope));
 
+app.get("/runs/:id/graph", async (c) => {
+  const { view } = await viewRun(c);
+  return c.json({ run_id: view.envelope.run_id, workflow: view.envelope.workflow, nodes: view.graph });
+});
+
 app.get("/runs/:id/events", async (c) => {
   const { stub } = await viewRun(c);
   return stub.fetch(c.req.raw);

@@ -94,6 +94,42 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
   };
 }
 
+export interface GraphNode {
+  /** Slash path, e.g. `notify/post`. */
+  path: string;
+  id: string;
+  kind: "agent" | "workflow" | "transform" | "webhook";
+  /** Paths of the direct dependencies (same pipeline). */
+  deps: string[];
+  /** Path of the enclosing workflow step, or null at the top level. */
+  parent: string | null;
+  condition: string | null;
+}
+
+/** The dependency graph of a run's pinned definition, for the viewer. */
+export function runGraph(
+  def: Bundle,
+  wf: CompiledWorkflow,
+  prefix = "",
+  parent: string | null = null,
+): GraphNode[] {
+  const nodes: GraphNode[] = [];
+  for (const s of wf.steps) {
+    const path = prefix + s.id;
+    nodes.push({
+      path,
+      id: s.id,
+      kind: s.kind,
+      deps: s.deps.map((d) => prefix + d),
+      parent,
+      condition: s.condition,
+    });
+    const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
+    if (child) nodes.push(...runGraph(def, child, `${path}/`, path));
+  }
+  return nodes;
+}
+
 /** Visits every step of `wf` and of its sub-workflows, parents first, in pipeline order. */
 export function forEachStepPath(
   def: Bundle,

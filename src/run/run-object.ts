@@ -14,7 +14,15 @@ import { createMasker, type Masker } from "../engine/mask.ts";
 import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
-import { buildEnvelope, type Envelope, forEachStepPath, type RunDoc, type RunError } from "./envelope.ts";
+import {
+  buildEnvelope,
+  type Envelope,
+  forEachStepPath,
+  type GraphNode,
+  type RunDoc,
+  type RunError,
+  runGraph,
+} from "./envelope.ts";
 import { EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
 import { OutboundLimiter } from "./outbound.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
@@ -42,6 +50,7 @@ export type StartResult =
 export interface RunView {
   auth: CompiledAuth | null;
   envelope: Envelope;
+  graph: GraphNode[];
 }
 
 /** The RPC surface the Worker uses (typed plainly: the generated stub types are too deep). */
@@ -157,7 +166,8 @@ export class RunObject extends DurableObject<Env> {
 
   async view(): Promise<RunView | null> {
     if (!this.doc) return null;
-    return { auth: this.rootWorkflow().auth, envelope: this.envelope() };
+    const wf = this.rootWorkflow();
+    return { auth: wf.auth, envelope: this.envelope(), graph: runGraph(this.doc.def, wf) };
   }
 
   async cancel(): Promise<CancelResult> {
