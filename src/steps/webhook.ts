@@ -1,0 +1,226 @@
+/**
+ * The webhook step (SPEC section 3 "Webhook step"): one outbound HTTP request with the
+ * guarantees a receiver relies on: the same `Idempotency-Key` (and Standard Webhooks
+ * `webhook-id`) on every retry, retries only where they are safe to repeat (network error,
+ * timeout, 408, 429, 5xx), nothing sent to private hosts unless the operator allows it, no
+ * redirects followed, and a bounded response. Error messages name the method and the URL
+ * without its userinfo or query, which often carry tokens.
+ */
+import type { HttpMethod, Json, JsonObject, WebhookStep } from "../bundle.ts";
+import { isPrivateHost } from "../engine/net.ts";
+import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
+import { render, stringify } from "../engine/substitute.ts";
+import { setOwn } from "../engine/transform-ops.ts";
+import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
+
+export const WEBHOOK_ATTEMPTS = 3;
+/** Largest response body a webhook step records (SPEC section 4: step output 1 MiB). */
+export const MAX_RESPONSE_BYTES = 1024 * 1024;
+const USER_AGENT = "workflow-edge";
+/** Statuses whose responses cannot carry a body (the Response constructor rejects one). */
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/** `https://host:port/path`: what error messages may show of a URL. */
+export function describeUrl(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+function fail(message: string): StepError {
+  return new StepError("webhook_failed", message);
+}
+
+function parseTarget(step: WebhookStep, ctx: StepContext): URL {
+  const rendered = render(step.url, ctx.scope);
+  if (typeof rendered !== "string" || rendered.trim() === "") {
+    throw fail("the webhook url did not render to a non-empty string");
+  }
+  let url: URL;
+  try {
+    url = new URL(rendered.trim());
+  } catch {
+    throw fail("the webhook url is not a valid absolute URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw fail(`the webhook url must use http or https, not ${url.protocol.replace(/:$/, "")}`);
+  }
+  if (isPrivateHost(url.hostname) && ctx.env.ALLOW_PRIVATE_WEBHOOKS !== "true") {
+    throw fail(
+      `refused ${step.method} ${describeUrl(url)}: the host is local or private (set ALLOW_PRIVATE_WEBHOOKS=true to allow it)`,
+    );
+  }
+  return url;
+}
+
+/** The step's own headers as strings; null values are left out, other non-strings become JSON. */
+function userHeaders(step: WebhookStep, ctx: StepContext): Array<[string, string]> {
+  if (step.headers === null) return [];
+  const rendered = render(step.headers, ctx.scope);
+  if (rendered === null || typeof rendered !== "object" || Array.isArray(rendered)) {
+    throw fail("the webhook headers did not render to an object");
+  }
+  return Object.entries(rendered)
+    .filter(([, v]) => v !== null)
+    .map(([name, v]) => [name, stringify(v)]);
+}
+
+function requestBody(step: WebhookStep, ctx: StepContext): string | null {
+  if (step.method === "GET" || step.method === "DELETE" || step.body === null) return null;
+  return JSON.stringify(render(step.body, ctx.scope));
+}
+
+/** `msg_<run>_<path>`: stable across retries and restarts, in the characters ids usually use. */
+export function webhookMessageId(runId: string, path: string): string {
+  return `msg_${runId}_${path}`.replace(/[^A-Za-z0-9_.-]/g, "_");
+}
+
+function base64(bytes: ArrayBuffer | Uint8Array): string {
+  let binary = "";
+  for (const b of new Uint8Array(bytes)) binary += String.fromCharCode(b);
+  return btoa(binary);
+}
+
+/** Standard Webhooks signer: the key is the base64 part of `whsec_<base64>`. */
+async function createSigner(
+  step: WebhookStep,
+  ctx: StepContext,
+): Promise<((body: string) => Promise<Array<[string, string]>>) | null> {
+  if (step.sign === null) return null;
+  const secret = ctx.env[step.sign.secretEnv];
+  if (!secret) throw fail(`the signing secret ${step.sign.secretEnv} is not set`);
+  let raw: Uint8Array;
+  try {
+    const binary = atob(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
+    raw = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  } catch {
+    throw fail(`the signing secret ${step.sign.secretEnv} is not of the form whsec_<base64>`);
+  }
+  if (raw.length === 0) throw fail(`the signing secret ${step.sign.secretEnv} is empty`);
+  const key = await crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const id = webhookMessageId(ctx.runId, ctx.path);
+  return async (body) => {
+    // A fresh timestamp per attempt: receivers reject signatures older than a few minutes.
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
+    return [
+      ["webhook-id", id],
+      ["webhook-timestamp", timestamp],
+      ["webhook-signature", `v1,${base64(mac)}`],
+    ];
+  };
+}
+
+/** Reads at most MAX_RESPONSE_BYTES; more is output_too_large. */
+async function readCapped(res: Response, method: HttpMethod, url: URL): Promise<Uint8Array> {
+  const tooLarge = () =>
+    new StepError("output_too_large", `the response of ${method} ${describeUrl(url)} is larger than 1 MiB`);
+  const declared = Number(res.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > MAX_RESPONSE_BYTES) {
+    res.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  if (!res.body) return new Uint8Array(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_RESPONSE_BYTES) {
+      reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
+
+function isJsonType(contentType: string | null): boolean {
+  if (!contentType) return false;
+  const type = (contentType.split(";")[0] ?? "").trim().toLowerCase();
+  return type === "application/json" || type.endsWith("+json");
+}
+
+async function toOutput(res: Response): Promise<Json> {
+  const headers: JsonObject = {};
+  res.headers.forEach((value, name) => {
+    setOwn(headers, name.toLowerCase(), value);
+  });
+  const text = await res.text();
+  let body: Json = text;
+  if (isJsonType(res.headers.get("content-type"))) {
+    try {
+      body = JSON.parse(text) as Json;
+    } catch {
+      // A JSON content type with a broken body: the text is still worth recording.
+    }
+  }
+  return { status: res.status, headers, body };
+}
+
+export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
+  const url = parseTarget(step, ctx);
+  const body = requestBody(step, ctx);
+  const custom = userHeaders(step, ctx);
+  const sign = await createSigner(step, ctx);
+  const method = step.method;
+  const target = describeUrl(url);
+
+  const send = async (signal: AbortSignal, attempt: number): Promise<Response> => {
+    const headers = new Headers({ "user-agent": USER_AGENT, "idempotency-key": `${ctx.runId}:${ctx.path}` });
+    if (body !== null) headers.set("content-type", "application/json");
+    try {
+      for (const [name, value] of custom) headers.set(name, value);
+    } catch {
+      throw fail(`a header of ${method} ${target} has an invalid name or value`);
+    }
+    if (sign) for (const [name, value] of await sign(body ?? "")) headers.set(name, value);
+
+    const res = await ctx.fetch(url.href, { method, headers, body, redirect: "manual", signal });
+    // A response we will retry is not read: its body does not matter and could be large.
+    if ((isRetryableStatus(res.status) && attempt < WEBHOOK_ATTEMPTS) || NULL_BODY_STATUSES.has(res.status)) {
+      res.body?.cancel().catch(() => {});
+      return new Response(null, { status: res.status, headers: res.headers });
+    }
+    // Read inside the attempt, so the attempt timeout also bounds a body that trickles in.
+    const bytes = await readCapped(res, method, url);
+    return new Response(bytes, { status: res.status, headers: res.headers });
+  };
+
+  let attempts = 0;
+  let res: Response;
+  try {
+    res = await retryHttp(send, {
+      attempts: WEBHOOK_ATTEMPTS,
+      perAttemptTimeoutMs: step.timeoutS * 1000,
+      deadline: ctx.deadline,
+      signal: ctx.signal,
+      onAttempt: (n) => {
+        attempts = n;
+        ctx.metrics.attempts += 1;
+      },
+    });
+  } catch (err) {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    if (err instanceof StepError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw fail(`${method} ${target} failed after ${plural(attempts)}: ${reason}`);
+  }
+
+  if (res.status < 200 || res.status > 299) {
+    const redirect = res.status >= 300 && res.status < 400 ? " (redirects are not followed)" : "";
+    res.body?.cancel().catch(() => {});
+    throw fail(`${method} ${target} answered ${res.status} after ${plural(attempts)}${redirect}`);
+  }
+  return toOutput(res);
+};
+
+function plural(attempts: number): string {
+  return attempts === 1 ? "1 attempt" : `${attempts} attempts`;
+}
