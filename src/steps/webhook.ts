@@ -79,32 +79,48 @@ function base64(bytes: ArrayBuffer | Uint8Array): string {
   return btoa(binary);
 }
 
-/** Standard Webhooks signer: the key is the base64 part of `whsec_<base64>`. */
+/** The HMAC key of a Standard Webhooks secret `whsec_<base64>` (the prefix is optional). */
+export async function importSigningKey(secret: string): Promise<CryptoKey> {
+  const binary = atob(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
+  if (binary.length === 0) throw new Error("empty key");
+  const raw = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  return crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+}
+
+/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, as the Standard Webhooks spec defines it. */
+export async function signStandardWebhook(
+  key: CryptoKey,
+  id: string,
+  timestamp: string,
+  body: string,
+): Promise<string> {
+  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
+  return `v1,${base64(mac)}`;
+}
+
+/** Standard Webhooks headers for one attempt, or null when the step is not signed. */
 async function createSigner(
   step: WebhookStep,
   ctx: StepContext,
 ): Promise<((body: string) => Promise<Array<[string, string]>>) | null> {
   if (step.sign === null) return null;
-  const secret = ctx.env[step.sign.secretEnv];
-  if (!secret) throw fail(`the signing secret ${step.sign.secretEnv} is not set`);
-  let raw: Uint8Array;
+  const name = step.sign.secretEnv;
+  const secret = ctx.env[name];
+  if (!secret) throw fail(`the signing secret ${name} is not set`);
+  let key: CryptoKey;
   try {
-    const binary = atob(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
-    raw = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+    key = await importSigningKey(secret);
   } catch {
-    throw fail(`the signing secret ${step.sign.secretEnv} is not of the form whsec_<base64>`);
+    throw fail(`the signing secret ${name} is not of the form whsec_<base64>`);
   }
-  if (raw.length === 0) throw fail(`the signing secret ${step.sign.secretEnv} is empty`);
-  const key = await crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const id = webhookMessageId(ctx.runId, ctx.path);
   return async (body) => {
     // A fresh timestamp per attempt: receivers reject signatures older than a few minutes.
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
     return [
       ["webhook-id", id],
       ["webhook-timestamp", timestamp],
-      ["webhook-signature", `v1,${base64(mac)}`],
+      ["webhook-signature", await signStandardWebhook(key, id, timestamp, body)],
     ];
   };
 }

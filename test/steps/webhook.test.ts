@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { Bundle, CompiledWorkflow, Json, Template, WebhookStep } from "../../src/bundle.ts";
 import { createMasker } from "../../src/engine/mask.ts";
 import { emptyMetrics, type StepContext, StepError } from "../../src/engine/types.ts";
-import { executeWebhook } from "../../src/steps/webhook.ts";
+import { executeWebhook, importSigningKey, signStandardWebhook } from "../../src/steps/webhook.ts";
 
 const TARGET = (env as unknown as Record<string, string>).TARGET_URL as string;
 const SIGNING_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -296,6 +296,30 @@ describe("webhook step", () => {
     });
     const out = (await executeWebhook(step, context())) as { status: number; body: Json };
     expect(out).toMatchObject({ status: 200, body: { verified: true } });
+  });
+
+  it("computes the signature of the Standard Webhooks reference example", async () => {
+    // The test vector published with the Standard Webhooks specification and its libraries.
+    const key = await importSigningKey("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+    const signature = await signStandardWebhook(
+      key,
+      "msg_p5jXN8AQM9LWM0D4loKWxJek",
+      "1614265330",
+      '{"test": 2432232314}',
+    );
+    expect(signature).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+  });
+
+  it("fails with webhook_failed when the signing secret is not base64", async () => {
+    const step = webhook({
+      url: lit(`${TARGET}/echo?key=${key("badsecret")}`),
+      sign: { secretEnv: "SIGNING_SECRET" },
+    });
+    const err = await failureOf(
+      executeWebhook(step, context({ env: { SIGNING_SECRET: "whsec_!!not base64!!" } })),
+    );
+    expect(err.code).toBe("webhook_failed");
+    expect(err.message).not.toContain("!!not base64!!");
   });
 
   it("is rejected by the verifier when signed with another secret", async () => {
