@@ -111,7 +111,8 @@ function discard(res: Response): void {
  * or HTTP date; if it would pass the deadline, stop and return the last response). Returns the
  * final Response (possibly non-2xx) or throws the last network error (an Error whose message
  * names no URL query/secret). `send` receives an AbortSignal combining the run signal and the
- * attempt timeout. A StepError thrown by `send` is not a network error: it stops the loop and
+ * attempt timeout; it stays armed for the returned response, so read its body promptly: the
+ * read is aborted at the attempt's timeout or when the run is aborted. A StepError thrown by `send` is not a network error: it stops the loop and
  * propagates as is (e.g. output_too_large while reading the body inside the attempt).
  */
 export async function retryHttp(
@@ -141,10 +142,16 @@ export async function retryHttp(
     opts.signal.addEventListener("abort", onRunAbort, { once: true });
 
     let retryAfterMs: number | null = null;
+    let returned = false;
     try {
       const res = await send(attemptAbort.signal, attempt);
       if (lastResponse) discard(lastResponse);
-      if (!isRetryableStatus(res.status) || attempt === attempts) return res;
+      if (!isRetryableStatus(res.status) || attempt === attempts) {
+        // The caller reads the body next: it stays bound to this attempt's timeout and to
+        // the run signal, so a body that stalls is aborted like a response that never came.
+        returned = true;
+        return res;
+      }
       lastResponse = res;
       lastError = null;
       retryAfterMs = parseRetryAfter(res.headers.get("retry-after"), Date.now());
@@ -158,8 +165,10 @@ export async function retryHttp(
       lastResponse = null;
       if (attempt === attempts) throw lastError;
     } finally {
-      clearTimeout(timer);
-      opts.signal.removeEventListener("abort", onRunAbort);
+      if (!returned) {
+        clearTimeout(timer);
+        opts.signal.removeEventListener("abort", onRunAbort);
+      }
     }
 
     const delay = retryAfterMs ?? backoffDelay(attempt, base);

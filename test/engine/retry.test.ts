@@ -159,6 +159,37 @@ describe("retryHttp", () => {
     expect(calls).toEqual([1]);
   });
 
+  it("keeps the returned response bound to the run signal, so a stalled body read is aborted on cancel", async () => {
+    const run = new AbortController();
+    let attemptSignal: AbortSignal | undefined;
+    await retryHttp(
+      async (signal) => {
+        attemptSignal = signal;
+        return new Response("ok");
+      },
+      options({ signal: run.signal }),
+    );
+    expect(attemptSignal?.aborted).toBe(false);
+    run.abort(new Error("canceled"));
+    expect(attemptSignal?.aborted).toBe(true);
+  });
+
+  it("keeps the returned response bound to the attempt timeout, so a body that trickles is cut off", async () => {
+    vi.useFakeTimers();
+    let attemptSignal: AbortSignal | undefined;
+    await retryHttp(
+      async (signal) => {
+        attemptSignal = signal;
+        return new Response("ok");
+      },
+      options({ perAttemptTimeoutMs: 1_000 }),
+    );
+    await vi.advanceTimersByTimeAsync(999);
+    expect(attemptSignal?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(attemptSignal?.aborted).toBe(true);
+  });
+
   it("sends nothing when the run is already aborted", async () => {
     const run = new AbortController();
     run.abort(new Error("gone"));
