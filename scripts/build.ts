@@ -1,0 +1,33 @@
+/**
+ * `npm run build`: compiles workflows/ (or the directory given as the first argument) into the
+ * JSON bundle the Worker imports. Prints every diagnostic and a one-line summary; on any error it
+ * exits 1 and writes nothing, so a broken edit never replaces a working bundle.
+ *
+ *   npx node scripts/build.ts [workflows-dir] [--out path/to/bundle.json]
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { compileProject } from "../src/compiler/index.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const args = process.argv.slice(2);
+const outFlag = args.indexOf("--out");
+const outArg = outFlag >= 0 ? args[outFlag + 1] : undefined;
+const positional = args.filter((_, i) => i !== outFlag && i !== outFlag + 1);
+const dir = positional[0] ?? resolve(root, "workflows");
+const out = outArg ? resolve(outArg) : resolve(root, "src/generated/bundle.json");
+
+const result = compileProject(dir);
+for (const d of result.diagnostics) console.error(d.text);
+if (!result.bundle) {
+  const errors = result.diagnostics.filter((d) => d.severity === "error").length;
+  console.error(`build failed: ${errors} error${errors === 1 ? "" : "s"}; nothing written`);
+  process.exit(1);
+}
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify(result.bundle, null, 2)}\n`);
+const { workflows, steps, agents, ms } = result.stats;
+const rel = relative(process.cwd(), out);
+const shown = rel === "" || rel.startsWith("..") ? out : rel;
+console.log(`built ${workflows} workflows, ${steps} steps, ${agents} agents in ${ms} ms -> ${shown}`);

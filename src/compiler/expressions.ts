@@ -1,0 +1,158 @@
+/**
+ * Build-time handling of JMESPath: quoting hyphenated step ids, syntax checking with the same
+ * library the runtime evaluates with, and reading which `step.X` / `env.X` paths an expression
+ * reads (from the syntax tree, so `'step.x'` in a string literal or `items[?step]` over an item
+ * are not mistaken for references).
+ */
+import { compile } from "@jmespath-community/jmespath";
+
+type AstNode = { type: string; [k: string]: unknown };
+
+const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Rewrites `step.<id>` to `step."<id>"` for every id that is not a plain identifier (JMESPath
+ * reads `step.post-result` as `step.post - result`). Longest ids first so `post-result` wins over
+ * `post`; text inside '…', "…" and `…` literals is left alone.
+ */
+export function quoteStepIds(expr: string, stepIds: Iterable<string>): string {
+  const ids = [...stepIds].filter((id) => !PLAIN_IDENTIFIER.test(id)).sort((a, b) => b.length - a.length);
+  if (ids.length === 0 || !expr.includes("step.")) return expr;
+  let out = "";
+  let i = 0;
+  while (i < expr.length) {
+    const ch = expr[i] as string;
+    if (ch === "'" || ch === '"' || ch === "`") {
+      const end = literalEnd(expr, i);
+      out += expr.slice(i, end);
+      i = end;
+      continue;
+    }
+    if (expr.startsWith("step.", i) && !isIdentChar(expr[i - 1]) && expr[i - 1] !== ".") {
+      const rest = expr.slice(i + 5);
+      const id = ids.find(
+        (x) => rest.startsWith(x) && !isIdentChar(rest[x.length]) && rest[x.length] !== "-",
+      );
+      if (id !== undefined) {
+        out += `step.${JSON.stringify(id)}`;
+        i += 5 + id.length;
+        continue;
+      }
+    }
+    out += ch;
+    i++;
+  }
+  return out;
+}
+
+function literalEnd(s: string, start: number): number {
+  const quote = s[start];
+  let i = start + 1;
+  while (i < s.length) {
+    if (s[i] === "\\") i += 2;
+    else if (s[i] === quote) return i + 1;
+    else i++;
+  }
+  return s.length;
+}
+
+function isIdentChar(c: string | undefined): boolean {
+  return c !== undefined && /[A-Za-z0-9_]/.test(c);
+}
+
+export type CheckedExpression =
+  | { ok: true; text: string; ast: AstNode }
+  | { ok: false; text: string; error: string };
+
+/** Quotes step ids, then parses. `text` is what goes into the bundle. */
+export function checkExpression(expr: string, stepIds: Iterable<string>): CheckedExpression {
+  const text = quoteStepIds(expr, stepIds);
+  try {
+    return { ok: true, text, ast: compile(text) as unknown as AstNode };
+  } catch (e) {
+    return { ok: false, text, error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/**
+ * Every static field path read from the root of the evaluation context, e.g.
+ * `step."post-result".body.id` -> ["step", "post-result", "body", "id"]. Paths evaluated against
+ * something else (the right of a pipe or projection, an `&expr` argument) are not roots.
+ */
+export function rootPaths(ast: AstNode): string[][] {
+  const out: string[][] = [];
+  walk(ast, true, out);
+  return out;
+}
+
+function walk(node: AstNode | undefined, atRoot: boolean, out: string[][]): void {
+  if (!node || typeof node !== "object") return;
+  const child = (k: string) => node[k] as AstNode | undefined;
+  switch (node.type) {
+    case "Field":
+    case "Root":
+    case "Subexpression":
+    case "IndexExpression": {
+      const path = chainPath(node, atRoot);
+      if (path && path.length > 0) out.push(path);
+      // Walk the pieces of the chain for anything nested (filters in an index, functions...).
+      if (node.type === "Subexpression" || node.type === "IndexExpression") {
+        walk(child("left"), atRoot, out);
+        walk(child("right"), false, out);
+      }
+      return;
+    }
+    case "Projection":
+    case "ValueProjection":
+    case "Pipe":
+      walk(child("left"), atRoot, out);
+      walk(child("right"), false, out);
+      return;
+    case "FilterProjection":
+      walk(child("left"), atRoot, out);
+      walk(child("right"), false, out);
+      walk(child("condition"), false, out);
+      return;
+    case "ExpressionReference":
+      walk(child("child"), false, out);
+      return;
+    default:
+      for (const v of Object.values(node)) {
+        if (Array.isArray(v)) for (const c of v) walk(c as AstNode, atRoot, out);
+        else if (v && typeof v === "object" && "type" in v) walk(v as AstNode, atRoot, out);
+      }
+  }
+}
+
+/**
+ * The field names of a `a.b.c` chain that starts at the root, else null. An index or slice ends
+ * the static part: `step.x.items[0].id` reads ["step", "x", "items"] (what follows is per item).
+ */
+function chainPath(node: AstNode, atRoot: boolean): string[] | null {
+  return chain(node, atRoot)?.path ?? null;
+}
+
+function chain(node: AstNode, atRoot: boolean): { path: string[]; open: boolean } | null {
+  switch (node.type) {
+    case "Field":
+      return atRoot ? { path: [node.name as string], open: true } : null;
+    case "Root":
+      return { path: [], open: true };
+    case "Subexpression": {
+      const left = chain(node.left as AstNode, atRoot);
+      if (!left || !left.open) return left;
+      const right = node.right as AstNode;
+      if (right.type === "Field") return { path: [...left.path, right.name as string], open: true };
+      // `x.items[0]`, `x.items[*].id`, `x.items[]`: the field before the index still counts.
+      const inner = (right.left ?? right.child) as AstNode | undefined;
+      if (inner?.type === "Field") return { path: [...left.path, inner.name as string], open: false };
+      return { path: left.path, open: false };
+    }
+    case "IndexExpression": {
+      const left = chain(node.left as AstNode, atRoot);
+      return left ? { path: left.path, open: false } : null;
+    }
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * What the compiler knows about a step's output shape, for the warning on `step.X.FIELD` when X
+ * can never have FIELD (a typo that would otherwise read null at run time). Known shapes: a
+ * transform's `{result}` (then its output.schema), a webhook's `{status, headers, body}`, an
+ * agent's output.schema, and a sub-workflow's last step.
+ */
+import type { Bundle, CompiledStep, JsonSchema } from "../bundle.ts";
+import type { DiagnosticSink } from "./diagnostics.ts";
+import type { FieldRead } from "./workflow.ts";
+
+type Shape = { properties: Record<string, Shape | null> } | null;
+
+/** Fields every step output can have when the step was skipped. */
+const SKIP_FIELDS = ["skipped", "reason"];
+
+export function warnUnknownFields(
+  bundle: Omit<Bundle, "hash">,
+  reads: FieldRead[],
+  sink: DiagnosticSink,
+): void {
+  for (const r of reads) {
+    let shape = stepShape(bundle, r.workflowKey, r.stepId, 0);
+    for (let level = 0; level < r.fields.length && shape; level++) {
+      const field = r.fields[level] as string;
+      if (level === 0 && SKIP_FIELDS.includes(field)) break;
+      if (!(field in shape.properties)) {
+        const known = Object.keys(shape.properties)
+          .map((k) => `\`${k}\``)
+          .join(", ");
+        const path = ["step", r.stepId, ...r.fields.slice(0, level + 1)].join(".");
+        sink.warning(
+          r.file.display,
+          r.file.at(r.path),
+          `\`${path}\` is always null: the output of step \`${r.stepId}\` has no field \`${field}\` here (known: ${known})`,
+        );
+        break;
+      }
+      shape = shape.properties[field] ?? null;
+    }
+  }
+}
+
+function stepShape(bundle: Omit<Bundle, "hash">, workflowKey: string, stepId: string, depth: number): Shape {
+  if (depth > 10) return null;
+  const step: CompiledStep | undefined = bundle.workflows[workflowKey]?.steps.find((s) => s.id === stepId);
+  if (!step) return null;
+  switch (step.kind) {
+    case "transform":
+      return { properties: { result: schemaShape(step.outputSchema) } };
+    case "webhook":
+      return { properties: { status: null, headers: null, body: null } };
+    case "agent":
+      return schemaShape(bundle.agents[step.agent]?.outputSchema ?? null);
+    case "workflow": {
+      const child = bundle.workflows[step.workflow];
+      const last = child?.steps[child.steps.length - 1];
+      return child && last ? stepShape(bundle, child.key, last.id, depth + 1) : null;
+    }
+  }
+}
+
+/** A closed-enough object schema: `properties` listed and no `additionalProperties` allowance. */
+function schemaShape(schema: JsonSchema | null): Shape {
+  if (!schema || typeof schema !== "object") return null;
+  const props = schema.properties;
+  if (!props || typeof props !== "object" || Array.isArray(props)) return null;
+  const extra = schema.additionalProperties;
+  if (extra === true || (extra && typeof extra === "object") || schema.patternProperties) return null;
+  const out: Record<string, Shape | null> = {};
+  for (const [k, v] of Object.entries(props)) out[k] = schemaShape(v as JsonSchema);
+  return { properties: out };
+}

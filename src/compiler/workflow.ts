@@ -1,0 +1,590 @@
+/**
+ * Compiles one workflow file into a CompiledWorkflow: step kinds and the fields each kind
+ * accepts, ids and dependencies (implicit previous-step edges, cycles, ancestors), every
+ * expression (quoted ids, syntax, which steps and env vars it reads), templates, env and auth,
+ * and the webhook rule that keeps secrets away from caller-chosen hosts. Project-wide facts
+ * (is this file used as a sub-workflow, is it under a budget, which agents and groups exist)
+ * come in through WorkflowContext.
+ */
+import type {
+  CompiledAuth,
+  CompiledGateway,
+  CompiledStep,
+  CompiledWorkflow,
+  EnvDecl,
+  HttpMethod,
+  JsonSchema,
+  Template,
+  TransformOp,
+} from "../bundle.ts";
+import type { AgentResolver } from "./agents.ts";
+import type { DiagnosticSink } from "./diagnostics.ts";
+import { hint } from "./did-you-mean.ts";
+import { envRefName, readEnvDecls } from "./env-refs.ts";
+import { checkExpression, rootPaths } from "./expressions.ts";
+import { unpricedModels } from "./gateway.ts";
+import { checkUserSchema } from "./json-schema-check.ts";
+import { stepFieldKinds, stepLabel } from "./structure-check.ts";
+import { compileTemplate, templateExprs } from "./templates.ts";
+import type { DataPath, SourceFile } from "./yaml-source.ts";
+
+export const MAX_STEPS = 200;
+const STEP_KINDS = ["agent", "workflow", "transform", "webhook"] as const;
+type StepKind = (typeof STEP_KINDS)[number];
+
+/** A `step.X.FIELD…` read, checked against X's known output shape once everything is compiled. */
+export interface FieldRead {
+  file: SourceFile;
+  path: DataPath;
+  workflowKey: string;
+  stepId: string;
+  fields: string[];
+}
+
+export interface WorkflowContext {
+  sink: DiagnosticSink;
+  gateway: CompiledGateway;
+  hasGatewayFile: boolean;
+  agents: AgentResolver;
+  /** Bundle key of the sub-workflow each `workflow:` step points to (by step index), when it resolved. */
+  subWorkflowKeys: Map<number, string>;
+  /** Display names of the files that use this one as a sub-workflow (empty: a root-only file). */
+  usedBy: string[];
+  /** Invocable (`workflows/*.workflow.yaml`). */
+  invocable: boolean;
+  /** This file or some workflow that runs it has `cost_budget_usd`. */
+  underBudget: boolean;
+  fieldReads: FieldRead[];
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
+
+export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): CompiledWorkflow | null {
+  const d = file.data;
+  if (!isObj(d)) return null;
+  const { sink } = ctx;
+  const err = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
+    sink.error(file.display, file.at(path, part), msg);
+  const name = typeof d.name === "string" ? d.name : "";
+
+  // ---- env ---------------------------------------------------------------------------------
+  const isSub = ctx.usedBy.length > 0;
+  const subNote = () =>
+    `\`${file.key}\` is used as a sub-workflow by ${ctx.usedBy.map((u) => `\`${u}\``).join(", ")}`;
+  let env: EnvDecl[] = readEnvDecls(file, d.env, sink);
+  if (isSub && env.length > 0) {
+    err(
+      ["env"],
+      `\`env\` is for root workflows only: ${subNote()}. Pass values in through the workflow step's \`input\``,
+      "key",
+    );
+    env = [];
+  }
+  const declared = isSub ? [] : env;
+  /** Checks a read of env var `n` at `path`. */
+  const useEnv = (n: string | undefined, path: DataPath) => {
+    if (isSub) {
+      err(
+        path,
+        `\`env${n ? `.${n}` : ""}\` is not available here: ${subNote()}, and only root workflows read env. Pass the value through \`input\``,
+      );
+    } else if (n !== undefined && !declared.some((e) => e.name === n)) {
+      err(
+        path,
+        `\`env.${n}\` is not declared in \`env\`${hint(
+          n,
+          declared.map((e) => e.name),
+        )}`,
+      );
+    }
+  };
+
+  // ---- schema, auth, policy --------------------------------------------------------------
+  const params = d.params as Obj | undefined;
+  const paramsSchema = (isObj(params) && params.schema !== undefined ? params.schema : true) as JsonSchema;
+  if (isObj(params) && params.schema !== undefined)
+    checkUserSchema(file, ["params", "schema"], params.schema, "params.schema", sink);
+
+  let auth: CompiledAuth | null = null;
+  const invoke = d.invoke as Obj | undefined;
+  const rawAuth = isObj(invoke) ? invoke.auth : undefined;
+  if (isObj(rawAuth)) {
+    const header = typeof rawAuth.header === "string" ? rawAuth.header.toLowerCase() : "authorization";
+    const scheme =
+      rawAuth.scheme === "raw" || rawAuth.scheme === "bearer"
+        ? rawAuth.scheme
+        : header === "authorization"
+          ? "bearer"
+          : "raw";
+    const secretEnv = envRefName(rawAuth.secret);
+    if (secretEnv !== null) useEnv(secretEnv, ["invoke", "auth", "secret"]);
+    if (secretEnv !== null) auth = { header, scheme, secretEnv };
+  } else if (ctx.invocable) {
+    sink.warning(
+      file.display,
+      file.at(d.name !== undefined ? ["name"] : []),
+      `workflow \`${name}\` has no \`invoke.auth\`: anyone who can reach the Worker can invoke it`,
+    );
+  }
+
+  const policy = isObj(d.model_policy) ? d.model_policy : {};
+  const costBudgetUsd =
+    typeof policy.cost_budget_usd === "number" && policy.cost_budget_usd > 0 ? policy.cost_budget_usd : null;
+  const timeoutSet = typeof policy.timeout_s === "number";
+  const timeoutS = timeoutSet ? (policy.timeout_s as number) : 300;
+
+  // ---- steps: ids and dependencies -------------------------------------------------------
+  const raw = Array.isArray(d.pipeline) ? (d.pipeline as unknown[]) : [];
+  if (raw.length > MAX_STEPS) {
+    err(
+      ["pipeline"],
+      `the pipeline has ${raw.length} steps; the limit is ${MAX_STEPS} per workflow (split it into sub-workflows)`,
+      "key",
+    );
+  }
+  const steps = raw.map((s) => (isObj(s) ? s : {}));
+  const ids: Array<string | null> = steps.map((s) => (typeof s.id === "string" ? s.id : null));
+  const idSet = new Set<string>();
+  ids.forEach((id, i) => {
+    if (id === null) return;
+    if (idSet.has(id)) {
+      const first = ids.indexOf(id);
+      err(
+        ["pipeline", i, "id"],
+        `duplicate step id \`${id}\` (also step #${first + 1}, line ${file.at(["pipeline", first, "id"]).line})`,
+      );
+    }
+    idSet.add(id);
+  });
+
+  const deps: string[][] = steps.map((s, i) => {
+    if (Array.isArray(s.depends_on)) {
+      const out: string[] = [];
+      s.depends_on.forEach((dep, j) => {
+        if (typeof dep !== "string") return;
+        if (!idSet.has(dep)) {
+          err(
+            ["pipeline", i, "depends_on", j],
+            `${stepLabel(d, i)}: \`depends_on\` names unknown step \`${dep}\`${hint(dep, idSet)}`,
+          );
+        } else if (dep === ids[i]) {
+          err(["pipeline", i, "depends_on", j], `${stepLabel(d, i)} depends on itself`);
+        } else if (!out.includes(dep)) out.push(dep);
+      });
+      return out;
+    }
+    const prev = i > 0 ? ids[i - 1] : null;
+    return prev ? [prev] : [];
+  });
+  const indexOf = new Map<string, number>();
+  ids.forEach((id, i) => {
+    if (id !== null && !indexOf.has(id)) indexOf.set(id, i);
+  });
+  reportCycles(ids, deps, indexOf, (i, cycle) =>
+    err(
+      ["pipeline", i, "depends_on"],
+      `dependency cycle: ${cycle.map((c) => `\`${c}\``).join(" -> ")}`,
+      "key",
+    ),
+  );
+  const ancestors: Array<Set<string>> = deps.map((_, i) => closure(i, deps, indexOf));
+
+  // ---- expressions -----------------------------------------------------------------------
+  /** Checks one expression of step `i` read against {params, env, step}; returns the bundle text. */
+  const rootExpr = (i: number, expr: string, path: DataPath, where: string): string | null => {
+    const c = checkExpression(expr, idSet);
+    if (!c.ok) {
+      err(path, `${stepLabel(d, i)}: invalid JMESPath in ${where}: ${c.error}`);
+      return null;
+    }
+    for (const p of rootPaths(c.ast)) checkRead(i, p, path);
+    return c.text;
+  };
+  const checkRead = (i: number, p: string[], path: DataPath) => {
+    if (p[0] === "env") useEnv(p[1], path);
+    if (p[0] !== "step" || p[1] === undefined) return;
+    const id = p[1];
+    const self = ids[i];
+    if (!idSet.has(id)) {
+      err(path, `${stepLabel(d, i)}: \`step.${id}\` is not a step of this pipeline${hint(id, idSet)}`);
+    } else if (id === self) {
+      err(path, `${stepLabel(d, i)} reads its own output \`step.${id}\``);
+    } else if (!ancestors[i]?.has(id)) {
+      err(
+        path,
+        `${stepLabel(d, i)} reads \`step.${id}\`, which is not one of its ancestors; add \`${id}\` to its \`depends_on\` (directly or through a step that depends on it)`,
+      );
+    } else if (p.length > 2) {
+      ctx.fieldReads.push({ file, path, workflowKey: file.key, stepId: id, fields: p.slice(2) });
+    }
+  };
+  const template = (i: number, v: unknown, path: DataPath, encodeAfterQuery = false): Template =>
+    compileTemplate(v, path, {
+      expr: (e, p) => rootExpr(i, e, p, `\`{{ ${e} }}\``),
+      malformed: (msg, p) => err(p, `${stepLabel(d, i)}: ${msg}`),
+      encodeAfterQuery,
+    });
+
+  // ---- each step -------------------------------------------------------------------------
+  const fieldKinds = stepFieldKinds();
+  const compiled: CompiledStep[] = [];
+  steps.forEach((s, i) => {
+    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
+    const label = stepLabel(d, i);
+    const kinds = STEP_KINDS.filter((k) => k in s);
+    if (kinds.length === 0) {
+      err(at(), `${label} needs exactly one of \`agent\`, \`workflow\`, \`transform\`, \`webhook\``);
+    } else if (kinds.length > 1) {
+      err(
+        at(kinds[1] as string),
+        `${label} has ${kinds.map((k) => `\`${k}\``).join(" and ")}; a step is exactly one of \`agent\`, \`workflow\`, \`transform\`, \`webhook\``,
+        "key",
+      );
+    }
+    const kind: StepKind | null = kinds.length === 1 ? (kinds[0] as StepKind) : null;
+    if (kind) {
+      for (const key of Object.keys(s)) {
+        const allowed = fieldKinds.get(key);
+        if (allowed && !allowed.includes(kind)) {
+          err(
+            at(key),
+            `${label}: \`${key}\` belongs on ${allowed.join(" or ")} steps, not on a${kind === "agent" ? "n" : ""} ${kind} step`,
+            "key",
+          );
+        }
+      }
+    }
+
+    let condition: string | null = null;
+    if (typeof s.condition === "string") {
+      if (s.condition.includes("{{")) {
+        err(at("condition"), `${label}: \`condition\` is bare JMESPath; write it without \`{{ }}\``);
+      } else {
+        condition = rootExpr(i, s.condition, at("condition"), "`condition`");
+      }
+    }
+    const id = ids[i];
+    if (!kind || typeof id !== "string") return;
+    const base = {
+      id,
+      deps: deps[i] ?? [],
+      ancestors: [...(ancestors[i] ?? [])].sort(byIndex(indexOf)),
+      condition,
+    };
+
+    if (kind === "agent") {
+      compiled.push(compileAgentStep(i, s, base));
+    } else if (kind === "workflow") {
+      compiled.push({
+        ...base,
+        kind: "workflow",
+        workflow: ctx.subWorkflowKeys.get(i) ?? "",
+        input: s.input === undefined ? { t: "lit", v: {} } : template(i, s.input, at("input")),
+        webhooks: s.webhooks === "execute" ? "execute" : "suppress",
+      });
+    } else if (kind === "transform") {
+      compiled.push(compileTransform(i, s, base));
+    } else {
+      compiled.push(compileWebhook(i, s, base));
+    }
+  });
+
+  function compileAgentStep(i: number, s: Obj, base: StepBase): CompiledStep {
+    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
+    const label = stepLabel(d, i);
+    const resolved = typeof s.agent === "string" ? ctx.agents.resolve(s.agent, file, at("agent")) : null;
+    if (isObj(s.params)) {
+      for (const nested of ["agent", "server"]) {
+        if (isObj(s.params[nested])) {
+          err(
+            at("params", nested),
+            `${label}: nested \`params.${nested}\` is the old ktsu format; put the agent's parameters directly under \`params\``,
+            "key",
+          );
+        }
+      }
+    }
+    const model = isObj(s.model) ? s.model : {};
+    const stepGroup = typeof model.group === "string" ? model.group : null;
+    if (stepGroup !== null && !ctx.gateway.groups.some((g) => g.name === stepGroup)) {
+      err(
+        at("model", "group"),
+        `${label}: unknown model group \`${stepGroup}\`${hint(
+          stepGroup,
+          ctx.gateway.groups.map((g) => g.name),
+        )} (groups are declared in workflows/gateway.yaml)`,
+      );
+    }
+    const groupName = stepGroup ?? resolved?.agent.group ?? ctx.gateway.groups[0]?.name ?? null;
+    const group = ctx.gateway.groups.find((g) => g.name === groupName);
+    if (groupName === null) {
+      err(
+        at("agent"),
+        ctx.hasGatewayFile
+          ? `${label}: no model group to run on; add one under \`model_groups\` in gateway.yaml`
+          : `${label}: agent steps need workflows/gateway.yaml with at least one model group`,
+      );
+    } else if (group && ctx.underBudget) {
+      const unpriced = unpricedModels(group);
+      if (unpriced.length > 0) {
+        err(
+          at(stepGroup !== null ? "model" : "agent"),
+          `${label}: model group \`${group.name}\` has no pricing for ${unpriced.map((m) => `\`${m}\``).join(", ")}, so \`cost_budget_usd\` cannot be enforced; add \`pricing\` in gateway.yaml`,
+        );
+      }
+    }
+    if (!ctx.underBudget) {
+      sink.warning(
+        file.display,
+        file.at(at("agent")),
+        `${label} calls an LLM but workflow \`${name}\` has no \`model_policy.cost_budget_usd\`: its spend is not capped`,
+      );
+    }
+    const agentKey = resolved?.key ?? "";
+    const maxTokens = typeof model.max_tokens === "number" ? model.max_tokens : (resolved?.maxTokens ?? null);
+    return {
+      ...base,
+      kind: "agent",
+      agent: agentKey,
+      params: s.params === undefined ? { t: "lit", v: {} } : template(i, s.params, at("params")),
+      group: stepGroup,
+      maxTokens,
+    };
+  }
+
+  function compileTransform(i: number, s: Obj, base: StepBase): CompiledStep {
+    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
+    const label = stepLabel(d, i);
+    const t = isObj(s.transform) ? s.transform : {};
+    let inputs: Template[] | null = null;
+    if (Array.isArray(t.inputs)) {
+      inputs = [];
+      t.inputs.forEach((inp, j) => {
+        const from = isObj(inp) ? inp.from : undefined;
+        if (typeof from !== "string") return;
+        const path = at("transform", "inputs", j, "from");
+        if (from.includes("{{")) {
+          const tpl = template(i, from, path);
+          if (tpl.t !== "expr") {
+            err(path, `${label}: \`from\` must be a step id or exactly one \`{{ expr }}\``);
+            return;
+          }
+          inputs?.push(tpl);
+        } else if (idSet.has(from)) {
+          checkRead(i, ["step", from], path);
+          inputs?.push({ t: "expr", e: `step.${JSON.stringify(from)}` });
+        } else {
+          err(
+            path,
+            `${label}: \`from: ${from}\` is neither a step id nor one \`{{ expr }}\`${hint(from, idSet)}`,
+          );
+        }
+      });
+    }
+    const ops: TransformOp[] = [];
+    (Array.isArray(t.ops) ? t.ops : []).forEach((op, j) => {
+      if (!isObj(op) || Object.keys(op).length !== 1) return;
+      const [opName, arg] = Object.entries(op)[0] as [string, unknown];
+      const path = at("transform", "ops", j, opName);
+      const a = isObj(arg) ? arg : {};
+      switch (opName) {
+        case "map":
+        case "filter": {
+          if (typeof a.expr !== "string") return;
+          // The current item is the root here: step ids are not in scope, so nothing is quoted.
+          const c = checkExpression(a.expr, []);
+          if (!c.ok) err([...path, "expr"], `${label}: invalid JMESPath in \`${opName}.expr\`: ${c.error}`);
+          else ops.push({ op: opName, expr: c.text });
+          return;
+        }
+        case "sort":
+          if (typeof a.field === "string")
+            ops.push({ op: "sort", field: a.field, order: a.order === "desc" ? "desc" : "asc" });
+          return;
+        case "flatten":
+          ops.push({ op: "flatten" });
+          return;
+        case "deduplicate":
+          if (typeof a.field === "string") ops.push({ op: "deduplicate", field: a.field });
+          return;
+        case "merge": {
+          const merged: string[] = [];
+          (Array.isArray(arg) ? arg : []).forEach((ref, k) => {
+            if (typeof ref !== "string") return;
+            checkRead(i, ["step", ref], [...path, k]);
+            merged.push(ref);
+          });
+          ops.push({ op: "merge", steps: merged });
+          return;
+        }
+      }
+    });
+    const output = isObj(s.output) ? s.output : null;
+    if (output && output.schema !== undefined)
+      checkUserSchema(file, at("output", "schema"), output.schema, "output.schema", sink);
+    return {
+      ...base,
+      kind: "transform",
+      inputs,
+      ops,
+      outputSchema: output && output.schema !== undefined ? (output.schema as JsonSchema) : null,
+    };
+  }
+
+  function compileWebhook(i: number, s: Obj, base: StepBase): CompiledStep {
+    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
+    const label = stepLabel(d, i);
+    const w = isObj(s.webhook) ? s.webhook : {};
+    const url = template(i, typeof w.url === "string" ? w.url : "", at("webhook", "url"), true);
+    const headers = w.headers === undefined ? null : template(i, w.headers, at("webhook", "headers"));
+    const body = w.body === undefined ? null : template(i, w.body, at("webhook", "body"));
+    let sign: { secretEnv: string } | null = null;
+    if (isObj(w.sign)) {
+      const n = envRefName(w.sign.secret);
+      if (n !== null) {
+        useEnv(n, at("webhook", "sign", "secret"));
+        sign = { secretEnv: n };
+      }
+    }
+    // A secret sent to a host the caller picks is a secret handed to the caller.
+    const secretNames = new Set(declared.filter((e) => e.secret).map((e) => e.name));
+    const leaks: string[] = [];
+    for (const [where, tpl] of [
+      ["headers", headers],
+      ["body", body],
+    ] as const) {
+      for (const n of envReads(tpl)) if (secretNames.has(n)) leaks.push(`\`env.${n}\` in its ${where}`);
+    }
+    if (sign && secretNames.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
+    const tainted = hostSource(url);
+    if (leaks.length > 0 && tainted) {
+      err(
+        at("webhook", "url"),
+        `${label} uses secret ${leaks.join(" and ")}, but its url host comes from \`${tainted}\`: a caller could send the secret to any host. Take the host from a literal or an env var`,
+      );
+    }
+    return {
+      ...base,
+      kind: "webhook",
+      url,
+      method: (typeof w.method === "string" ? w.method : "POST") as HttpMethod,
+      headers,
+      body,
+      timeoutS: typeof w.timeout_s === "number" ? w.timeout_s : 30,
+      sign,
+    };
+  }
+
+  return {
+    key: file.key,
+    name,
+    version: typeof d.version === "string" ? d.version : null,
+    description: typeof d.description === "string" ? d.description : null,
+    visibility: d.visibility === "sub-workflow" ? "sub-workflow" : "root",
+    paramsSchema,
+    env: isSub ? [] : env,
+    auth,
+    policy: { costBudgetUsd, timeoutS, timeoutSet },
+    steps: compiled,
+  };
+}
+
+type StepBase = { id: string; deps: string[]; ancestors: string[]; condition: string | null };
+
+function byIndex(indexOf: Map<string, number>) {
+  return (a: string, b: string) => (indexOf.get(a) ?? 0) - (indexOf.get(b) ?? 0);
+}
+
+function closure(i: number, deps: string[][], indexOf: Map<string, number>): Set<string> {
+  const seen = new Set<string>();
+  const stack = [...(deps[i] ?? [])];
+  while (stack.length > 0) {
+    const id = stack.pop() as string;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const j = indexOf.get(id);
+    if (j !== undefined) stack.push(...(deps[j] ?? []));
+  }
+  return seen;
+}
+
+/** Reports each dependency cycle once, at the first-listed step on it. */
+function reportCycles(
+  ids: Array<string | null>,
+  deps: string[][],
+  indexOf: Map<string, number>,
+  report: (index: number, cycle: string[]) => void,
+): void {
+  const state = new Map<number, "active" | "done">();
+  const reported = new Set<string>();
+  const visit = (i: number, stack: number[]) => {
+    state.set(i, "active");
+    stack.push(i);
+    for (const dep of deps[i] ?? []) {
+      const j = indexOf.get(dep);
+      if (j === undefined) continue;
+      if (state.get(j) === "active") {
+        const cycle = stack.slice(stack.indexOf(j));
+        const first = Math.min(...cycle);
+        const key = [...cycle].sort((a, b) => a - b).join(",");
+        if (!reported.has(key)) {
+          reported.add(key);
+          // Read the cycle starting at its first-listed step, following depends_on.
+          const start = cycle.indexOf(first);
+          const ordered = [...cycle.slice(start), ...cycle.slice(0, start), first];
+          report(
+            first,
+            ordered.map((k) => ids[k] ?? `#${k + 1}`),
+          );
+        }
+      } else if (!state.has(j)) {
+        visit(j, stack);
+      }
+    }
+    stack.pop();
+    state.set(i, "done");
+  };
+  ids.forEach((_, i) => {
+    if (!state.has(i)) visit(i, []);
+  });
+}
+
+/** Names of the env vars a template reads. */
+function envReads(t: Template | null): string[] {
+  if (!t) return [];
+  const out: string[] = [];
+  for (const e of templateExprs(t)) {
+    const c = checkExpression(e, []);
+    if (!c.ok) continue;
+    for (const p of rootPaths(c.ast)) if (p[0] === "env" && p[1]) out.push(p[1]);
+  }
+  return out;
+}
+
+/** `params.x` / `step.y` when the url's host part comes from caller-controlled data, else null. */
+function hostSource(url: Template): string | null {
+  const callerData = (e: string): string | null => {
+    const c = checkExpression(e, []);
+    if (!c.ok) return null;
+    for (const p of rootPaths(c.ast)) if (p[0] !== "env") return p.slice(0, 2).join(".") || "$";
+    return null;
+  };
+  if (url.t === "expr") return callerData(url.e);
+  if (url.t !== "concat") return null;
+  let acc = "";
+  for (const part of url.parts) {
+    if (typeof part === "string") {
+      acc += part;
+      continue;
+    }
+    // The authority ends at the first `/`, `?` or `#` after the scheme.
+    const rest = acc.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
+    if (!/[/?#]/.test(rest)) {
+      const src = callerData(part.e);
+      if (src) return src;
+    }
+    acc += "\u0000";
+  }
+  return null;
+}

@@ -1,0 +1,82 @@
+/**
+ * Reads one YAML file and keeps its syntax tree next to the plain data, so every later check
+ * can point at the exact line and column of the key or value it complains about. Checks work on
+ * the plain data (`data`) and ask `at(path)` for a position only when they report.
+ */
+import { readFileSync } from "node:fs";
+import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import type { DiagnosticSink, Position } from "./diagnostics.ts";
+
+/** A path into the data: object keys and array indexes. */
+export type DataPath = ReadonlyArray<string | number>;
+
+export interface SourceFile {
+  /** Absolute path on disk. */
+  abs: string;
+  /** Path shown to the user in diagnostics. */
+  display: string;
+  /** Path relative to the workflows directory, with `/` separators (the bundle key). */
+  key: string;
+  /** The parsed content as plain JSON-like data (null when the file did not parse). */
+  data: unknown;
+  /** Position of the key (`part: "key"`) or value at `path`, or of the nearest existing parent. */
+  at(path: DataPath, part?: "key" | "value"): Position;
+}
+
+const START: Position = { line: 1, col: 1 };
+
+/** Loads and parses `abs`; YAML syntax errors are reported and leave `data` null. */
+export function loadYaml(abs: string, display: string, key: string, sink: DiagnosticSink): SourceFile {
+  const text = readFileSync(abs, "utf8");
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const pos = (offset: number): Position => {
+    const p = lines.linePos(offset);
+    return p.line === 0 ? START : { line: p.line, col: p.col };
+  };
+
+  const at = (path: DataPath, part: "key" | "value" = "value"): Position => {
+    let node: unknown = doc.contents;
+    let keyNode: Node | null = null;
+    let best: Position = node && (node as Node).range ? pos((node as Node).range?.[0] ?? 0) : START;
+    for (const segment of path) {
+      let next: unknown;
+      keyNode = null;
+      if (isMap(node)) {
+        const pair = node.items.find((p) => isPair(p) && keyText(p.key) === String(segment));
+        if (!pair) return best;
+        keyNode = isScalar(pair.key) || isMap(pair.key) || isSeq(pair.key) ? (pair.key as Node) : null;
+        next = pair.value;
+      } else if (isSeq(node) && typeof segment === "number") {
+        next = node.items[segment];
+      } else {
+        return best;
+      }
+      const range = (next as Node | null)?.range;
+      // An empty value (`flatten:`) has no useful range of its own: point at its key.
+      if (next && range && range[1] > range[0]) best = pos(range[0]);
+      else if (keyNode?.range) best = pos(keyNode.range[0]);
+      else return best;
+      node = next;
+    }
+    if (part === "key" && keyNode?.range) return pos(keyNode.range[0]);
+    return best;
+  };
+
+  const file: SourceFile = { abs, display, key, data: null, at };
+  if (doc.errors.length > 0) {
+    for (const e of doc.errors) sink.error(display, pos(e.pos[0]), `YAML: ${firstLine(e.message)}`);
+    return file;
+  }
+  file.data = doc.toJS({ maxAliasCount: 1000 }) ?? null;
+  return file;
+}
+
+function keyText(key: unknown): string {
+  if (isScalar(key)) return String(key.value);
+  return String(key);
+}
+
+function firstLine(message: string): string {
+  return message.split("\n")[0] ?? message;
+}
