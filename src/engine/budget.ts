@@ -19,13 +19,34 @@ export interface LedgerState {
   spent: number;
   /** Reservation id -> reserved worst case (USD), for calls in flight. */
   outstanding: Record<string, number>;
+  /**
+   * Keyed child ledgers (sub-workflows), by the key given to `child`, with the cap they got when
+   * first created: a resumed run must not hand a sub-workflow its whole budget again.
+   */
+  children?: Record<string, ChildLedgerState>;
+}
+
+export interface ChildLedgerState {
+  cap: number | null;
+  spent: number;
+  outstanding: Record<string, number>;
 }
 
 export interface Ledger extends BudgetLedger {
-  /** A ledger for a sub-workflow: cap = min(this ledger's remainder now, `capUsd`). */
-  child(capUsd: number | null): Ledger;
+  /**
+   * A ledger for a sub-workflow: cap = min(this ledger's remainder now, `capUsd`). With a `key`
+   * (the workflow step's slash path), its cap and spend are persisted in the run's state, and
+   * a later `child` call with the same key (after the run resumed) continues from them.
+   */
+  child(capUsd: number | null, key?: string): Ledger;
   snapshot(): LedgerState;
   spentUsd(): number;
+}
+
+/** Shared by a root ledger and all its descendants: where keyed child states live. */
+interface LedgerStore {
+  children: Map<string, ChildLedgerState>;
+  persist(): void;
 }
 
 /**
@@ -56,22 +77,30 @@ function usd(n: number): string {
  */
 export function createLedger(
   capUsd: number | null,
-  initial?: LedgerState,
+  initial?: LedgerState | null,
   onChange?: (s: LedgerState) => void,
 ): Ledger {
-  let restored = 0;
-  if (initial) {
-    restored = initial.spent;
-    for (const v of Object.values(initial.outstanding)) restored += v;
-  }
-  return makeLedger(capUsd, restored, null, onChange ?? null);
+  const store: LedgerStore = {
+    children: new Map(Object.entries(initial?.children ?? {})),
+    persist: () => onChange?.(root.snapshot()),
+  };
+  const root = makeLedger(capUsd, initial ? charged(initial) : 0, null, store, { root: true });
+  return root;
+}
+
+/** What a restored state has cost at most: its spend plus every reservation that was in flight. */
+function charged(state: { spent: number; outstanding: Record<string, number> }): number {
+  let total = state.spent;
+  for (const v of Object.values(state.outstanding)) total += v;
+  return total;
 }
 
 function makeLedger(
   cap: number | null,
   initialSpent: number,
   parent: Ledger | null,
-  onChange: ((s: LedgerState) => void) | null,
+  store: LedgerStore,
+  role: { root: true } | { root: false; key: string | null },
 ): Ledger {
   let spent = initialSpent;
   let nextId = 1;
@@ -79,8 +108,17 @@ function makeLedger(
   /** Re-check callbacks of reservations waiting for room, in arrival order. */
   const waiters = new Set<() => void>();
 
-  const snapshot = (): LedgerState => ({ spent, outstanding: Object.fromEntries(outstanding) });
-  const changed = () => onChange?.(snapshot());
+  const snapshot = (): LedgerState => {
+    const own: LedgerState = { spent, outstanding: Object.fromEntries(outstanding) };
+    if (role.root && store.children.size > 0) own.children = Object.fromEntries(store.children);
+    return own;
+  };
+  const changed = () => {
+    if (role.root) return store.persist();
+    if (role.key === null) return; // Not persisted: the parent's reservations cover its spend.
+    store.children.set(role.key, { cap, spent, outstanding: Object.fromEntries(outstanding) });
+    store.persist();
+  };
   const wakeWaiters = () => {
     for (const w of [...waiters]) w();
   };
@@ -152,11 +190,14 @@ function makeLedger(
         },
       };
     },
-    child(childCap: number | null): Ledger {
+    child(childCap: number | null, key?: string): Ledger {
+      const saved = key === undefined ? undefined : store.children.get(key);
+      if (saved)
+        return makeLedger(saved.cap, charged(saved), ledger, store, { root: false, key: key ?? null });
       const remainder = cap === null ? null : Math.max(0, cap - spent - sumValues(outstanding));
       const effective =
         remainder === null ? childCap : childCap === null ? remainder : Math.min(remainder, childCap);
-      return makeLedger(effective, 0, ledger, null);
+      return makeLedger(effective, 0, ledger, store, { root: false, key: key ?? null });
     },
     snapshot,
     spentUsd: () => spent,

@@ -187,4 +187,23 @@ describe("child ledger (sub-workflow)", () => {
     ra.settle(0.1);
     expect(await fromB).toBe("granted");
   });
+
+  it("keeps a sub-workflow's cap and spend across a resume when the child is keyed", async () => {
+    let saved: LedgerState | null = null;
+    const before = createLedger(1, undefined, (s) => {
+      saved = JSON.parse(JSON.stringify(s));
+    });
+    (await before.child(0.1, "notify").reserve(0.08, never)).settle(0.08);
+
+    const resumed = createLedger(1, saved);
+    const child = resumed.child(0.1, "notify");
+    expect(child.spentUsd()).toBe(0.08);
+    await expect(child.reserve(0.05, never)).rejects.toMatchObject({ code: "budget_exceeded" });
+  });
+
+  it("gives an unkeyed child a fresh ledger on every call", async () => {
+    const parent = createLedger(1);
+    (await parent.child(0.1).reserve(0.08, never)).settle(0.08);
+    expect(parent.child(0.1).spentUsd()).toBe(0);
+  });
 });
