@@ -1,0 +1,451 @@
+/**
+ * The OpenAPI 3.1 description of a deployment, derived from its compiled bundle: one concrete
+ * `POST /invoke/<name>` operation per invocable workflow (its request body is the workflow's
+ * `params.schema`, its security the workflow's `invoke.auth`), plus the run API every workflow
+ * shares. A pure function of the bundle, so the build can write it to a file and the Worker can
+ * serve the same document computed from the bundle it imports.
+ */
+import type { Bundle, CompiledAuth, CompiledWorkflow, JsonObject, JsonSchema } from "../bundle.ts";
+
+export interface OpenApiOptions {
+  /** `info.title`; default `workflow-edge`. */
+  title?: string;
+  /** `info.version`; default the bundle hash's first 12 hex digits (changes with every build). */
+  version?: string;
+  /** Absolute base URL for `servers`; default `/` (the host that serves the document). */
+  serverUrl?: string;
+}
+
+// Every problem an invoke can answer with, by status (SPEC section 4; codes from src/http/problem.ts).
+const INVOKE_PROBLEMS: Array<[string, string]> = [
+  ["400", "`invalid_json` (the body is not a JSON object) or `invalid_idempotency_key`."],
+  ["401", "`unauthorized`: missing or invalid credentials."],
+  ["404", "`workflow_not_found`."],
+  ["409", "`idempotency_conflict`: the Idempotency-Key was used with a different body."],
+  ["413", "`payload_too_large`: the body is over 1 MiB."],
+  ["422", "`invalid_params`: the body fails the workflow's params.schema; `errors` lists each violation."],
+  ["500", "`server_misconfigured` (a secret is unset or too short) or `internal_error`."],
+];
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const problem = (description: string) => ({
+  description,
+  content: { "application/problem+json": { schema: ref("Problem") } },
+});
+const json = (description: string, schema: JsonObject) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+/** Component names allow only `[A-Za-z0-9._-]`. */
+function componentName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]/g, "_");
+}
+
+/** `support-triage` -> `invokeSupportTriage`. */
+export function operationIdFor(name: string): string {
+  const words = name.split(/[^A-Za-z0-9]+/).filter((w) => w.length > 0);
+  return `invoke${words.map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join("")}`;
+}
+
+function securitySchemeFor(wf: CompiledWorkflow, auth: CompiledAuth): JsonObject {
+  if (auth.scheme === "bearer" && auth.header === "authorization") {
+    return { type: "http", scheme: "bearer", description: `Invoke credentials of workflow ${wf.name}.` };
+  }
+  return {
+    type: "apiKey",
+    in: "header",
+    name: auth.header,
+    description:
+      auth.scheme === "bearer"
+        ? `Invoke credentials of workflow ${wf.name}: the header value is \`Bearer <token>\`.`
+        : `Invoke credentials of workflow ${wf.name}: the header value is the secret itself.`,
+  };
+}
+
+function containsRef(v: unknown): boolean {
+  if (Array.isArray(v)) return v.some(containsRef);
+  if (v && typeof v === "object") {
+    return Object.entries(v).some(([k, x]) => k === "$ref" || containsRef(x));
+  }
+  return false;
+}
+
+/**
+ * A params schema moved into components keeps its own `#/...` references working only if it is
+ * its own resource, so one that uses `$ref` gets an `$id` (a name, not a URL anyone fetches).
+ */
+function embeddedSchema(name: string, schema: JsonSchema): JsonSchema {
+  if (typeof schema === "boolean" || schema.$id !== undefined || !containsRef(schema)) return schema;
+  return { $id: `urn:workflow-edge:params:${name}`, ...schema };
+}
+
+const RUN_ID = {
+  name: "run_id",
+  in: "path",
+  required: true,
+  description: "The run id returned by the invoke (64 hex digits).",
+  schema: { type: "string", pattern: "^[0-9a-f]{64}$" },
+};
+
+function sharedSchemas(): Record<string, JsonObject> {
+  const metrics = {
+    type: "object",
+    required: ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls", "attempts"],
+    properties: {
+      duration_ms: { type: "number", minimum: 0 },
+      tokens_in: { type: "integer", minimum: 0 },
+      tokens_out: { type: "integer", minimum: 0 },
+      cost_usd: { type: "number", minimum: 0 },
+      llm_calls: { type: "integer", minimum: 0 },
+      attempts: { type: "integer", minimum: 0 },
+    },
+  };
+  const totals = {
+    type: "object",
+    required: ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls"],
+    properties: {
+      duration_ms: { type: "number", minimum: 0 },
+      tokens_in: { type: "integer", minimum: 0 },
+      tokens_out: { type: "integer", minimum: 0 },
+      cost_usd: { type: "number", minimum: 0 },
+      llm_calls: { type: "integer", minimum: 0 },
+    },
+  };
+  const timestamp = { type: "string", format: "date-time" };
+  const nullableTimestamp = { type: ["string", "null"], format: "date-time" };
+  return {
+    Problem: {
+      type: "object",
+      description: "RFC 9457 problem details; `code` is stable (see the README's error table).",
+      required: ["type", "title", "status", "detail", "code"],
+      properties: {
+        type: { type: "string" },
+        title: { type: "string" },
+        status: { type: "integer" },
+        detail: { type: "string" },
+        code: { type: "string" },
+        errors: {
+          type: "array",
+          items: {
+            type: "object",
+            required: ["path", "message"],
+            properties: {
+              path: { type: "string", description: "JSON Pointer into the request body." },
+              message: { type: "string" },
+            },
+          },
+        },
+      },
+    },
+    RunAccepted: {
+      type: "object",
+      required: ["run_id", "status"],
+      properties: { run_id: { type: "string" }, status: { const: "accepted" } },
+    },
+    StepMetrics: metrics,
+    RunTotals: totals,
+    StepError: {
+      type: ["object", "null"],
+      required: ["code", "message"],
+      properties: { code: { type: "string" }, message: { type: "string" } },
+    },
+    RunError: {
+      type: ["object", "null"],
+      required: ["code", "message", "step"],
+      properties: {
+        code: { type: "string" },
+        message: { type: "string" },
+        step: {
+          type: ["string", "null"],
+          description: "Slash path of the failing step, e.g. `notify/post`.",
+        },
+      },
+    },
+    StepRecord: {
+      type: "object",
+      required: ["id", "status", "output", "error", "started_at", "finished_at", "metrics", "steps"],
+      properties: {
+        id: { type: "string" },
+        status: { enum: ["pending", "running", "complete", "failed", "skipped", "canceled"] },
+        output: { description: "The step's output (secrets masked); null until it completes." },
+        error: ref("StepError"),
+        started_at: nullableTimestamp,
+        finished_at: nullableTimestamp,
+        metrics: ref("StepMetrics"),
+        steps: {
+          type: "array",
+          description: "Child steps of a workflow step; [] for other kinds.",
+          items: ref("StepRecord"),
+        },
+      },
+    },
+    Envelope: {
+      type: "object",
+      description: "The run envelope (every key is always present; steps in pipeline order).",
+      required: [
+        "run_id",
+        "workflow",
+        "workflow_version",
+        "status",
+        "error",
+        "params",
+        "steps",
+        "output",
+        "totals",
+        "budget_usd",
+        "deadline",
+        "created_at",
+        "finished_at",
+      ],
+      properties: {
+        run_id: { type: "string" },
+        workflow: { type: "string" },
+        workflow_version: { type: ["string", "null"] },
+        status: { enum: ["pending", "running", "complete", "failed", "canceled"] },
+        error: ref("RunError"),
+        params: { description: "The invoke body (secrets masked)." },
+        steps: { type: "array", items: ref("StepRecord") },
+        output: { description: "The output of the last pipeline step; null unless complete." },
+        totals: ref("RunTotals"),
+        budget_usd: { type: ["number", "null"] },
+        deadline: timestamp,
+        created_at: timestamp,
+        finished_at: nullableTimestamp,
+      },
+    },
+    RunSummary: {
+      type: "object",
+      required: ["run_id", "status", "created_at", "finished_at", "error", "totals"],
+      properties: {
+        run_id: { type: "string" },
+        status: { enum: ["pending", "running", "complete", "failed", "canceled"] },
+        created_at: timestamp,
+        finished_at: nullableTimestamp,
+        error: ref("RunError"),
+        totals: ref("RunTotals"),
+      },
+    },
+    RunList: {
+      type: "object",
+      required: ["workflow", "runs"],
+      properties: { workflow: { type: "string" }, runs: { type: "array", items: ref("RunSummary") } },
+    },
+    RunGraph: {
+      type: "object",
+      required: ["run_id", "workflow", "nodes"],
+      properties: {
+        run_id: { type: "string" },
+        workflow: { type: "string" },
+        nodes: {
+          type: "array",
+          items: {
+            type: "object",
+            required: ["path", "id", "kind", "deps", "parent", "condition"],
+            properties: {
+              path: { type: "string" },
+              id: { type: "string" },
+              kind: { enum: ["agent", "workflow", "transform", "webhook"] },
+              deps: { type: "array", items: { type: "string" } },
+              parent: { type: ["string", "null"] },
+              condition: { type: ["string", "null"] },
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
+export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObject {
+  const paths: Record<string, JsonObject> = {};
+  const schemas: Record<string, JsonObject | JsonSchema> = sharedSchemas();
+  const securitySchemes: Record<string, JsonObject> = {};
+  // Run routes accept the credentials of whichever workflow the run belongs to.
+  const anyWorkflowSecurity: JsonObject[] = [];
+  let anyPublic = false;
+
+  const names = Object.keys(bundle.invocable).sort();
+  for (const name of names) {
+    const key = bundle.invocable[name];
+    const wf = key ? bundle.workflows[key] : undefined;
+    if (!wf) continue;
+    const paramsName = `${componentName(name)}.params`;
+    schemas[paramsName] = embeddedSchema(name, wf.paramsSchema);
+    let security: JsonObject[];
+    if (wf.auth) {
+      const scheme = `${componentName(name)}.auth`;
+      securitySchemes[scheme] = securitySchemeFor(wf, wf.auth);
+      security = [{ [scheme]: [] }];
+      anyWorkflowSecurity.push({ [scheme]: [] });
+    } else {
+      security = [{}];
+      anyPublic = true;
+    }
+    const responses: JsonObject = {
+      "200": {
+        description: "The run finished within the requested wait: its envelope.",
+        headers: {
+          Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" },
+          "Preference-Applied": { schema: { type: "string" }, description: "`wait=N`" },
+        },
+        content: { "application/json": { schema: ref("Envelope") } },
+      },
+      "202": {
+        description: "The run was created (or, with the same Idempotency-Key and body, already exists).",
+        headers: { Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" } },
+        content: { "application/json": { schema: ref("RunAccepted") } },
+      },
+    };
+    for (const [status, text] of INVOKE_PROBLEMS) {
+      if (status === "401" && !wf.auth) continue;
+      responses[status] = problem(text);
+    }
+    const description = [
+      wf.description ?? "",
+      wf.version ? `Version ${wf.version}.` : "",
+      `Whole-run deadline ${wf.policy.timeoutS} s.`,
+      wf.policy.costBudgetUsd !== null ? `Cost budget ${wf.policy.costBudgetUsd} USD per run.` : "",
+      wf.auth ? "" : "Public: no credentials required.",
+    ]
+      .filter((s) => s !== "")
+      .join(" ");
+    paths[`/invoke/${name}`] = {
+      post: {
+        operationId: operationIdFor(name),
+        summary: `Run workflow ${name}`,
+        description,
+        tags: ["workflows"],
+        security,
+        parameters: [
+          {
+            name: "Prefer",
+            in: "header",
+            required: false,
+            description: "`wait=N` (RFC 7240): wait up to N seconds (max 60) for the run to finish.",
+            schema: { type: "string", examples: ["wait=30"] },
+          },
+          {
+            name: "wait",
+            in: "query",
+            required: false,
+            description: "Same as `Prefer: wait=N`.",
+            schema: { type: "integer", minimum: 0 },
+          },
+          {
+            name: "Idempotency-Key",
+            in: "header",
+            required: false,
+            description:
+              "Scoped to this workflow: the same key with an equal body answers with the same run; with a different body, 409.",
+            schema: { type: "string", minLength: 1, maxLength: 255 },
+          },
+        ],
+        requestBody: {
+          required: false,
+          description: "The workflow's params (an empty body is `{}`); at most 1 MiB.",
+          content: { "application/json": { schema: ref(paramsName) } },
+        },
+        responses,
+      },
+    };
+  }
+
+  const runSecurity = [...anyWorkflowSecurity, ...(anyPublic ? [{}] : [])];
+  const runProblems = {
+    "401": problem("`unauthorized`: the run's workflow needs credentials."),
+    "404": problem("`run_not_found`."),
+    "500": problem("`server_misconfigured` or `internal_error`."),
+  };
+  const runOp = (operationId: string, summary: string, responses: JsonObject): JsonObject => ({
+    operationId,
+    summary,
+    tags: ["runs"],
+    security: runSecurity,
+    parameters: [RUN_ID],
+    responses: { ...responses, ...runProblems },
+  });
+  const envelope = json("The run envelope.", ref("Envelope"));
+
+  paths["/runs/{run_id}"] = {
+    get: runOp("getRun", "The run envelope", { "200": envelope }),
+    delete: runOp("deleteRun", "Delete a finished run's record", {
+      "204": { description: "Deleted." },
+      "409": problem("`run_active`: cancel the run first."),
+    }),
+  };
+  paths["/runs/{run_id}/envelope"] = {
+    get: runOp("getRunEnvelope", "The run envelope (ktsu-compatible alias)", { "200": envelope }),
+  };
+  paths["/runs/{run_id}/events"] = {
+    get: runOp("streamRunEvents", "Run events as Server-Sent Events", {
+      "200": {
+        description:
+          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, run.completed; each `data:` is one JSON object.",
+        content: { "text/event-stream": { schema: { type: "string" } } },
+      },
+    }),
+  };
+  paths["/runs/{run_id}/graph"] = {
+    get: runOp("getRunGraph", "The dependency graph of the run's definition", {
+      "200": json("Nodes are steps (slash paths), edges their dependencies.", ref("RunGraph")),
+    }),
+  };
+  paths["/runs/{run_id}/cancel"] = {
+    post: runOp("cancelRun", "Cancel an active run", {
+      "202": json("The run is canceled: its envelope.", ref("Envelope")),
+      "409": problem("`run_not_active`: the run has already finished."),
+    }),
+  };
+  paths["/runs"] = {
+    get: {
+      operationId: "listRuns",
+      summary: "Recent runs of one workflow, newest first",
+      tags: ["runs"],
+      security: runSecurity,
+      parameters: [
+        { name: "workflow", in: "query", required: true, schema: { type: "string", enum: names } },
+        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, default: 50 } },
+      ],
+      responses: {
+        "200": json("Summaries of the workflow's recent runs.", ref("RunList")),
+        "401": problem("`unauthorized`."),
+        "404": problem("`workflow_not_found`."),
+      },
+    },
+  };
+  paths["/health"] = {
+    get: {
+      operationId: "health",
+      summary: "Liveness",
+      tags: ["operations"],
+      security: [{}],
+      responses: {
+        "200": json("The Worker is up.", {
+          type: "object",
+          required: ["status"],
+          properties: { status: { const: "ok" } },
+        }),
+      },
+    },
+  };
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: opts.title ?? "workflow-edge",
+      version: opts.version ?? bundle.hash.slice(0, 12),
+      description:
+        "Workflows compiled from workflows/*.workflow.yaml, run at the edge, one Durable Object per run.",
+    },
+    jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
+    servers: [{ url: opts.serverUrl ?? "/" }],
+    tags: [
+      { name: "workflows", description: "One operation per invocable workflow." },
+      { name: "runs", description: "Runs, with the credentials of the run's workflow." },
+      { name: "operations" },
+    ],
+    paths,
+    components: { schemas, securitySchemes },
+  } as JsonObject;
+}
