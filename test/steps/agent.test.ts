@@ -400,6 +400,16 @@ describe("agent step: providers", () => {
     expect(ctx.metrics).toMatchObject({ attempts: 2, llm_calls: 1 });
   });
 
+  it("retries a 429 from an Anthropic provider and succeeds", async () => {
+    const t = setup({
+      models: ["anthropic/stub-429-then-ok"],
+      params: { question: 'REPLY={"answer":"later"}' },
+    });
+    const ctx = t.ctx();
+    expect(await executeAgent(t.step, ctx)).toEqual({ answer: "later" });
+    expect(ctx.metrics).toMatchObject({ attempts: 2, llm_calls: 1 });
+  });
+
   it("falls back to the group's next model when a provider keeps failing", async () => {
     const t = setup({ models: ["openai/stub-401:a", "openai/stub-json:b"] });
     expect(await executeAgent(t.step, t.ctx())).toEqual({ answer: "example" });
