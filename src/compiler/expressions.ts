@@ -95,11 +95,7 @@ function walk(node: AstNode | undefined, atRoot: boolean, out: string[][]): void
     case "IndexExpression": {
       const path = chainPath(node, atRoot);
       if (path && path.length > 0) out.push(path);
-      // Walk the pieces of the chain for anything nested (filters in an index, functions...).
-      if (node.type === "Subexpression" || node.type === "IndexExpression") {
-        walk(child("left"), atRoot, out);
-        walk(child("right"), false, out);
-      }
+      walkChain(node, atRoot, out);
       return;
     }
     case "Projection":
@@ -122,6 +118,17 @@ function walk(node: AstNode | undefined, atRoot: boolean, out: string[][]): void
         else if (v && typeof v === "object" && "type" in v) walk(v as AstNode, atRoot, out);
       }
   }
+}
+
+/** Walks what hangs off a chain (an index's filter, a function on the left) without re-reporting its prefixes. */
+function walkChain(node: AstNode, atRoot: boolean, out: string[][]): void {
+  if (node.type === "Field" || node.type === "Root") return;
+  if (node.type !== "Subexpression" && node.type !== "IndexExpression") {
+    walk(node, atRoot, out);
+    return;
+  }
+  walkChain(node.left as AstNode, atRoot, out);
+  walk(node.right as AstNode, false, out);
 }
 
 /**

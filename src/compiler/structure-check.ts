@@ -170,19 +170,20 @@ class Walker {
   }
 
   private report(path: DataPath, problem: string): void {
-    const label = path.length === 0 ? "the file" : `\`${this.rel(path)}\``;
+    const rel = this.rel(path);
+    const label = path.length === 0 ? "the file" : rel === "" ? "the step" : `\`${rel}\``;
     this.sink.error(this.file.display, this.file.at(path), `${this.prefix(path)}${label} ${problem}`);
   }
 
   /** `step \`fetch\`: ` for paths inside a pipeline step, else "". */
   private prefix(path: DataPath): string {
-    if (path[0] !== "pipeline" || typeof path[1] !== "number" || path.length < 3) return "";
+    if (path[0] !== "pipeline" || typeof path[1] !== "number") return "";
     return `${stepLabel(this.file.data, path[1])}: `;
   }
 
   /** The path as the user wrote it, relative to the step when inside one: `model.max_tokens`. */
   private rel(path: DataPath): string {
-    const inStep = path[0] === "pipeline" && typeof path[1] === "number" && path.length >= 3;
+    const inStep = path[0] === "pipeline" && typeof path[1] === "number";
     return dotted(inStep ? path.slice(2) : path);
   }
 }
