@@ -17,8 +17,6 @@ export const WEBHOOK_ATTEMPTS = 3;
 /** Largest response body a webhook step records (SPEC section 4: step output 1 MiB). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 const USER_AGENT = "workflow-edge";
-/** Statuses whose responses cannot carry a body (the Response constructor rejects one). */
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /** `https://host:port/path`: what error messages may show of a URL. */
 export function describeUrl(url: URL): string {
@@ -163,21 +161,28 @@ function isJsonType(contentType: string | null): boolean {
   return type === "application/json" || type.endsWith("+json");
 }
 
-async function toOutput(res: Response): Promise<Json> {
+/** What one attempt received, read in full within that attempt. */
+interface Received {
+  status: number;
+  headers: Headers;
+  bytes: Uint8Array;
+}
+
+function toOutput(received: Received): Json {
   const headers: JsonObject = {};
-  res.headers.forEach((value, name) => {
+  received.headers.forEach((value, name) => {
     setOwn(headers, name.toLowerCase(), value);
   });
-  const text = await res.text();
+  const text = new TextDecoder().decode(received.bytes);
   let body: Json = text;
-  if (isJsonType(res.headers.get("content-type"))) {
+  if (isJsonType(received.headers.get("content-type"))) {
     try {
       body = JSON.parse(text) as Json;
     } catch {
       // A JSON content type with a broken body: the text is still worth recording.
     }
   }
-  return { status: res.status, headers, body };
+  return { status: received.status, headers, body };
 }
 
 export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
@@ -188,7 +193,11 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
   const method = step.method;
   const target = describeUrl(url);
 
+  // The body is read inside the attempt (so the attempt timeout bounds a body that trickles
+  // in) and kept here; retryHttp only needs the status and Retry-After of what it gets back.
+  let received = null as Received | null;
   const send = async (signal: AbortSignal, attempt: number): Promise<Response> => {
+    received = null;
     const headers = new Headers({ "user-agent": USER_AGENT, "idempotency-key": `${ctx.runId}:${ctx.path}` });
     if (body !== null) headers.set("content-type", "application/json");
     try {
@@ -199,14 +208,14 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
     if (sign) for (const [name, value] of await sign(body ?? "")) headers.set(name, value);
 
     const res = await ctx.fetch(url.href, { method, headers, body, redirect: "manual", signal });
+    const summary = new Response(null, { status: res.status, headers: retryHeaders(res) });
     // A response we will retry is not read: its body does not matter and could be large.
-    if ((isRetryableStatus(res.status) && attempt < WEBHOOK_ATTEMPTS) || NULL_BODY_STATUSES.has(res.status)) {
+    if (isRetryableStatus(res.status) && attempt < WEBHOOK_ATTEMPTS) {
       res.body?.cancel().catch(() => {});
-      return new Response(null, { status: res.status, headers: res.headers });
+      return summary;
     }
-    // Read inside the attempt, so the attempt timeout also bounds a body that trickles in.
-    const bytes = await readCapped(res, method, url);
-    return new Response(bytes, { status: res.status, headers: res.headers });
+    received = { status: res.status, headers: res.headers, bytes: await readCapped(res, method, url) };
+    return summary;
   };
 
   let attempts = 0;
@@ -229,13 +238,20 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
     throw fail(`${method} ${target} failed after ${plural(attempts)}: ${reason}`);
   }
 
-  if (res.status < 200 || res.status > 299) {
+  if (res.status < 200 || res.status > 299 || received === null) {
     const redirect = res.status >= 300 && res.status < 400 ? " (redirects are not followed)" : "";
-    res.body?.cancel().catch(() => {});
     throw fail(`${method} ${target} answered ${res.status} after ${plural(attempts)}${redirect}`);
   }
-  return toOutput(res);
+  return toOutput(received);
 };
+
+/** Only what the retry loop reads (rebuilding all headers could carry a stale Content-Encoding). */
+function retryHeaders(res: Response): Headers {
+  const headers = new Headers();
+  const retryAfter = res.headers.get("retry-after");
+  if (retryAfter !== null) headers.set("retry-after", retryAfter);
+  return headers;
+}
 
 function plural(attempts: number): string {
   return attempts === 1 ? "1 attempt" : `${attempts} attempts`;
