@@ -67,7 +67,8 @@ export interface PipelineOptions {
   env: JsonObject;
   deadline: number;
   signal: AbortSignal;
-  budget: BudgetLedger & { child(capUsd: number | null): BudgetLedger };
+  /** `key` names the child ledger so a resumed run restores a sub-workflow's spend. */
+  budget: BudgetLedger & { child(capUsd: number | null, key?: string): BudgetLedger };
   /** False inside a sub-workflow whose path from the root is not all `webhooks: execute`. */
   webhooksAllowed: boolean;
 }
@@ -332,7 +333,7 @@ async function runWorkflowStep(
           deadline - now,
         )
       : undefined;
-  const budget = opts.budget.child(child.policy.costBudgetUsd);
+  const budget = opts.budget.child(child.policy.costBudgetUsd, path);
   try {
     return await runPipeline(host, child, {
       prefix: `${path}/`,
