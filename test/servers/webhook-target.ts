@@ -9,7 +9,7 @@
  *   /echo                     200 JSON {method, path, query, headers, body, text}: body is the
  *                             parsed JSON request body, or its text, or null when empty
  *   /status/503,503,200?key=K answers the listed statuses in turn, per key and path (the last one
- *                             repeats), JSON {status, attempt}
+ *                             repeats), JSON {status, attempt} (no body for 204 and 304)
  *   /slow/:ms                 waits ms, then 200 JSON {slept: ms}
  *   /hang                     never answers (the socket stays open until the client gives up)
  *   /reset                    destroys the socket without answering
@@ -167,7 +167,12 @@ export async function startWebhookTarget(): Promise<{ port: number; close(): Pro
         const codes = arg.split(",").map(Number);
         const attempt = countOf(key, url.pathname);
         const status = codes[Math.min(attempt, codes.length) - 1] ?? 200;
-        sendJson(res, status, { status, attempt });
+        if (status === 204 || status === 304) {
+          res.writeHead(status);
+          res.end();
+        } else {
+          sendJson(res, status, { status, attempt });
+        }
         return;
       }
       case "slow": {

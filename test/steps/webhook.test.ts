@@ -376,6 +376,14 @@ describe("webhook step", () => {
     expect(out.body).toBe('{"this is": not json');
   });
 
+  it("completes on 204 No Content with an empty body", async () => {
+    const out = await executeWebhook(
+      webhook({ url: lit(`${TARGET}/status/204?key=${key("nocontent")}`) }),
+      context(),
+    );
+    expect(out).toMatchObject({ status: 204, body: "" });
+  });
+
   it("records a non-JSON body as text", async () => {
     const out = (await executeWebhook(
       webhook({ url: lit(`${TARGET}/huge/10?key=${key("text")}`) }),
