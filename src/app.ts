@@ -12,10 +12,12 @@ import { validateJson } from "./engine/schema.ts";
 import { requireAuth } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
 import { HttpProblem } from "./http/problem.ts";
+import { mountOpenApi } from "./openapi/routes.ts";
 import { pinDefinition } from "./run/envelope.ts";
 import type { RunIndexRpc } from "./run/run-index.ts";
 import type { RunRpc } from "./run/run-object.ts";
 import { collectSecrets } from "./run/secrets.ts";
+import { mountViewer } from "./viewer/routes.ts";
 
 const bundle: Bundle = workflowBundle;
 const MAX_WAIT_S = 60;
@@ -156,6 +158,9 @@ app.get("/runs", async (c) => {
   );
   return c.json({ workflow: wf.name, runs });
 });
+
+mountViewer(app);
+mountOpenApi(app);
 
 app.notFound(() => new HttpProblem("not_found", "no such route").toResponse());
 

@@ -1,0 +1,250 @@
+/**
+ * What every viewer page shares: the HTML document around a page's markup, its security headers,
+ * the stylesheet, and the client code that holds the user's credential. Pages carry no run data
+ * and no secrets: the browser fetches everything from the JSON API with a credential the user
+ * types, kept in sessionStorage only (never in a URL, never sent to the server except as the
+ * header the workflow expects). The Content-Security-Policy allows only this response's own
+ * inline script and style (by nonce) and requests to this origin.
+ */
+
+export interface PageParts {
+  title: string;
+  /** Static markup (no data: everything variable is filled in by the script with textContent). */
+  body: string;
+  /** The page's own client code; runs after COMMON_SCRIPT in one inline script. */
+  script: string;
+}
+
+/** A fresh, unguessable nonce per response (128 random bits, base64). */
+function newNonce(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return btoa(String.fromCharCode(...bytes));
+}
+
+export function contentSecurityPolicy(nonce: string): string {
+  return [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}'`,
+    `style-src 'nonce-${nonce}'`,
+    "connect-src 'self'",
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+export function htmlResponse(parts: PageParts): Response {
+  const nonce = newNonce();
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${parts.title}</title>
+<style nonce="${nonce}">${STYLE}</style>
+</head>
+<body>
+${CREDENTIAL_FORM}
+${parts.body}
+<script nonce="${nonce}">
+"use strict";
+${COMMON_SCRIPT}
+${parts.script}
+</script>
+</body>
+</html>
+`;
+  return new Response(html, {
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": contentSecurityPolicy(nonce),
+      // The nonce changes per response, so no cache may replay one.
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+      "x-frame-options": "DENY",
+      "referrer-policy": "no-referrer",
+    },
+  });
+}
+
+const CREDENTIAL_FORM = `<form id="credential-form" class="credential" hidden>
+  <p id="credential-reason">This workflow needs credentials.</p>
+  <label>Header <input id="credential-header" name="header" value="Authorization" autocomplete="off" spellcheck="false"></label>
+  <label>Value <input id="credential-value" name="value" type="password" placeholder="Bearer &lt;token&gt;" autocomplete="off"></label>
+  <button type="submit">Use</button>
+  <button type="button" id="credential-forget">Forget</button>
+  <small>Kept in this tab's sessionStorage only.</small>
+</form>`;
+
+const STYLE = `
+:root { color-scheme: light dark; --bg: #fff; --fg: #1b1f24; --muted: #6a737d; --line: #d0d7de; --panel: #f6f8fa;
+  --pending: #8c959f; --running: #0969da; --complete: #1a7f37; --failed: #cf222e; --skipped: #bf8700; --canceled: #8250df; }
+@media (prefers-color-scheme: dark) { :root { --bg: #0d1117; --fg: #e6edf3; --muted: #8d96a0; --line: #30363d; --panel: #161b22; } }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 1rem 1.5rem 3rem; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; background: var(--bg); color: var(--fg); }
+h1 { font-size: 1.3rem; margin: 0 0 .25rem; } h2 { font-size: 1.05rem; margin: 1.5rem 0 .5rem; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: .6rem; overflow: auto; max-height: 24rem; margin: .25rem 0 .75rem; white-space: pre-wrap; word-break: break-word; }
+a { color: var(--running); }
+.muted { color: var(--muted); }
+.notice { padding: .6rem .8rem; border-radius: 6px; border: 1px solid var(--line); background: var(--panel); margin: .75rem 0; }
+.notice[data-kind="error"] { border-color: var(--failed); }
+.credential { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; padding: .75rem; margin: 0 0 1rem; border: 1px solid var(--running); border-radius: 6px; background: var(--panel); }
+.credential[hidden] { display: none; } .credential p { flex-basis: 100%; margin: 0; }
+.credential input { font: inherit; padding: .2rem .4rem; min-width: 14rem; }
+.status { display: inline-block; padding: 0 .5rem; border-radius: 1rem; color: #fff; background: var(--pending); font-size: 12px; font-weight: 600; text-transform: uppercase; letter-spacing: .03em; }
+[data-status="running"] > .status, .status[data-status="running"] { background: var(--running); }
+[data-status="complete"] > .status, .status[data-status="complete"] { background: var(--complete); }
+[data-status="failed"] > .status, .status[data-status="failed"] { background: var(--failed); }
+[data-status="skipped"] > .status, .status[data-status="skipped"] { background: var(--skipped); }
+[data-status="canceled"] > .status, .status[data-status="canceled"] { background: var(--canceled); }
+.summary { display: flex; flex-wrap: wrap; gap: .25rem 1.5rem; margin: .5rem 0; }
+.summary div { display: flex; flex-direction: column; } .summary dt { color: var(--muted); font-size: 12px; } .summary dd { margin: 0; }
+.layout { display: grid; grid-template-columns: minmax(0, 1fr) minmax(18rem, 28rem); gap: 1.5rem; align-items: start; }
+@media (max-width: 900px) { .layout { grid-template-columns: 1fr; } }
+.graph { position: relative; display: flex; gap: 2.5rem; align-items: flex-start; padding: .75rem; overflow-x: auto; }
+.graph > svg.edges { position: absolute; left: 0; top: 0; pointer-events: none; overflow: visible; }
+.graph > svg.edges path { fill: none; stroke: var(--muted); stroke-width: 1.5; }
+.column { display: flex; flex-direction: column; gap: .75rem; position: relative; z-index: 1; }
+.node { border: 2px solid var(--pending); border-radius: 8px; background: var(--bg); min-width: 9rem; }
+.node > .node-head { display: flex; flex-direction: column; align-items: flex-start; gap: .15rem; width: 100%; padding: .4rem .6rem; font: inherit; color: inherit; background: none; border: 0; text-align: left; cursor: pointer; }
+.node > .node-head:focus-visible { outline: 2px solid var(--running); outline-offset: 2px; }
+.node .kind { font-size: 11px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
+.node .node-id { font-weight: 600; }
+.node .status { margin: 0 .6rem .45rem; }
+.node[data-status="running"] { border-color: var(--running); animation: pulse 1.2s ease-in-out infinite; }
+.node[data-status="complete"] { border-color: var(--complete); }
+.node[data-status="failed"] { border-color: var(--failed); }
+.node[data-status="skipped"] { border-color: var(--skipped); border-style: dashed; opacity: .75; }
+.node[data-status="canceled"] { border-color: var(--canceled); border-style: dotted; }
+.node[aria-pressed="true"], .node.selected { box-shadow: 0 0 0 3px color-mix(in srgb, var(--running) 35%, transparent); }
+.node > .graph { border-top: 1px dashed var(--line); margin: 0 .4rem .4rem; padding: .5rem; }
+@keyframes pulse { 50% { box-shadow: 0 0 0 4px color-mix(in srgb, var(--running) 25%, transparent); } }
+@media (prefers-reduced-motion: reduce) { .node[data-status="running"] { animation: none; } }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: middle; white-space: nowrap; }
+th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.timeline td.bar-cell { width: 40%; min-width: 10rem; }
+.track { position: relative; height: .9rem; background: var(--panel); border-radius: 3px; }
+.bar { position: absolute; top: 0; bottom: 0; min-width: 2px; border-radius: 3px; background: var(--pending); }
+.bar[data-status="running"] { background: var(--running); } .bar[data-status="complete"] { background: var(--complete); }
+.bar[data-status="failed"] { background: var(--failed); } .bar[data-status="canceled"] { background: var(--canceled); }
+.timeline tr { cursor: pointer; } .timeline tr.selected td { background: var(--panel); }
+.details { position: sticky; top: 1rem; border: 1px solid var(--line); border-radius: 8px; padding: .25rem 1rem 1rem; }
+.details dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem .75rem; margin: .5rem 0; } .details dt { color: var(--muted); } .details dd { margin: 0; }
+`;
+
+/**
+ * Client code shared by the pages: the credential (sessionStorage only), a fetch that asks for it
+ * on 401 and retries, and small DOM builders that only ever set textContent and attributes.
+ * Kept as plain ES2020 in a template string: no build step; no `${`, backticks or backslashes
+ * inside (a page script that needs backslashes uses String.raw).
+ */
+const COMMON_SCRIPT = `
+const CREDENTIAL_KEY = "workflow-edge.credential";
+const credentialForm = document.getElementById("credential-form");
+let credentialWaiters = [];
+
+function storedCredential() {
+  try {
+    const c = JSON.parse(sessionStorage.getItem(CREDENTIAL_KEY) || "null");
+    return c && typeof c.header === "string" && typeof c.value === "string" ? c : null;
+  } catch { return null; }
+}
+
+function credentialHeaders() {
+  const c = storedCredential();
+  return c ? { [c.header]: c.value } : {};
+}
+
+function askCredential(reason) {
+  document.getElementById("credential-reason").textContent = reason;
+  const c = storedCredential();
+  if (c) document.getElementById("credential-header").value = c.header;
+  credentialForm.hidden = false;
+  document.getElementById("credential-value").focus();
+  return new Promise((resolve) => credentialWaiters.push(resolve));
+}
+
+credentialForm.addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const header = document.getElementById("credential-header").value.trim() || "Authorization";
+  const value = document.getElementById("credential-value").value;
+  sessionStorage.setItem(CREDENTIAL_KEY, JSON.stringify({ header, value }));
+  document.getElementById("credential-value").value = "";
+  credentialForm.hidden = true;
+  const waiters = credentialWaiters;
+  credentialWaiters = [];
+  for (const w of waiters) w();
+});
+
+document.getElementById("credential-forget").addEventListener("click", () => {
+  sessionStorage.removeItem(CREDENTIAL_KEY);
+  document.getElementById("credential-value").value = "";
+});
+
+/** GET with the stored credential; on 401 asks the user and tries again. Other statuses are returned. */
+async function apiFetch(path, init) {
+  for (;;) {
+    let res;
+    try {
+      res = await fetch(path, { cache: "no-store", ...init, headers: { ...credentialHeaders(), ...((init && init.headers) || {}) } });
+    } catch (err) {
+      if (err && err.name === "AbortError") throw err;
+      if (err instanceof TypeError && storedCredential()) {
+        // An unusable header name or value: fetch refuses it before sending anything.
+        await askCredential("That header could not be sent (" + err.message + "). Check the header name and value.");
+        continue;
+      }
+      throw err;
+    }
+    if (res.status !== 401) return res;
+    await askCredential(storedCredential()
+      ? "Those credentials were refused. Enter the credentials of this workflow."
+      : "This workflow needs credentials (for example header Authorization, value Bearer <token>).");
+  }
+}
+
+async function problemText(res) {
+  try {
+    const p = await res.json();
+    return (p.title || res.status) + (p.detail ? ": " + p.detail : "");
+  } catch { return "HTTP " + res.status; }
+}
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") e.className = v; else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+
+function showNotice(text, kind) {
+  const n = document.getElementById("notice");
+  n.hidden = !text;
+  n.textContent = text || "";
+  n.dataset.kind = kind || "info";
+}
+
+function formatMs(ms) {
+  if (ms === null || ms === undefined || !isFinite(ms)) return "";
+  if (ms < 1000) return Math.round(ms) + " ms";
+  if (ms < 60000) return (ms / 1000).toFixed(2) + " s";
+  return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
+}
+
+function formatUsd(x) {
+  if (typeof x !== "number") return "";
+  return "$" + (x === 0 ? "0" : x < 0.01 ? x.toPrecision(3) : x.toFixed(4));
+}
+
+function formatTime(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+}
+`;

@@ -1,0 +1,19 @@
+/**
+ * The viewer's routes. The pages are static shells (no run data, no credentials needed to load
+ * them); the data comes from the JSON API under the workflow's own credentials, so serving the
+ * shell to anyone reveals nothing.
+ */
+import type { Hono } from "hono";
+import { HttpProblem } from "../http/problem.ts";
+import { runPage } from "./run-page.ts";
+import { runsPage } from "./runs-page.ts";
+
+export function mountViewer(app: Hono<{ Bindings: Env }>) {
+  app.get("/runs/:id/view", (c) => {
+    // Same shape check as the API: a page for a string that can never be a run helps nobody.
+    if (!/^[0-9a-f]{64}$/.test(c.req.param("id")))
+      throw new HttpProblem("run_not_found", "no run with this id");
+    return runPage();
+  });
+  app.get("/view/runs", () => runsPage());
+}

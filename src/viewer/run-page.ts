@@ -1,0 +1,401 @@
+/**
+ * The run viewer page (GET /runs/{id}/view): the run's pipeline drawn as its dependency graph,
+ * each step coloured by status, a timeline of step durations with tokens and cost, and a details
+ * panel with a step's (masked) output, error and metrics. It loads the envelope and the graph
+ * from the JSON API, then follows /runs/{id}/events, read with fetch() because EventSource cannot
+ * send the credential header, so the page updates live without a reload.
+ *
+ * Elements tests rely on: `[data-step="<path>"]` (a graph node, with `data-status` and
+ * `data-kind`), `#run-status[data-status]`, `#timeline tr[data-step]`, `#details`
+ * (`#details-output`, `#details-error`), and `body[data-live]` ("open" while following events,
+ * "closed" after).
+ */
+import { htmlResponse } from "./page-shell.ts";
+
+const BODY = `<header>
+  <p class="muted"><a href="#" id="runs-link" hidden>All runs of this workflow</a></p>
+  <h1><span id="workflow-name">Run</span> <span id="workflow-version" class="muted"></span></h1>
+  <p class="mono muted" id="run-id"></p>
+  <p id="run-status-line"><span id="run-status" class="status" data-status="pending">loading</span> <span id="live-state" class="muted"></span></p>
+</header>
+<div id="notice" class="notice" hidden></div>
+<dl class="summary" id="summary"></dl>
+<div class="layout">
+  <main>
+    <h2>Pipeline</h2>
+    <div id="graph-root"></div>
+    <h2>Timeline</h2>
+    <table class="timeline" id="timeline">
+      <thead><tr><th>Step</th><th>Status</th><th class="bar-cell">Time</th><th class="num">Duration</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th class="num">Cost</th><th class="num">LLM calls</th><th class="num">Attempts</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </main>
+  <aside class="details" id="details" aria-live="polite">
+    <h2 id="details-title">Run</h2>
+    <dl id="details-fields"></dl>
+    <h3 id="details-output-title">Params</h3>
+    <pre id="details-output"></pre>
+    <h3>Error</h3>
+    <pre id="details-error"></pre>
+  </aside>
+</div>`;
+
+const SCRIPT = String.raw`
+const parts = location.pathname.split("/");
+const runId = decodeURIComponent(parts[2] || "");
+const runPath = "/runs/" + encodeURIComponent(runId);
+const ACTIVE = new Set(["pending", "running"]);
+
+let envelope = null;
+/** Graph nodes by slash path, in pipeline order (parents before children). */
+const nodes = new Map();
+/** Step records by slash path (from the envelope, then from events). */
+const records = new Map();
+let selected = null;
+let followAbort = null;
+
+document.getElementById("run-id").textContent = runId;
+
+function flatten(steps, prefix) {
+  for (const s of steps || []) {
+    const path = prefix + s.id;
+    records.set(path, s);
+    flatten(s.steps, path + "/");
+  }
+}
+
+function isActive() { return envelope && ACTIVE.has(envelope.status); }
+
+function stepDuration(rec) {
+  if (!rec || !rec.started_at) return null;
+  const end = rec.finished_at ? Date.parse(rec.finished_at) : Date.now();
+  return Math.max(0, end - Date.parse(rec.started_at));
+}
+
+// ---- graph -------------------------------------------------------------------------------------
+
+function depthOf(node, byPath, memo) {
+  if (memo.has(node.path)) return memo.get(node.path);
+  memo.set(node.path, 0);
+  let d = 0;
+  for (const dep of node.deps) {
+    const n = byPath.get(dep);
+    if (n) d = Math.max(d, depthOf(n, byPath, memo) + 1);
+  }
+  memo.set(node.path, d);
+  return d;
+}
+
+function buildGraph(parent) {
+  const level = [...nodes.values()].filter((n) => n.parent === parent);
+  const graph = el("div", { class: "graph", "data-graph": parent === null ? "" : parent });
+  const memo = new Map();
+  const columns = [];
+  for (const n of level) {
+    const d = depthOf(n, nodes, memo);
+    while (columns.length <= d) columns.push(el("div", { class: "column" }));
+    columns[d].append(buildNode(n));
+  }
+  graph.append(document.createElementNS("http://www.w3.org/2000/svg", "svg"));
+  graph.lastChild.setAttribute("class", "edges");
+  for (const c of columns) graph.append(c);
+  return graph;
+}
+
+function buildNode(n) {
+  const head = el("button", { type: "button", class: "node-head", title: n.condition ? "condition: " + n.condition : null },
+    el("span", { class: "kind" }, n.kind),
+    el("span", { class: "node-id" }, n.id));
+  head.addEventListener("click", (ev) => { ev.stopPropagation(); select(n.path); });
+  const node = el("div", { class: "node", "data-step": n.path, "data-kind": n.kind, "data-status": "pending" },
+    head, el("span", { class: "status" }, "pending"));
+  if (n.kind === "workflow") node.append(buildGraph(n.path));
+  return node;
+}
+
+function drawEdges() {
+  for (const graph of document.querySelectorAll(".graph")) {
+    const svg = graph.querySelector(":scope > svg.edges");
+    const box = graph.getBoundingClientRect();
+    svg.setAttribute("width", String(graph.scrollWidth));
+    svg.setAttribute("height", String(graph.scrollHeight));
+    svg.replaceChildren();
+    const parent = graph.dataset.graph === "" ? null : graph.dataset.graph;
+    for (const n of nodes.values()) {
+      if (n.parent !== parent) continue;
+      const to = nodeElement(n.path);
+      if (!to) continue;
+      for (const dep of n.deps) {
+        const from = nodeElement(dep);
+        if (!from) continue;
+        const a = from.getBoundingClientRect();
+        const b = to.getBoundingClientRect();
+        const x1 = a.right - box.left + graph.scrollLeft, y1 = a.top + Math.min(a.height / 2, 24) - box.top;
+        const x2 = b.left - box.left + graph.scrollLeft, y2 = b.top + Math.min(b.height / 2, 24) - box.top;
+        const mid = (x1 + x2) / 2;
+        const p = document.createElementNS("http://www.w3.org/2000/svg", "path");
+        p.setAttribute("d", "M" + x1 + "," + y1 + " C" + mid + "," + y1 + " " + mid + "," + y2 + " " + x2 + "," + y2);
+        p.setAttribute("data-edge", dep + " -> " + n.path);
+        svg.append(p);
+      }
+    }
+  }
+}
+
+function nodeElement(path) {
+  for (const e of document.querySelectorAll(".node[data-step]")) if (e.dataset.step === path) return e;
+  return null;
+}
+
+// ---- rendering ---------------------------------------------------------------------------------
+
+function renderSummary() {
+  const e = envelope;
+  document.title = e.workflow + " run " + e.run_id.slice(0, 8);
+  document.getElementById("workflow-name").textContent = e.workflow;
+  document.getElementById("workflow-version").textContent = e.workflow_version ? "v" + e.workflow_version : "";
+  const status = document.getElementById("run-status");
+  status.dataset.status = e.status;
+  status.textContent = e.status;
+  const link = document.getElementById("runs-link");
+  link.href = "/view/runs?workflow=" + encodeURIComponent(e.workflow);
+  link.hidden = false;
+  const t = e.totals || {};
+  const fields = [
+    ["Created", formatTime(e.created_at)],
+    ["Finished", formatTime(e.finished_at)],
+    ["Duration", formatMs(isActive() ? Date.now() - Date.parse(e.created_at) : t.duration_ms)],
+    ["Deadline", formatTime(e.deadline)],
+    ["Cost", formatUsd(t.cost_usd) + (e.budget_usd !== null && e.budget_usd !== undefined ? " of " + formatUsd(e.budget_usd) : "")],
+    ["Tokens in / out", (t.tokens_in || 0) + " / " + (t.tokens_out || 0)],
+    ["LLM calls", String(t.llm_calls || 0)],
+    ["Error", e.error ? e.error.code + (e.error.step ? " at " + e.error.step : "") + ": " + e.error.message : "none"],
+  ];
+  document.getElementById("summary").replaceChildren(
+    ...fields.map(([k, v]) => el("div", { "data-field": k }, el("dt", null, k), el("dd", null, v))));
+}
+
+function renderNodes() {
+  for (const n of nodes.values()) {
+    const e = nodeElement(n.path);
+    if (!e) continue;
+    const rec = records.get(n.path);
+    const status = rec ? rec.status : "pending";
+    if (e.dataset.status !== status) {
+      e.dataset.status = status;
+      e.querySelector(":scope > .status").textContent = status;
+    }
+    e.classList.toggle("selected", selected === n.path);
+  }
+}
+
+function renderTimeline() {
+  const t0 = Date.parse(envelope.created_at);
+  let t1 = envelope.finished_at ? Date.parse(envelope.finished_at) : Date.now();
+  for (const r of records.values()) {
+    if (r.finished_at) t1 = Math.max(t1, Date.parse(r.finished_at));
+  }
+  const span = Math.max(1, t1 - t0);
+  const rows = [];
+  for (const n of nodes.values()) {
+    const rec = records.get(n.path) || { status: "pending", metrics: {} };
+    const m = rec.metrics || {};
+    const bar = el("div", { class: "bar", "data-status": rec.status });
+    if (rec.started_at) {
+      const s = Date.parse(rec.started_at) - t0;
+      const end = rec.finished_at ? Date.parse(rec.finished_at) - t0 : Date.now() - t0;
+      bar.style.left = Math.max(0, (100 * s) / span) + "%";
+      bar.style.width = Math.max(0, (100 * (end - s)) / span) + "%";
+    } else {
+      bar.hidden = true;
+    }
+    const depth = n.path.split("/").length - 1;
+    const name = el("td", { class: "mono" }, n.path);
+    name.style.paddingLeft = 0.5 + depth * 1.25 + "rem";
+    const row = el("tr", { "data-step": n.path, "data-status": rec.status, class: selected === n.path ? "selected" : null },
+      name,
+      el("td", null, el("span", { class: "status", "data-status": rec.status }, rec.status)),
+      el("td", { class: "bar-cell" }, el("div", { class: "track" }, bar)),
+      el("td", { class: "num" }, formatMs(rec.started_at ? stepDuration(rec) : null)),
+      el("td", { class: "num" }, String(m.tokens_in || 0)),
+      el("td", { class: "num" }, String(m.tokens_out || 0)),
+      el("td", { class: "num" }, formatUsd(m.cost_usd || 0)),
+      el("td", { class: "num" }, String(m.llm_calls || 0)),
+      el("td", { class: "num" }, String(m.attempts || 0)));
+    row.addEventListener("click", () => select(n.path));
+    rows.push(row);
+  }
+  document.querySelector("#timeline tbody").replaceChildren(...rows);
+}
+
+function json(v) { return v === undefined ? "" : JSON.stringify(v, null, 2); }
+
+function renderDetails() {
+  const fields = document.getElementById("details-fields");
+  if (selected === null) {
+    document.getElementById("details-title").textContent = "Run";
+    document.getElementById("details-output-title").textContent = "Params";
+    const outTitle = isActive() ? "" : "\n\nOutput:\n" + json(envelope.output);
+    document.getElementById("details-output").textContent = json(envelope.params) + outTitle;
+    document.getElementById("details-error").textContent = envelope.error ? json(envelope.error) : "none";
+    fields.replaceChildren(
+      el("dt", null, "Status"), el("dd", null, envelope.status),
+      el("dt", null, "Steps"), el("dd", null, String(nodes.size)));
+    return;
+  }
+  const n = nodes.get(selected);
+  const rec = records.get(selected) || { status: "pending", output: null, error: null, metrics: {} };
+  const m = rec.metrics || {};
+  document.getElementById("details-title").textContent = selected;
+  document.getElementById("details-output-title").textContent = "Output";
+  document.getElementById("details-output").textContent = rec.status === "complete" || rec.output !== null ? json(rec.output) : "(no output yet)";
+  document.getElementById("details-error").textContent = rec.error ? json(rec.error) : "none";
+  const pairs = [
+    ["Kind", n ? n.kind : ""],
+    ["Status", rec.status],
+    ["Depends on", n && n.deps.length ? n.deps.join(", ") : "nothing"],
+    ["Condition", n && n.condition ? n.condition : "none"],
+    ["Started", formatTime(rec.started_at)],
+    ["Finished", formatTime(rec.finished_at)],
+    ["Duration", formatMs(rec.started_at ? stepDuration(rec) : null)],
+    ["Tokens in / out", (m.tokens_in || 0) + " / " + (m.tokens_out || 0)],
+    ["Cost", formatUsd(m.cost_usd || 0)],
+    ["LLM calls", String(m.llm_calls || 0)],
+    ["Attempts", String(m.attempts || 0)],
+  ];
+  fields.replaceChildren(...pairs.flatMap(([k, v]) => [el("dt", null, k), el("dd", { "data-field": k }, v)]));
+}
+
+function render() {
+  renderSummary();
+  renderNodes();
+  renderTimeline();
+  renderDetails();
+  drawEdges();
+}
+
+function select(path) {
+  selected = selected === path ? null : path;
+  render();
+}
+
+// ---- live events -------------------------------------------------------------------------------
+
+function setLive(state) {
+  document.body.dataset.live = state;
+  document.getElementById("live-state").textContent = state === "open" ? "live" : "";
+}
+
+function applyEvent(ev) {
+  if (ev.type === "run.completed") {
+    envelope.status = ev.status;
+    envelope.error = ev.error === undefined ? envelope.error : ev.error;
+    envelope.output = ev.output === undefined ? envelope.output : ev.output;
+    if (ev.totals) envelope.totals = ev.totals;
+    if (!envelope.finished_at) envelope.finished_at = ev.time;
+    return;
+  }
+  if (typeof ev.step !== "string") return;
+  const prev = records.get(ev.step) || { id: ev.id, steps: [] };
+  records.set(ev.step, {
+    ...prev,
+    id: ev.id || prev.id,
+    status: ev.status,
+    output: ev.output === undefined ? prev.output : ev.output,
+    error: ev.error === undefined ? prev.error : ev.error,
+    metrics: ev.metrics || prev.metrics,
+    started_at: ev.started_at === undefined ? prev.started_at : ev.started_at,
+    finished_at: ev.finished_at === undefined ? prev.finished_at : ev.finished_at,
+  });
+  if (envelope.status === "pending" && ev.status === "running") envelope.status = "running";
+}
+
+/** Parses one SSE block (lines up to a blank line); returns the JSON of its data lines, or null. */
+function parseBlock(block) {
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith("data:")) data.push(line.slice(line.charAt(5) === " " ? 6 : 5));
+  }
+  if (data.length === 0) return null;
+  try { return JSON.parse(data.join("\n")); } catch { return null; }
+}
+
+async function follow() {
+  followAbort = new AbortController();
+  setLive("open");
+  try {
+    const res = await apiFetch(runPath + "/events", { headers: { accept: "text/event-stream" }, signal: followAbort.signal });
+    if (!res.ok || !res.body) throw new Error(await problemText(res));
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer = (buffer + value).replace(/\r\n?/g, "\n");
+      let cut;
+      let changed = false;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const ev = parseBlock(buffer.slice(0, cut));
+        buffer = buffer.slice(cut + 2);
+        if (ev) { applyEvent(ev); changed = true; }
+      }
+      if (changed) render();
+    }
+  } catch (err) {
+    if (err && err.name === "AbortError") return;
+    showNotice("Live updates interrupted (" + (err && err.message ? err.message : err) + "); retrying.", "error");
+  }
+  // The stream closes when the run ends; reload the envelope so the page matches it exactly.
+  await load();
+  if (isActive()) {
+    setTimeout(follow, 1000);
+  } else {
+    setLive("closed");
+    showNotice("");
+  }
+}
+
+// ---- loading -----------------------------------------------------------------------------------
+
+async function load() {
+  const res = await apiFetch(runPath);
+  if (!res.ok) throw Object.assign(new Error(await problemText(res)), { status: res.status });
+  envelope = await res.json();
+  records.clear();
+  flatten(envelope.steps, "");
+  render();
+}
+
+async function start() {
+  if (!/^[0-9a-f]{64}$/.test(runId)) {
+    showNotice("Not a run id: " + runId, "error");
+    return;
+  }
+  try {
+    const [graphRes] = await Promise.all([apiFetch(runPath + "/graph"), load()]);
+    if (!graphRes.ok) throw new Error(await problemText(graphRes));
+    const graph = await graphRes.json();
+    for (const n of graph.nodes) nodes.set(n.path, n);
+    document.getElementById("graph-root").replaceChildren(buildGraph(null));
+    render();
+  } catch (err) {
+    showNotice(err && err.status === 404 ? "No run with this id (it may have expired or been deleted)." : String(err && err.message ? err.message : err), "error");
+    document.getElementById("run-status").textContent = "unavailable";
+    return;
+  }
+  if (isActive()) {
+    follow();
+    // Running bars and durations grow between events.
+    const tick = setInterval(() => { if (isActive()) { renderTimeline(); renderSummary(); } else clearInterval(tick); }, 500);
+  } else {
+    setLive("closed");
+  }
+}
+
+window.addEventListener("resize", () => { if (envelope) drawEdges(); });
+start();
+`;
+
+export function runPage(): Response {
+  return htmlResponse({ title: "Run", body: BODY, script: SCRIPT });
+}
