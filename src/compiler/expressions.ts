@@ -147,7 +147,7 @@ function chain(node: AstNode, atRoot: boolean): { path: string[]; open: boolean 
       return { path: [], open: true };
     case "Subexpression": {
       const left = chain(node.left as AstNode, atRoot);
-      if (!left || !left.open) return left;
+      if (!left?.open) return left;
       const right = node.right as AstNode;
       if (right.type === "Field") return { path: [...left.path, right.name as string], open: true };
       // `x.items[0]`, `x.items[*].id`, `x.items[]`: the field before the index still counts.

@@ -329,7 +329,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       const unpriced = unpricedModels(group);
       if (unpriced.length > 0) {
         err(
-          at(stepGroup !== null ? "model" : "agent"),
+          stepGroup !== null ? at("model", "group") : at("agent"),
           `${label}: model group \`${group.name}\` has no pricing for ${unpriced.map((m) => `\`${m}\``).join(", ")}, so \`cost_budget_usd\` cannot be enforced; add \`pricing\` in gateway.yaml`,
         );
       }

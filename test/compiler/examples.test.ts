@@ -1,0 +1,65 @@
+/**
+ * The example workflows in workflows/ are what newcomers run first: they must build cleanly,
+ * `hello` must need no secrets and no model provider, and .dev.vars.example must list every env
+ * var they read.
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { compileProject } from "../../src/compiler/index.ts";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const result = compileProject(`${root}workflows`);
+const bundle = result.bundle;
+
+describe("workflows/ examples", () => {
+  it("compile with no errors", () => {
+    expect(result.diagnostics.filter((d) => d.severity === "error").map((d) => d.text)).toEqual([]);
+  });
+
+  it("are invocable by name", () => {
+    expect(Object.keys(bundle?.invocable ?? {})).toEqual(["hello", "order-events", "support-triage"]);
+  });
+
+  it("include a hello workflow that needs no secret, no auth and no model", () => {
+    const hello = bundle?.workflows["hello.workflow.yaml"];
+    expect(hello?.env).toEqual([]);
+    expect(hello?.auth).toBeNull();
+    expect(hello?.steps.every((s) => s.kind === "transform")).toBe(true);
+    expect(hello?.paramsSchema).toMatchObject({ required: ["name"] });
+  });
+
+  it("use all four step types in support-triage", () => {
+    const kinds = bundle?.workflows["support-triage.workflow.yaml"]?.steps.map((s) => s.kind);
+    expect(new Set(kinds)).toEqual(new Set(["agent", "workflow", "transform", "webhook"]));
+  });
+
+  it("fan out and back in in order-events", () => {
+    const steps = bundle?.workflows["order-events.workflow.yaml"]?.steps ?? [];
+    expect(steps.map((s) => [s.id, s.deps])).toEqual([
+      ["summarize", []],
+      ["notify-warehouse", ["summarize"]],
+      ["notify-billing", ["summarize"]],
+      ["report", ["notify-warehouse", "notify-billing"]],
+    ]);
+  });
+
+  it("have every env var they read listed in .dev.vars.example, secrets of at least 8 characters", () => {
+    const vars = new Map(
+      readFileSync(`${root}.dev.vars.example`, "utf8")
+        .split("\n")
+        .filter((l) => /^[A-Z_][A-Z0-9_]*=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const),
+    );
+    const decls = [
+      ...Object.values(bundle?.workflows ?? {}).flatMap((w) => w.env),
+      ...(bundle?.gateway.env ?? []),
+    ];
+    expect(decls.length).toBeGreaterThan(0);
+    for (const d of decls) {
+      expect(vars.has(d.name), `${d.name} missing from .dev.vars.example`).toBe(true);
+      if (d.secret) expect((vars.get(d.name) ?? "").length, d.name).toBeGreaterThanOrEqual(8);
+    }
+    expect(vars.get("ALLOW_PRIVATE_WEBHOOKS")).toBe("true");
+  });
+});
