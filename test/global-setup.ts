@@ -8,9 +8,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { compileProject } from "../src/compiler/index.ts";
+import { TEST_SECRETS } from "./fixtures/secrets.ts";
 import { startModelStub } from "./servers/model-stub.ts";
 import { startWebhookTarget } from "./servers/webhook-target.ts";
-import { TEST_SECRETS } from "./fixtures/secrets.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -66,6 +66,12 @@ export interface PipelineOptions {
   params: Json;
   env: JsonObject;
   deadline: number;
+  /**
+   * What a step that ends at or after `deadline` turns into: the executor's own deadline handling
+   * can win the race against the timer that aborts `signal`, and the outcome must not depend on it.
+   * Default: the run's timeout.
+   */
+  deadlineReason?: () => unknown;
   signal: AbortSignal;
   /** `key` names the child ledger so a resumed run restores a sub-workflow's spend. */
   budget: BudgetLedger & { child(capUsd: number | null, key?: string): BudgetLedger };
@@ -278,11 +284,12 @@ async function runStep(
     host.onStepFinished(path, rec);
     return output;
   } catch (err) {
-    if (signal.aborted && (err === signal.reason || !(err instanceof StepError))) {
+    const stopped = signal.aborted && (err === signal.reason || !(err instanceof StepError));
+    if (stopped || host.now() >= opts.deadline) {
       // Stopped from outside (deadline, cancel, a sibling failed): not this step's failure.
       rec.output = null;
       finish("canceled");
-      throw signal.reason;
+      throw signal.aborted ? signal.reason : (opts.deadlineReason ?? (() => new RunAbort("timeout")))();
     }
     const e = toStepError(err);
     rec.output = null;
@@ -326,13 +333,9 @@ async function runWorkflowStep(
   const onParent = () => childAbort.abort(signal.reason);
   if (signal.aborted) onParent();
   else signal.addEventListener("abort", onParent, { once: true });
-  const timer =
-    deadline < opts.deadline
-      ? setTimeout(
-          () => childAbort.abort(new StepError("timeout", `${child.name} reached its timeout_s`)),
-          deadline - now,
-        )
-      : undefined;
+  const tighter = deadline < opts.deadline;
+  const childTimeout = () => new StepError("timeout", `${child.name} reached its timeout_s`);
+  const timer = tighter ? setTimeout(() => childAbort.abort(childTimeout()), deadline - now) : undefined;
   const budget = opts.budget.child(child.policy.costBudgetUsd, path);
   try {
     return await runPipeline(host, child, {
@@ -340,6 +343,7 @@ async function runWorkflowStep(
       params: input,
       env: {},
       deadline,
+      deadlineReason: tighter ? childTimeout : opts.deadlineReason,
       signal: childAbort.signal,
       budget: budget as PipelineOptions["budget"],
       webhooksAllowed: opts.webhooksAllowed && step.webhooks === "execute",

@@ -269,7 +269,10 @@ export class RunObject extends DurableObject<Env> {
     }).then(
       (output) => this.finish("complete", output, null),
       (err: unknown) => {
-        if (err instanceof RunAbort) return; // finished by onAbort already
+        if (err instanceof RunAbort) {
+          this.abortRun(err); // finishes the run unless onAbort already has
+          return;
+        }
         const e = err instanceof StepError ? err : new StepError("internal_error", String(err));
         this.finish("failed", null, {
           code: e.code,
