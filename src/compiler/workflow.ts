@@ -232,6 +232,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   steps.forEach((s, i) => {
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
     const label = stepLabel(d, i);
+    if (!isObj(raw[i])) return; // the format check already said it must be a mapping
     const kinds = STEP_KINDS.filter((k) => k in s);
     if (kinds.length === 0) {
       err(at(), `${label} needs exactly one of \`agent\`, \`workflow\`, \`transform\`, \`webhook\``);
