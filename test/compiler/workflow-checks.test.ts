@@ -60,6 +60,26 @@ describe("top-level fields", () => {
     expectOnlyError(p, T, 12, 10, /^`version` must be a semver string such as `1.2.0`, got `v1.2`$/);
   });
 
+  it("explains that an unquoted version like 1.0 is read as a number", () => {
+    const p = compileFiles({ [T]: `${HEAD}${step}version: 1.0\n` });
+    expectOnlyError(
+      p,
+      T,
+      12,
+      10,
+      /^`version` must be a semver string such as `1\.2\.0` \(quote it: `version: "1\.0\.0"`\), got an integer \(1\)$/,
+    );
+  });
+
+  it("reports a YAML syntax error at its position and keeps checking other files", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: a\n    transform: {ops: [}\n`,
+      "u.workflow.yaml": `${HEAD}${step}kindd: x\n`,
+    });
+    expectDiagnostic(p, "error", T, 11, 23, /^YAML: /);
+    expectDiagnostic(p, "error", "u.workflow.yaml", 12, 1, /^unknown field `kindd`; did you mean `kind`\?$/);
+  });
+
   it("rejects a visibility other than root or sub-workflow", () => {
     const p = compileFiles({ [T]: `${HEAD}${step}visibility: private\n` });
     expectOnlyError(p, T, 12, 13, /^`visibility` must be one of `root`, `sub-workflow`, got `private`$/);
