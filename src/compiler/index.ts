@@ -13,6 +13,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import type { Bundle, CompiledAgent, CompiledGateway, CompiledWorkflow } from "../bundle.ts";
 import { AgentResolver } from "./agents.ts";
+import { checkCalls } from "./call-checks.ts";
 import { DiagnosticSink } from "./diagnostics.ts";
 import { compileGateway, EMPTY_GATEWAY } from "./gateway.ts";
 import { warnUnknownFields } from "./output-shapes.ts";
@@ -147,6 +148,7 @@ export function compileProject(workflowsDir: string): CompileResult {
     agents: sortKeys(Object.fromEntries(agentMap) as Record<string, CompiledAgent>),
     gateway,
   };
+  checkCalls(body, files, sink);
   warnUnknownFields(body, fieldReads, sink);
   if (sink.errorCount > 0) return finish(null);
   const hash = createHash("sha256").update(JSON.stringify(body)).digest("hex");
