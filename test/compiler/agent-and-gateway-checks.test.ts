@@ -161,17 +161,44 @@ output:
 
 describe("what a step passes to what it calls", () => {
   it("rejects agent params that lack a param the agent requires", () => {
-    const p = compileFiles({ "gateway.yaml": GATEWAY, [T]: agentStep("core/chat@1.0.0").replace("params: {prompt: hi}", "params: {promt: hi}") });
-    expectOnlyError(p, T, 12, 5, /^step `ask`: agent `core\/chat@1\.0\.0` requires param `prompt`, which `params` does not give$/);
+    const p = compileFiles({
+      "gateway.yaml": GATEWAY,
+      [T]: agentStep("core/chat@1.0.0").replace("params: {prompt: hi}", "params: {promt: hi}"),
+    });
+    expectOnlyError(
+      p,
+      T,
+      12,
+      5,
+      /^step `ask`: agent `core\/chat@1\.0\.0` requires param `prompt`, which `params` does not give$/,
+    );
   });
 
   it("rejects sub-workflow input that lacks a required param or names an unknown one", () => {
     const child = `kind: workflow\nname: child\nparams:\n  schema: {type: object, required: [x], additionalProperties: false, properties: {x: {type: string}}}\npipeline:\n  - id: s\n    transform: {ops: []}\n`;
-    const p = compileFiles({ "child.yaml": child, [T]: `${HEAD}  - id: run\n    workflow: child.yaml\n    input: {y: "{{ params.y }}"}\n` });
-    expectDiagnostic(p, "error", T, 12, 5, /^step `run`: sub-workflow `child\.yaml` requires input `x`, which `input` does not give$/);
-    expectDiagnostic(p, "error", T, 12, 13, /^step `run`: sub-workflow `child\.yaml` does not take input `y`; did you mean `x`\?$/);
+    const p = compileFiles({
+      "child.yaml": child,
+      [T]: `${HEAD}  - id: run\n    workflow: child.yaml\n    input: {y: "{{ params.y }}"}\n`,
+    });
+    expectDiagnostic(
+      p,
+      "error",
+      T,
+      12,
+      5,
+      /^step `run`: sub-workflow `child\.yaml` requires input `x`, which `input` does not give$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      T,
+      12,
+      13,
+      /^step `run`: sub-workflow `child\.yaml` does not take input `y`; did you mean `x`\?$/,
+    );
     expect(p.errors).toHaveLength(2);
   });
+});
 
 describe("models and budget", () => {
   it("rejects an unknown model group on a step", () => {
