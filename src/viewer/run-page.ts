@@ -201,7 +201,9 @@ function renderTimeline() {
     const rec = records.get(n.path) || { status: "pending", metrics: {} };
     const m = rec.metrics || {};
     const bar = el("div", { class: "bar", "data-status": rec.status });
-    if (rec.started_at) {
+    // A skipped step never ran: it has a moment, not a duration.
+    const ran = Boolean(rec.started_at) && rec.status !== "skipped";
+    if (ran) {
       const s = Date.parse(rec.started_at) - t0;
       const end = rec.finished_at ? Date.parse(rec.finished_at) - t0 : Date.now() - t0;
       bar.style.left = Math.max(0, (100 * s) / span) + "%";
@@ -216,7 +218,7 @@ function renderTimeline() {
       name,
       el("td", null, el("span", { class: "status", "data-status": rec.status }, rec.status)),
       el("td", { class: "bar-cell" }, el("div", { class: "track" }, bar)),
-      el("td", { class: "num" }, formatMs(rec.started_at ? stepDuration(rec) : null)),
+      el("td", { class: "num" }, formatMs(ran ? stepDuration(rec) : null)),
       el("td", { class: "num" }, String(m.tokens_in || 0)),
       el("td", { class: "num" }, String(m.tokens_out || 0)),
       el("td", { class: "num" }, formatUsd(m.cost_usd || 0)),
