@@ -21,6 +21,7 @@ export default defineConfig({
             "test/engine/**/*.test.ts",
             "test/gateway/**/*.test.ts",
             "test/scripts/**/*.test.ts",
+            "test/reliability/compiler/**/*.test.ts",
           ],
         },
       },
@@ -41,7 +42,7 @@ export default defineConfig({
         resolve: { alias: { "workflow-bundle": testBundle } },
         test: {
           name: "workers",
-          include: ["test/worker/**/*.test.ts", "test/steps/**/*.test.ts"],
+          include: ["test/worker/**/*.test.ts", "test/steps/**/*.test.ts", "test/reliability/*.test.ts"],
           globalSetup: ["./test/global-setup.ts"],
           testTimeout: 30_000,
         },
