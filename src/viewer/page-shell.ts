@@ -102,13 +102,13 @@ a { color: var(--running); }
 [data-status="canceled"] > .status, .status[data-status="canceled"] { background: var(--canceled); }
 .summary { display: flex; flex-wrap: wrap; gap: .25rem 1.5rem; margin: .5rem 0; }
 .summary div { display: flex; flex-direction: column; } .summary dt { color: var(--muted); font-size: 12px; } .summary dd { margin: 0; }
-.layout { display: grid; grid-template-columns: minmax(0, 1fr) minmax(18rem, 28rem); gap: 1.5rem; align-items: start; }
+.layout { display: grid; grid-template-columns: minmax(0, 1fr) minmax(16rem, 24rem); gap: 1.5rem; align-items: start; }
 @media (max-width: 900px) { .layout { grid-template-columns: 1fr; } }
-.graph { position: relative; display: flex; gap: 2.5rem; align-items: flex-start; padding: .75rem; overflow-x: auto; }
+.graph { position: relative; display: flex; gap: 1.75rem; align-items: flex-start; padding: .75rem; overflow-x: auto; }
 .graph > svg.edges { position: absolute; left: 0; top: 0; pointer-events: none; overflow: visible; }
 .graph > svg.edges path { fill: none; stroke: var(--muted); stroke-width: 1.5; }
-.column { display: flex; flex-direction: column; gap: .75rem; position: relative; z-index: 1; }
-.node { border: 2px solid var(--pending); border-radius: 8px; background: var(--bg); min-width: 9rem; }
+.column { display: flex; flex-direction: column; gap: .6rem; position: relative; z-index: 1; }
+.node { border: 2px solid var(--pending); border-radius: 8px; background: var(--bg); min-width: 7.5rem; }
 .node > .node-head { display: flex; flex-direction: column; align-items: flex-start; gap: .15rem; width: 100%; padding: .4rem .6rem; font: inherit; color: inherit; background: none; border: 0; text-align: left; cursor: pointer; }
 .node > .node-head:focus-visible { outline: 2px solid var(--running); outline-offset: 2px; }
 .node .kind { font-size: 11px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }

@@ -37,6 +37,8 @@ document.getElementById("workflow-form").addEventListener("submit", (ev) => {
 });
 document.getElementById("refresh").addEventListener("click", () => loadRuns());
 
+let refreshTimer;
+
 async function loadRuns() {
   const name = workflowInput.value.trim();
   if (!name) { showNotice("Enter a workflow name."); return; }
@@ -51,6 +53,9 @@ async function loadRuns() {
   }
   const list = await res.json();
   showNotice(list.runs.length === 0 ? "No runs yet." : "");
+  // While a run is still going, keep its row current.
+  clearTimeout(refreshTimer);
+  if (list.runs.some((r) => r.status === "pending" || r.status === "running")) refreshTimer = setTimeout(loadRuns, 3000);
   document.querySelector("#runs tbody").replaceChildren(...list.runs.map((r) => {
     const t = r.totals || {};
     const link = el("a", { class: "mono", href: "/runs/" + encodeURIComponent(r.run_id) + "/view" }, r.run_id.slice(0, 16) + "…");
