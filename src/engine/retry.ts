@@ -101,6 +101,25 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * Keeps a returned response bound to its attempt (timeout and run signal) only until its body has
+ * been read: a timer left armed after that would keep the object busy for the whole attempt
+ * timeout (and stop a Durable Object from being evicted).
+ */
+function armedUntilRead(res: Response, release: () => void): Response {
+  if (!res.body) {
+    release();
+    return res;
+  }
+  const relay = new TransformStream<Uint8Array, Uint8Array>({ flush: release });
+  res.body.pipeTo(relay.writable).catch(release);
+  return new Response(relay.readable, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
+}
+
 /** Frees the connection of a response we are not going to read. */
 function discard(res: Response): void {
   res.body?.cancel().catch(() => {});
@@ -150,7 +169,10 @@ export async function retryHttp(
         // The caller reads the body next: it stays bound to this attempt's timeout and to
         // the run signal, so a body that stalls is aborted like a response that never came.
         returned = true;
-        return res;
+        return armedUntilRead(res, () => {
+          clearTimeout(timer);
+          opts.signal.removeEventListener("abort", onRunAbort);
+        });
       }
       lastResponse = res;
       lastError = null;

@@ -1,7 +1,7 @@
 /**
  * One Durable Object per run. It owns the run's storage (SQLite: one `run` row, one `step` row per
- * finished step), drives the engine, and enforces the deadline twice: an in-memory timer for
- * precision and an alarm so the deadline holds even if the object was evicted. Evicted mid-run,
+ * finished step), drives the engine, and enforces the deadline with an alarm, so the deadline holds
+ * even if the object was evicted. Evicted mid-run,
  * it resumes from storage on its next wake-up (any request, or the heartbeat alarm): finished steps
  * are not repeated, a step that was in flight starts again with the same idempotency key.
  *
@@ -76,7 +76,6 @@ export class RunObject extends DurableObject<Env> {
   private stored = new Map<string, string>();
   private controller: AbortController | null = null;
   private engine: Promise<void> | null = null;
-  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
   private waiters = new Set<() => void>();
   private masker: Masker = createMasker([]);
   private readonly hub = new EventHub();
@@ -223,7 +222,8 @@ export class RunObject extends DurableObject<Env> {
       controller.abort(new RunAbort("timeout"));
       return;
     }
-    this.deadlineTimer = setTimeout(() => controller.abort(new RunAbort("timeout")), deadline - Date.now());
+    // The deadline is enforced by the alarm alone (set at start and re-armed by every heartbeat):
+    // an in-memory timer would keep an idle object from being evicted and adds nothing.
 
     const wf = this.rootWorkflow();
     const restored = new Map(this.records);
@@ -318,7 +318,6 @@ export class RunObject extends DurableObject<Env> {
   ): void {
     const doc = this.doc;
     if (!doc || TERMINAL.has(doc.status)) return;
-    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
     const now = Date.now();
     // Whatever did not finish is settled here, so the stored envelope is final.
     const finalRecords = new Map<string, StepRecord>();
