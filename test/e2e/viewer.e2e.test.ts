@@ -181,6 +181,15 @@ describe("viewer of a failed run", () => {
   });
 });
 
+describe("viewer of an unknown run", () => {
+  it("says the run does not exist", async () => {
+    const page = await open(`/runs/${"0".repeat(64)}/view`);
+    await page.locator('#notice[data-kind="error"]').waitFor();
+    expect(await page.locator("#notice").textContent()).toContain("No run with this id");
+    expect(await page.locator(".node[data-step]").count()).toBe(0);
+  });
+});
+
 describe("viewer of a running run", () => {
   it("turns a running step complete without a reload", async () => {
     const accepted = await invoke(
