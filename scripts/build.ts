@@ -1,6 +1,7 @@
 /**
  * `npm run build`: compiles workflows/ (or the directory given as the first argument) into the
- * JSON bundle the Worker imports. Prints every diagnostic and a one-line summary; on any error it
+ * JSON bundle the Worker imports, and the OpenAPI document of the invocable workflows beside it
+ * (`openapi.json`, the same document the Worker serves at GET /openapi.json). Prints every diagnostic and a one-line summary; on any error it
  * exits 1 and writes nothing, so a broken edit never replaces a working bundle.
  *
  *   npx node scripts/build.ts [workflows-dir] [--out path/to/bundle.json]
@@ -9,6 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileProject } from "../src/compiler/index.ts";
+import { buildOpenApi } from "../src/openapi/build.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const args = process.argv.slice(2);
@@ -27,6 +29,7 @@ if (!result.bundle) {
 }
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify(result.bundle, null, 2)}\n`);
+writeFileSync(resolve(dirname(out), "openapi.json"), `${JSON.stringify(buildOpenApi(result.bundle), null, 2)}\n`);
 const { workflows, steps, agents, ms } = result.stats;
 const rel = relative(process.cwd(), out);
 const shown = rel === "" || rel.startsWith("..") ? out : rel;
