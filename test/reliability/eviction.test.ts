@@ -1,0 +1,115 @@
+/**
+ * Durability under eviction and the retention alarm. A run's Durable Object can be evicted at
+ * any moment; woken again (a request, or its alarm) it resumes from storage: a finished step is
+ * never sent again, the step that was in flight may be re-sent with the same Idempotency-Key,
+ * and the steps after it run once.
+ *
+ * Retention: time cannot be faked inside workerd, so the tests drive the alarm with
+ * `runDurableObjectAlarm` and, for expiry, move the stored `finished_at` back by more than
+ * RUN_RETENTION_S (7 days in wrangler.toml) — the one place this suite reads the run's storage
+ * schema (table `run`, column `doc`).
+ */
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { call, run, targetLog, uniqueKey, waitForRun } from "../worker/harness.ts";
+import { logUntil, requestsOf, runStub, sleep, startRun } from "./run-helpers.ts";
+
+const RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+describe("eviction mid-run", () => {
+  it("resumes on its alarm: the finished step is not re-sent and the next step runs once", async () => {
+    const key = uniqueKey("evict-alarm");
+    const runId = await startRun("rel-sequence", { key, slow_ms: 800 });
+    await logUntil(key, (log) => requestsOf(log, runId, "middle").length === 1);
+    await evictDurableObject(runStub(runId));
+    expect(await runDurableObjectAlarm(runStub(runId))).toBe(true);
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    expect(e.steps.map((s: { status: string }) => s.status)).toEqual(["complete", "complete", "complete"]);
+    const log = await targetLog(key);
+    expect(requestsOf(log, runId, "first")).toHaveLength(1);
+    expect(requestsOf(log, runId, "last")).toHaveLength(1);
+    const middle = requestsOf(log, runId, "middle");
+    expect(middle.length).toBeGreaterThanOrEqual(1);
+    expect(middle.length).toBeLessThanOrEqual(2);
+    // Every request of the run carries the key of one of its steps.
+    expect(log).toHaveLength(2 + middle.length);
+  });
+
+  it("survives being evicted again and again: every step is sent at most twice, finished ones once", async () => {
+    const key = uniqueKey("evict-repeat");
+    const runId = await startRun("rel-sequence", { key, slow_ms: 300 });
+    for (let i = 0; i < 6; i++) {
+      await sleep(150);
+      await evictDurableObject(runStub(runId)).catch(() => {
+        // Not running at this instant (nothing woke it yet): the next request will.
+      });
+      await call(`/runs/${runId}`);
+    }
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    const log = await targetLog(key);
+    for (const step of ["first", "middle", "last"]) {
+      const n = requestsOf(log, runId, step).length;
+      expect(n, step).toBeGreaterThanOrEqual(1);
+    }
+    // The last step only starts after the middle one finished, so it is never in flight twice.
+    expect(requestsOf(log, runId, "last")).toHaveLength(1);
+    expect(e.output.status).toBe(200);
+  });
+
+  it("keeps a finished run intact through eviction", async () => {
+    const key = uniqueKey("evict-finished");
+    const e = await run("rel-sequence", { key, slow_ms: 10 });
+    await evictDurableObject(runStub(e.run_id));
+    const res = await call(`/runs/${e.run_id}`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual(e);
+    expect(await targetLog(key)).toHaveLength(3);
+  });
+});
+
+describe("retention alarm", () => {
+  it("arms the alarm of a finished run at finished_at + RUN_RETENTION_S", async () => {
+    const e = await run("rel-open", {});
+    const alarm = await runInDurableObject(runStub(e.run_id), (_o, state) => state.storage.getAlarm());
+    expect(alarm).toBe(Date.parse(e.finished_at) + RETENTION_MS);
+  });
+
+  it("does not delete a finished run when the alarm runs before expiry, and re-arms it", async () => {
+    const e = await run("rel-open", { a: 1 });
+    expect(await runDurableObjectAlarm(runStub(e.run_id))).toBe(true);
+    const res = await call(`/runs/${e.run_id}`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { output: unknown }).output).toEqual({ result: 1 });
+    const alarm = await runInDurableObject(runStub(e.run_id), (_o, state) => state.storage.getAlarm());
+    expect(alarm).toBe(Date.parse(e.finished_at) + RETENTION_MS);
+  });
+
+  it("deletes the run's storage when the alarm runs after expiry: the run is then not found", async () => {
+    const e = await run("rel-open", {});
+    const expired = new Date(Date.now() - RETENTION_MS - 60_000).toISOString();
+    await runInDurableObject(runStub(e.run_id), (_o, state) => {
+      const row = state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run WHERE id = 1").one();
+      const doc = JSON.parse(row.doc) as Record<string, unknown>;
+      doc.created_at = expired;
+      doc.finished_at = expired;
+      state.storage.sql.exec("UPDATE run SET doc = ? WHERE id = 1", JSON.stringify(doc));
+    });
+    // A fresh incarnation reads the moved-back time from storage, as after a real week asleep.
+    await evictDurableObject(runStub(e.run_id));
+    expect(await runDurableObjectAlarm(runStub(e.run_id))).toBe(true);
+    const res = await call(`/runs/${e.run_id}`);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { code: string }).code).toBe("run_not_found");
+    const left = await runInDurableObject(runStub(e.run_id), (_o, state) =>
+      state.storage.sql
+        .exec<{ name: string }>(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('run', 'step')",
+        )
+        .toArray()
+        .map((t) => state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${t.name}`).one().n),
+    );
+    expect(left.every((n) => n === 0)).toBe(true);
+  });
+});
