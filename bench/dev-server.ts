@@ -1,0 +1,119 @@
+/**
+ * Starts and stops the local workerd the bench measures. The bench Worker is bundled by
+ * `wrangler deploy --dry-run` from bench/wrangler.bench.toml (so the alias, the entry and the
+ * bindings are what the config says), then served by Miniflare (workerd plus the glue `wrangler
+ * dev` uses) on a free port of 127.0.0.1, with Durable Object and Workflows storage on disk.
+ *
+ * Why not `wrangler dev` itself: it puts a proxy Worker in a second workerd in front of yours,
+ * which adds about 4 ms to every request on a small machine, the same for all three contenders,
+ * and would hide the differences the bench is for. Wrangler's network calls (update check,
+ * `Request.cf`, telemetry) are off: the bench talks to 127.0.0.1 only.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdirSync, rmSync } from "node:fs";
+import { basename, join } from "node:path";
+
+export const ROOT = new URL("..", import.meta.url).pathname;
+const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
+export const COMPATIBILITY_DATE = "2026-10-20";
+
+/** Environment for every wrangler call of the bench: quiet, offline, non-interactive. */
+export const WRANGLER_ENV = {
+  ...process.env,
+  CI: "true",
+  WRANGLER_SEND_METRICS: "false",
+  WRANGLER_SEND_ERROR_REPORTS: "false",
+  WRANGLER_HIDE_BANNER: "true",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  NO_COLOR: "1",
+};
+
+/** Runs wrangler with Node 22 (process.execPath under `npm run`), waits for it, returns output. */
+export function runWrangler(args: string[], cwd = ROOT): { status: number; output: string } {
+  const r = spawnSync(process.execPath, [WRANGLER, ...args], { cwd, env: WRANGLER_ENV, encoding: "utf8" });
+  return { status: r.status ?? 1, output: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+}
+
+/** `wrangler deploy --dry-run`: the deployable script of `config`, written under `outdir`. */
+export function bundleWorker(
+  config: string,
+  outdir: string,
+  main: string,
+): { scriptPath: string; output: string } {
+  rmSync(outdir, { recursive: true, force: true });
+  mkdirSync(outdir, { recursive: true });
+  const r = runWrangler(["deploy", "--dry-run", "--outdir", outdir, "-c", config]);
+  if (r.status !== 0) throw new Error(`wrangler deploy --dry-run -c ${config} failed:\n${r.output}`);
+  return { scriptPath: join(outdir, basename(main).replace(/\.ts$/, ".js")), output: r.output };
+}
+
+export interface MiniflareLike {
+  ready: Promise<URL>;
+  dispatchFetch(url: string): Promise<{ status: number; text(): Promise<string> }>;
+  dispose(): Promise<void>;
+}
+
+interface MiniflareModule {
+  Miniflare: new (opts: unknown) => MiniflareLike;
+  convertV4MiniflareOptions(opts: Record<string, unknown>): unknown;
+}
+
+/** A Miniflare (comes with wrangler) on 127.0.0.1, port 0, no `Request.cf` fetch. */
+export async function newMiniflare(worker: Record<string, unknown>): Promise<MiniflareLike> {
+  const mod = (await import("miniflare")) as unknown as MiniflareModule;
+  return new mod.Miniflare(
+    // The familiar (v4) option shape, converted to what this Miniflare takes.
+    mod.convertV4MiniflareOptions({
+      host: "127.0.0.1",
+      port: 0,
+      cf: false,
+      compatibilityDate: COMPATIBILITY_DATE,
+      compatibilityFlags: ["nodejs_compat"],
+      modules: true,
+      ...worker,
+    }),
+  );
+}
+
+export interface BenchServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The bench Worker (bench/entry.ts, bundled) with the bindings of bench/wrangler.bench.toml. */
+export async function startBenchServer(tmp: string): Promise<BenchServer> {
+  const { scriptPath } = bundleWorker(
+    join(ROOT, "bench/wrangler.bench.toml"),
+    join(tmp, "bench-out"),
+    "entry.ts",
+  );
+  const persist = join(tmp, "state");
+  rmSync(persist, { recursive: true, force: true });
+  const mf = await newMiniflare({
+    scriptPath,
+    resourcePersistencePath: persist,
+    durableObjects: {
+      RUNS: { className: "CountingRunObject", useSQLite: true },
+      RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
+      BARE_RUNS: { className: "BareRunObject", useSQLite: true },
+    },
+    workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
+    bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "false" },
+  });
+  let url: URL;
+  try {
+    url = await mf.ready;
+  } catch (err) {
+    await mf.dispose();
+    throw err;
+  }
+  let stopped = false;
+  return {
+    url: url.origin,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await mf.dispose();
+    },
+  };
+}

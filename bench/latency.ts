@@ -1,0 +1,116 @@
+/**
+ * Client side of the bench: the three ways to run an N-step pipeline over HTTP on the bench
+ * Worker, each checked for the right answer (a fast wrong answer must not count), and the
+ * samplers that time them from Node with `performance.now()` (sequential for latency, a fixed
+ * number of concurrent clients for throughput).
+ */
+import { BENCH_PARAMS, pipelineName } from "./pipelines.ts";
+
+export type Runner = () => Promise<void>;
+
+const BODY = JSON.stringify(BENCH_PARAMS);
+
+interface ItemsOutput {
+  result?: Array<{ n?: unknown }>;
+}
+
+function checkItems(output: ItemsOutput | null | undefined, steps: number, what: string): void {
+  const items = output?.result;
+  if (
+    !Array.isArray(items) ||
+    items.length !== BENCH_PARAMS.items.length ||
+    items.some((i) => i.n !== steps)
+  ) {
+    throw new Error(`${what}: wrong output ${JSON.stringify(output)}`);
+  }
+}
+
+/** Ours: `POST /invoke/bench-N` with `Prefer: wait=30`; the run must come back complete. */
+export function oursRunner(base: string, steps: number, onRun?: (runId: string) => void): Runner {
+  const url = `${base}/invoke/${pipelineName(steps)}`;
+  return async () => {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", prefer: "wait=30" },
+      body: BODY,
+    });
+    const env = (await res.json()) as { status?: string; run_id?: string; output?: ItemsOutput };
+    if (res.status !== 200 || env.status !== "complete") {
+      throw new Error(`ours ${steps} steps: HTTP ${res.status} ${JSON.stringify(env).slice(0, 300)}`);
+    }
+    checkItems(env.output, steps, `ours ${steps} steps`);
+    if (onRun && env.run_id) onRun(env.run_id);
+  };
+}
+
+/** The bare Durable Object baseline or Cloudflare Workflows, through the bench routes. */
+export function baselineRunner(base: string, kind: "bare" | "workflows", steps: number): Runner {
+  const url = `${base}/bench/${kind}?steps=${steps}`;
+  return async () => {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: BODY,
+    });
+    const out = (await res.json()) as ItemsOutput & { output?: ItemsOutput };
+    if (res.status !== 200)
+      throw new Error(`${kind} ${steps} steps: HTTP ${res.status} ${JSON.stringify(out)}`);
+    checkItems(kind === "workflows" ? out.output : out, steps, `${kind} ${steps} steps`);
+  };
+}
+
+export interface Samples {
+  ms: number[];
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+/** Nearest-rank percentile of sorted samples. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] ?? Number.NaN;
+}
+
+export function summarize(ms: number[]): Samples {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const mean = ms.reduce((a, b) => a + b, 0) / Math.max(1, ms.length);
+  return { ms: sorted, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
+}
+
+/** `warmup` untimed runs, then `n` timed runs one after the other. */
+export async function sequential(run: Runner, warmup: number, n: number): Promise<Samples> {
+  for (let i = 0; i < warmup; i++) await run();
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await run();
+    ms.push(performance.now() - t0);
+  }
+  return summarize(ms);
+}
+
+export interface Throughput {
+  runsPerSecond: number;
+  runs: number;
+  seconds: number;
+  latency: Samples;
+}
+
+/** `concurrency` clients, each starting its next run when the last one answers, for `seconds`. */
+export async function concurrent(run: Runner, concurrency: number, seconds: number): Promise<Throughput> {
+  const ms: number[] = [];
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  const client = async () => {
+    while (performance.now() < end) {
+      const s = performance.now();
+      await run();
+      ms.push(performance.now() - s);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, client));
+  const elapsed = (performance.now() - t0) / 1000;
+  return { runsPerSecond: ms.length / elapsed, runs: ms.length, seconds: elapsed, latency: summarize(ms) };
+}

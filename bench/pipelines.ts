@@ -1,0 +1,74 @@
+/**
+ * The workflows the bench runs, written as YAML and compiled with our own compiler, so the bench
+ * measures exactly what `npm run build` would ship. A pipeline of N transform steps: each step
+ * reads the previous step's result and bumps a counter on every item, the same work the two
+ * baselines in bench/entry.ts do by hand.
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Bundle } from "../src/bundle.ts";
+import { compileProject } from "../src/compiler/index.ts";
+
+export const PIPELINE_SIZES = [1, 10, 50] as const;
+
+export function pipelineName(steps: number): string {
+  return `bench-${steps}`;
+}
+
+/** The invoke body every run gets: three order lines. */
+export const BENCH_PARAMS = {
+  items: [
+    { id: "a-100", n: 0 },
+    { id: "b-200", n: 0 },
+    { id: "c-300", n: 0 },
+  ],
+};
+
+export function pipelineYaml(steps: number): string {
+  const lines = [
+    "kind: workflow",
+    `name: ${pipelineName(steps)}`,
+    "version: 1.0.0",
+    `description: ${steps} transform steps in a chain (npm run bench).`,
+    "params:",
+    "  schema:",
+    "    type: object",
+    "    required: [items]",
+    "    properties:",
+    "      items:",
+    "        type: array",
+    "        items:",
+    "          type: object",
+    "          required: [id, n]",
+    "          properties: { id: { type: string }, n: { type: integer } }",
+    "pipeline:",
+  ];
+  for (let i = 1; i <= steps; i++) {
+    const from = i === 1 ? "{{ params.items }}" : `{{ step.s${i - 1}.result }}`;
+    lines.push(
+      `  - id: s${i}`,
+      "    transform:",
+      `      inputs: [{ from: "${from}" }]`,
+      "      ops:",
+      '        - map: { expr: "{id: id, n: n + `1`}" }',
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** Writes the bench pipelines into `dir/workflows`, compiles them, writes `dir/bundle.json`. */
+export function buildBenchBundle(dir: string): { bundlePath: string; bundle: Bundle } {
+  const wfDir = join(dir, "workflows");
+  rmSync(wfDir, { recursive: true, force: true });
+  mkdirSync(wfDir, { recursive: true });
+  for (const n of PIPELINE_SIZES)
+    writeFileSync(join(wfDir, `${pipelineName(n)}.workflow.yaml`), pipelineYaml(n));
+  const result = compileProject(wfDir);
+  const errors = result.diagnostics.filter((d) => d.severity === "error");
+  if (!result.bundle || errors.length > 0) {
+    throw new Error(`bench workflows do not compile:\n${errors.map((d) => d.text).join("\n")}`);
+  }
+  const bundlePath = join(dir, "bundle.json");
+  writeFileSync(bundlePath, JSON.stringify(result.bundle));
+  return { bundlePath, bundle: result.bundle };
+}
