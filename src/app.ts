@@ -8,6 +8,7 @@
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, Json, JsonObject } from "./bundle.ts";
+import { createMasker } from "./engine/mask.ts";
 import { validateJson } from "./engine/schema.ts";
 import { requireAuth } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
@@ -36,13 +37,15 @@ app.post("/invoke/:name", async (c) => {
   await requireAuth(wf.auth, c.req.raw.headers, env);
 
   const params = await readParams(c.req.raw);
+  const secrets = collectSecrets(bundle, wf, env);
   const violations = validateJson(wf.paramsSchema, params);
   if (violations.length > 0) {
+    // Paths and messages quote the caller's property names, which may hold a secret value.
+    const masker = createMasker(secrets.values);
     throw new HttpProblem("invalid_params", `the body does not match ${wf.name}'s params.schema`, {
-      errors: violations,
+      errors: violations.map((v) => ({ path: masker.maskText(v.path), message: masker.maskText(v.message) })),
     });
   }
-  const secrets = collectSecrets(bundle, wf, env);
   if (secrets.tooShort.length > 0) {
     throw new HttpProblem(
       "server_misconfigured",
