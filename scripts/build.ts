@@ -29,7 +29,10 @@ if (!result.bundle) {
 }
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify(result.bundle, null, 2)}\n`);
-writeFileSync(resolve(dirname(out), "openapi.json"), `${JSON.stringify(buildOpenApi(result.bundle), null, 2)}\n`);
+writeFileSync(
+  resolve(dirname(out), "openapi.json"),
+  `${JSON.stringify(buildOpenApi(result.bundle), null, 2)}\n`,
+);
 const { workflows, steps, agents, ms } = result.stats;
 const rel = relative(process.cwd(), out);
 const shown = rel === "" || rel.startsWith("..") ? out : rel;
