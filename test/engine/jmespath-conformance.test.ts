@@ -1,6 +1,6 @@
 /**
  * Every `condition`, transform `expr` and `{{ }}` is JMESPath, so workflow authors rely on the
- * reference behaviour. This runs the official compliance suite (../shared/conformance/jmespath,
+ * reference behaviour. This runs the official compliance suite (test/conformance/jmespath, a copy of ../shared/conformance/jmespath,
  * read at test time) through `evaluate`, the path workflows use: each case with a `result`
  * must give it, each case with a run-time `error` must fail the step with expression_error.
  * Syntax-error cases belong to the compiler, which rejects them at build time.
@@ -12,7 +12,7 @@ import type { Json } from "../../src/bundle.ts";
 import { evaluate } from "../../src/engine/expressions.ts";
 import { StepError } from "../../src/engine/types.ts";
 
-const SUITE_DIR = fileURLToPath(new URL("../../../shared/conformance/jmespath/", import.meta.url));
+const SUITE_DIR = fileURLToPath(new URL("../conformance/jmespath/", import.meta.url));
 
 interface Case {
   expression: string;
