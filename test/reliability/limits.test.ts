@@ -1,6 +1,6 @@
 /**
  * The runtime limits of SPEC section 4, each enforced with a clear error: invoke body 1 MiB
- * (413 payload_too_large), 6 outbound requests in flight per run (more wait their turn), step
+ * (413 payload_too_large) and 128 levels of nesting (400 invalid_json), 6 outbound requests in flight per run (more wait their turn), step
  * output 1 MiB (output_too_large). The compile-time limits (200 steps, sub-workflow depth 8)
  * are in test/reliability/compiler/limits.test.ts.
  */
@@ -48,6 +48,27 @@ describe("invoke body: 1 MiB", () => {
     });
     expect(res.status).toBe(413);
     expect(((await res.json()) as { code: string }).code).toBe("payload_too_large");
+  });
+});
+
+describe("invoke body: 128 levels of nesting", () => {
+  const nested = (depth: number) => `{"a":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
+
+  it("accepts params nested 128 levels deep and records them", async () => {
+    const e = await run("rel-copy-params", nested(128));
+    expect(e.status).toBe("complete");
+    expect(JSON.stringify(e.params)).toBe(nested(128));
+  });
+
+  it("refuses 129 levels with 400 invalid_json (a deep body cannot exhaust the stack)", async () => {
+    const res = await invoke("rel-open", nested(129));
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe("invalid_json");
+  });
+
+  it("counts only brackets outside strings", async () => {
+    const res = await invoke("rel-open", { text: "[".repeat(10_000) });
+    expect(res.status).toBe(202);
   });
 });
 
