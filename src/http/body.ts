@@ -1,11 +1,14 @@
 /**
  * Reads an invoke body: at most 1 MiB (checked on the declared length and again while reading,
- * so a lying or chunked request cannot get past it), empty = `{}`, otherwise a JSON object.
+ * so a lying or chunked request cannot get past it), at most MAX_JSON_DEPTH levels of nesting
+ * (everything downstream — hashing, masking, schema validation, storage — walks the params
+ * recursively, and 1 MiB of `[` is 1 million levels), empty = `{}`, otherwise a JSON object.
  */
 import type { JsonObject } from "../bundle.ts";
 import { HttpProblem } from "./problem.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+export const MAX_JSON_DEPTH = 128;
 
 export async function readParams(req: Request): Promise<JsonObject> {
   const declared = Number(req.headers.get("content-length") ?? "0");
@@ -38,6 +41,12 @@ export async function readParams(req: Request): Promise<JsonObject> {
     throw new HttpProblem("invalid_json", "the body is not valid UTF-8");
   }
   if (text.trim() === "") return {};
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new HttpProblem(
+      "invalid_json",
+      `the body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -49,6 +58,27 @@ export async function readParams(req: Request): Promise<JsonObject> {
     throw new HttpProblem("invalid_json", "the body must be a JSON object (the workflow's params)");
   }
   return value as JsonObject;
+}
+
+/** Bracket depth outside strings; a linear scan that stops as soon as `max` is passed. */
+function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
 }
 
 function tooLarge(): HttpProblem {
