@@ -90,7 +90,9 @@ app.post("/invoke/:name", async (c) => {
     );
   }
   const location = `/runs/${result.runId}`;
-  if (result.envelope) {
+  // Without a requested wait the answer is 202 even for a run that has already finished (a
+  // replayed Idempotency-Key), as SPEC's "answers as an invoke of that run would".
+  if (result.envelope && waitS > 0) {
     return c.json(result.envelope, 200, { location, "preference-applied": `wait=${waitS}` });
   }
   return c.json({ run_id: result.runId, status: "accepted" }, 202, { location });
