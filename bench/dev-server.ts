@@ -11,6 +11,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { basename, join } from "node:path";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
@@ -47,6 +48,18 @@ export function bundleWorker(
   return { scriptPath: join(outdir, basename(main).replace(/\.ts$/, ".js")), output: r.output };
 }
 
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 export interface MiniflareLike {
   ready: Promise<URL>;
   dispatchFetch(url: string): Promise<{ status: number; text(): Promise<string> }>;
@@ -77,6 +90,9 @@ export async function newMiniflare(worker: Record<string, unknown>): Promise<Min
 
 export interface BenchServer {
   url: string;
+  /** workerd's DevTools inspector on 127.0.0.1, for the CPU profile. */
+  inspectorPort: number;
+  scriptPath: string;
   stop(): Promise<void>;
 }
 
@@ -89,7 +105,9 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
   );
   const persist = join(tmp, "state");
   rmSync(persist, { recursive: true, force: true });
+  const inspectorPort = await freePort();
   const mf = await newMiniflare({
+    inspectorPort,
     scriptPath,
     resourcePersistencePath: persist,
     durableObjects: {
@@ -110,6 +128,8 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
   let stopped = false;
   return {
     url: url.origin,
+    inspectorPort,
+    scriptPath,
     stop: async () => {
       if (stopped) return;
       stopped = true;

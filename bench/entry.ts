@@ -51,12 +51,18 @@ function countWrites(ctx: DurableObjectState): WriteCount {
   const count: WriteCount = { rows: 0, alarms: 0, byStatement: {} };
   const sql = ctx.storage.sql;
   const exec = sql.exec.bind(sql);
+  // Statement keys are computed once per query text: the counter must cost next to nothing.
+  const keys = new Map<string, string>();
   sql.exec = ((query: string, ...bindings: unknown[]) => {
     const cursor = exec(query, ...bindings);
     const written = cursor.rowsWritten;
     if (written > 0) {
       count.rows += written;
-      const key = query.replace(/\s+/g, " ").slice(0, 40);
+      let key = keys.get(query);
+      if (key === undefined) {
+        key = query.replace(/\s+/g, " ").slice(0, 40);
+        keys.set(query, key);
+      }
       count.byStatement[key] = (count.byStatement[key] ?? 0) + written;
     }
     return cursor;

@@ -1,8 +1,8 @@
 /**
  * Client side of the bench: the three ways to run an N-step pipeline over HTTP on the bench
  * Worker, each checked for the right answer (a fast wrong answer must not count), and the
- * samplers that time them from Node with `performance.now()` (sequential for latency, a fixed
- * number of concurrent clients for throughput).
+ * samplers that time them from Node with `performance.now()` (one at a time, interleaved across
+ * contenders, for latency; a fixed number of concurrent clients for throughput).
  */
 import { BENCH_PARAMS, pipelineName } from "./pipelines.ts";
 
@@ -79,16 +79,26 @@ export function summarize(ms: number[]): Samples {
   return { ms: sorted, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
 }
 
-/** `warmup` untimed runs, then `n` timed runs one after the other. */
-export async function sequential(run: Runner, warmup: number, n: number): Promise<Samples> {
-  for (let i = 0; i < warmup; i++) await run();
-  const ms: number[] = [];
+/**
+ * Round-robin over `runners`: every round runs each once (starting one further each round), so
+ * drift on a shared machine lands on all of them alike and their ratios stay honest.
+ */
+export async function interleaved(
+  runners: ReadonlyArray<readonly [string, Runner]>,
+  warmup: number,
+  n: number,
+): Promise<Map<string, Samples>> {
+  for (let i = 0; i < warmup; i++) for (const [, run] of runners) await run();
+  const ms = new Map<string, number[]>(runners.map(([k]) => [k, []]));
   for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await run();
-    ms.push(performance.now() - t0);
+    for (let j = 0; j < runners.length; j++) {
+      const [key, run] = runners[(i + j) % runners.length] as readonly [string, Runner];
+      const t0 = performance.now();
+      await run();
+      ms.get(key)?.push(performance.now() - t0);
+    }
   }
-  return summarize(ms);
+  return new Map([...ms].map(([k, v]) => [k, summarize(v)]));
 }
 
 export interface Throughput {

@@ -11,6 +11,7 @@ import type { BundleSize, Startup } from "./bundle-size.ts";
 import { ROOT } from "./dev-server.ts";
 import type { EngineProfile } from "./engine-profile.ts";
 import type { Samples, Throughput } from "./latency.ts";
+import type { WorkerdProfile } from "./workerd-profile.ts";
 
 export interface WriteCounts {
   rows: number;
@@ -38,6 +39,8 @@ export interface Results {
     workflows: Record<number, Samples>;
   };
   throughput: { ours: Throughput; bare: Throughput; workflows: Throughput };
+  /** CPU profiles inside workerd: ours, then the bare baseline. */
+  workerd: WorkerdProfile[];
   writes: Record<number, WriteCounts>;
   bareWrites: Record<number, WriteCounts>;
   /** RunIndex rows written by one run (the difference around it). */
@@ -263,25 +266,48 @@ function findings(r: Results, d: Derived): string[] {
   const stepInserts = Object.entries(w10?.byStatement ?? {}).find(([s]) => /into step/i.test(s))?.[1] ?? 0;
   if (!d.rowsOk && stepInserts >= 2 * 10) {
     out.push(
-      `Storage rows: each step record costs ${stepInserts / 10} rows, not 1. The \`step\` table is \`(path TEXT PRIMARY KEY, doc TEXT)\`; a TEXT primary key on a rowid table is a separate index b-tree (\`sqlite_autoindex_step_1\`), and SQLite counts the index entry as a row written (Durable Objects bill it too). Fix in src/run/run-object.ts, constructor: \`CREATE TABLE IF NOT EXISTS step (path TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID\` — one b-tree, one row per step. Existing objects keep their old table (CREATE … IF NOT EXISTS) and keep working.`,
+      `Storage rows: each step record costs ${stepInserts / 10} rows, not 1. A TEXT primary key on a rowid table is a separate index b-tree (\`sqlite_autoindex_step_1\`) and its entry counts as a row written (Durable Objects bill it too). Fix: \`CREATE TABLE … step (path TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID\` in src/run/run-object.ts.`,
+    );
+  } else if (d.rowsOk) {
+    out.push(
+      "Storage rows: one row per finished step (the `step` table is WITHOUT ROWID, so no separate index entry) plus the run document written at start and at the end: steps + 2. The schema rows come once per run object, because every run is its own object; the bare baseline pays them too. Each run also sets its alarm twice (deadline at start, retention at the end).",
     );
   }
-  if (d.rowsOk) {
+  const [ours, bare] = r.workerd;
+  if (ours && bare) {
+    const call = (p: WorkerdProfile) =>
+      p.lines.find((l) => /stub\.(start|run)\(/.test(l.where))?.msPerRun ?? 0;
     out.push(
-      "Storage rows: one row per finished step plus the run document written at start and at the end (steps + 2). The schema rows are written once per run object, because every run is its own object; the bare baseline pays the same.",
+      `Where a run's time goes inside workerd (CPU profile, 10 steps): ours keeps the isolate busy ${ms(ours.busyMsPerRun)} ms per run, the bare baseline ${ms(bare.busyMsPerRun)} ms. In both, most of it is on the line that makes the first call to a brand-new Durable Object (${ms(call(ours))} ms ours, ${ms(call(bare))} ms bare): creating the object and its SQLite database, which local workerd does on disk. Our engine and shell (src/engine, src/run, hono) are a small part; see the profile below.`,
     );
   }
   if (d.ratioToBare > MAX_RATIO_TO_BARE) {
     out.push(
-      `Latency vs bare DO: ${d.ratioToBare.toFixed(2)}x. The bare baseline does nothing but 10 INSERTs inside one RPC; ours also routes through Hono, validates params.schema, hashes the body, ships the pinned definition to the object, writes the run document twice, sets two alarms, builds and masks the envelope and serializes it back. Per-run fixed cost is what separates them (compare the 1-step rows), not per-step cost.`,
+      `Latency vs bare DO is ${d.ratioToBare.toFixed(2)}x, over the target. The gap is a per-run fixed cost (compare the 1-step rows), not a per-step one: ours also routes through Hono, validates params.schema, hashes the body, ships the pinned definition to the object, writes the run document (definition included) twice, sets two alarms, and builds, masks and serializes the envelope.`,
+    );
+  }
+  if (d.speedupOverWorkflows < MIN_SPEEDUP_OVER_WORKFLOWS) {
+    out.push(
+      `Workflows is ${d.speedupOverWorkflows.toFixed(1)}x slower than ours, under the 4x target. Locally both pay the same dominant cost, a new Durable Object with a new SQLite file per run (Workflows: per instance), which compresses the ratio: ours minus the bare floor is ${ms((r.latency.ours[10]?.p50 ?? 0) - (r.latency.bare[10]?.p50 ?? 0))} ms, Workflows minus the floor is ${ms((r.latency.workflows[10]?.p50 ?? 0) - (r.latency.bare[10]?.p50 ?? 0))} ms. The status polling every 1 ms adds at most 1 ms to Workflows.`,
     );
   }
   if (d.engineBeyondStorageUs >= MAX_ENGINE_US_PER_STEP) {
     out.push(
-      `Per-step engine overhead ${us(d.engineBeyondStorageUs)} is over target. In Node without storage the engine costs ${us(r.engine.usPerStep)} per step, so the rest is workerd-side: per-step JSON serialization of the record, the step row's index write, and envelope size growing with the step count.`,
+      `Per-step overhead beyond storage is ${us(d.engineBeyondStorageUs)}, over target. The engine alone costs ${us(r.engine.usPerStep)} per step in Node, so the rest is workerd-side: serializing each step record (with its metadata) for its INSERT, larger rows than the bare baseline's, and an envelope that grows with the step count. With few samples the slope is noisy (it is a difference of two p50s divided by 49); trust a full run.`,
     );
   }
   return out;
+}
+
+function profileNote(p: WorkerdProfile): string {
+  const mods = p.modules.map((m) => `${m.where} ${ms(m.msPerRun)} ms`).join(", ");
+  const lines = p.lines.map(
+    (l) => `  - ${ms(l.msPerRun)} ms (${(l.share * 100).toFixed(0)}%) \`${l.where}\``,
+  );
+  return [
+    `- ${p.label}, ${p.runs} runs, ${ms(p.busyMsPerRun)} ms busy per run. By module: ${mods}.`,
+    ...lines,
+  ].join("\n");
 }
 
 export function renderResults(r: Results): { table: string; markdown: string } {
@@ -297,16 +323,18 @@ Produced by \`npm run bench\` (scripts/bench.ts); this file is rewritten on ever
 ## How to run and read it
 
 \`npm run bench\` (about 2 minutes; \`npm run bench -- --quick\` for a smoke run) compiles three
-transform pipelines of 1, 10 and 50 steps (bench/pipelines.ts) with our compiler and starts one
-\`wrangler dev\` with bench/wrangler.bench.toml, whose entry (bench/entry.ts) holds **ours** (the real
+transform pipelines of 1, 10 and 50 steps (bench/pipelines.ts) with our compiler and bundles
+bench/wrangler.bench.toml with \`wrangler deploy --dry-run\`; one local workerd (Miniflare, the
+engine of \`wrangler dev\`, without its extra proxy hop; storage on disk in bench/tmp/state) serves
+that Worker, whose entry (bench/entry.ts) holds **ours** (the real
 app and RunObject), the **bare DO** baseline (one Durable Object per run doing the same transforms
 and one INSERT per step, nothing else: the floor of this architecture) and **Workflows** (a
 Cloudflare \`WorkflowEntrypoint\` with one \`step.do\` per step, started with \`create()\` and polled
 with \`status()\` every ${1} ms until complete). All three do the same work on the same payload and
 every answer is checked.
 
-- *invoke latency*: wall time of one HTTP request from Node, sequential, ${r.samples} samples after warm-up.
-  Ours is \`POST /invoke/bench-N\` with \`Prefer: wait=30\` (answered with the finished envelope).
+- *invoke latency*: wall time of one HTTP request from Node, one at a time, ${r.samples} samples per
+  series after warm-up; the seven series are interleaved round-robin so drift hits all alike. Ours is \`POST /invoke/bench-N\` with \`Prefer: wait=30\` (answered with the finished envelope).
 - *throughput*: ${r.concurrency} clients in a loop for a few seconds; completed runs per second, and the
   p50 latency under that load.
 - *cost per extra step*: the slope between the 1- and 50-step p50s; *engine overhead beyond
@@ -341,6 +369,11 @@ ${writesNote("ours, 10 steps", r.writes[10])}
 ${writesNote("ours, 50 steps", r.writes[50])}
 ${writesNote("bare DO, 10 steps", r.bareWrites[10])}
 ${writesNote("RunIndex (per-workflow listing, off the response path), one 10-step run", r.indexWrites[10])}
+
+CPU profile inside workerd (bench/workerd-profile.ts, over the inspector; self time per run, by
+source line of the bundled Worker or native function; \`exec\` is SQLite):
+
+${r.workerd.map(profileNote).join("\n")}
 
 Bundle: ${kib(r.bundle.scriptBytes)} script (${r.bundle.wranglerSays}); the compiled bundle.json of
 ${r.bundle.workflows} workflows is ${kib(r.bundle.bundleJsonBytes)} before bundling.

@@ -14,9 +14,10 @@ import { join } from "node:path";
 import { measureBundleSize, measureStartup } from "../bench/bundle-size.ts";
 import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts";
 import { profileEngine } from "../bench/engine-profile.ts";
-import { baselineRunner, concurrent, oursRunner, sequential } from "../bench/latency.ts";
+import { baselineRunner, concurrent, interleaved, oursRunner, type Runner } from "../bench/latency.ts";
 import { BENCH_PARAMS, buildBenchBundle, PIPELINE_SIZES, pipelineName } from "../bench/pipelines.ts";
 import { diffWrites, machineInfo, type Results, renderResults, type WriteCounts } from "../bench/report.ts";
+import { profileWorkerd } from "../bench/workerd-profile.ts";
 
 const quick = process.argv.includes("--quick");
 const SAMPLES = quick ? 30 : 200;
@@ -48,15 +49,20 @@ async function main(): Promise<void> {
   let results: Omit<Results, "bundle" | "startup" | "engine" | "machine" | "totalS" | "quick">;
   try {
     const base = server.url;
-    const latency: Results["latency"] = { ours: {}, bare: {}, workflows: {} };
+    const runners: Array<readonly [string, Runner]> = [];
     for (const n of PIPELINE_SIZES) {
-      log(`latency: ours, ${n} steps (${SAMPLES} sequential runs)`);
-      latency.ours[n] = await sequential(oursRunner(base, n), WARMUP, SAMPLES);
-      log(`latency: bare Durable Object, ${n} steps`);
-      latency.bare[n] = await sequential(baselineRunner(base, "bare", n), WARMUP, SAMPLES);
+      runners.push([`ours/${n}`, oursRunner(base, n)], [`bare/${n}`, baselineRunner(base, "bare", n)]);
     }
-    log("latency: Cloudflare Workflows, 10 steps");
-    latency.workflows[10] = await sequential(baselineRunner(base, "workflows", 10), WARMUP, SAMPLES);
+    runners.push(["workflows/10", baselineRunner(base, "workflows", 10)]);
+    log(
+      `latency: ${runners.length} series interleaved, ${SAMPLES} sequential runs each after ${WARMUP} warm-up`,
+    );
+    const samples = await interleaved(runners, WARMUP, SAMPLES);
+    const latency: Results["latency"] = { ours: {}, bare: {}, workflows: {} };
+    for (const [key, s] of samples) {
+      const [kind, n] = key.split("/") as ["ours" | "bare" | "workflows", string];
+      latency[kind][Number(n)] = s;
+    }
 
     log(`throughput: ${CONCURRENCY} concurrent clients, ${THROUGHPUT_S} s each`);
     const throughput = {
@@ -86,8 +92,34 @@ async function main(): Promise<void> {
       });
       bareWrites[n] = ((await res.json()) as { writes: WriteCounts }).writes;
     }
+    log("profile: workerd CPU profile over its inspector (ours 10 and 50 steps, bare DO 10 steps)");
+    const profileRuns = quick ? 50 : 200;
+    const workerd = [
+      await profileWorkerd(
+        "ours, 10 steps",
+        server.inspectorPort,
+        server.scriptPath,
+        oursRunner(base, 10),
+        profileRuns,
+      ),
+      await profileWorkerd(
+        "bare DO, 10 steps",
+        server.inspectorPort,
+        server.scriptPath,
+        baselineRunner(base, "bare", 10),
+        profileRuns,
+      ),
+      await profileWorkerd(
+        "ours, 50 steps",
+        server.inspectorPort,
+        server.scriptPath,
+        oursRunner(base, 50),
+        profileRuns,
+      ),
+    ];
     results = {
       latency,
+      workerd,
       throughput,
       writes,
       bareWrites,
