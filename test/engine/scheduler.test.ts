@@ -3,12 +3,13 @@
  * propagation, resume from restored records, sub-workflows and masking of recorded values.
  */
 import { describe, expect, it } from "vitest";
-import type { Bundle, CompiledStep, CompiledWorkflow, Json, Template } from "../../src/bundle.ts";
+import type { CompiledStep, CompiledWorkflow, Json, Template } from "../../src/bundle.ts";
 import { createLedger } from "../../src/engine/budget.ts";
 import { createMasker } from "../../src/engine/mask.ts";
 import { type Executors, RunAbort, type RunHost, runPipeline } from "../../src/engine/scheduler.ts";
 import { StepError, type StepRecord } from "../../src/engine/types.ts";
 import { executeTransform } from "../../src/steps/transform.ts";
+import { testBundle, testWorkflow } from "../support/compiled.ts";
 
 const lit = (v: Json): Template => ({ t: "lit", v });
 
@@ -34,19 +35,7 @@ function workflow(
   steps: CompiledStep[],
   extra: Partial<CompiledWorkflow> = {},
 ): CompiledWorkflow {
-  return {
-    key,
-    name: key,
-    version: null,
-    description: null,
-    visibility: "root",
-    paramsSchema: { type: "object" },
-    env: [],
-    auth: null,
-    policy: { costBudgetUsd: null, timeoutS: 300, timeoutSet: false },
-    steps,
-    ...extra,
-  };
+  return testWorkflow({ key, name: key, steps, ...extra });
 }
 
 interface Harness {
@@ -69,14 +58,7 @@ function harness(
   const finished: string[] = [];
   const started: string[] = [];
   const calls: string[] = [];
-  const bundle: Bundle = {
-    format: 1,
-    hash: "test",
-    workflows: Object.fromEntries(workflows.map((w) => [w.key, w])),
-    invocable: {},
-    agents: {},
-    gateway: { env: [], providers: [], groups: [] },
-  };
+  const bundle = testBundle(workflows);
   const webhook: Executors["webhook"] = (s, ctx) =>
     new Promise((resolve, reject) => {
       calls.push(ctx.path);

@@ -12,7 +12,6 @@ import type {
   CompiledAgent,
   CompiledGroup,
   CompiledProvider,
-  CompiledWorkflow,
   Json,
   JsonSchema,
   Template,
@@ -20,6 +19,7 @@ import type {
 import { createLedger, type Ledger } from "../../src/engine/budget.ts";
 import { emptyMetrics, type StepContext, StepError } from "../../src/engine/types.ts";
 import { executeAgent } from "../../src/steps/agent.ts";
+import { testWorkflow } from "../support/compiled.ts";
 
 const MODEL_BASE_URL = (env as unknown as Record<string, string>).MODEL_BASE_URL;
 /** What the stub reports for every reply. */
@@ -123,18 +123,9 @@ function setup(s: Setup = {}) {
     agents: { [agent.key]: agent },
     gateway: { env: [{ name: "STUB_MODEL_KEY", secret: true }], providers, groups: [group] },
   };
-  const workflow: CompiledWorkflow = {
-    key: "test.workflow.yaml",
-    name: "test",
-    version: null,
-    description: null,
-    visibility: "root",
-    paramsSchema: { type: "object" },
-    env: [],
-    auth: null,
+  const workflow = testWorkflow({
     policy: { costBudgetUsd: s.budget ?? null, timeoutS: 60, timeoutSet: false },
-    steps: [],
-  };
+  });
   const step: AgentStep = {
     kind: "agent",
     id: "ask",

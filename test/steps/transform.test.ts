@@ -3,31 +3,13 @@
  * inputs, its dependencies, or params), the `{result}` output, and output.schema checks.
  */
 import { describe, expect, it } from "vitest";
-import type { Bundle, CompiledWorkflow, Json, JsonObject, TransformStep } from "../../src/bundle.ts";
+import type { Json, JsonObject, TransformStep } from "../../src/bundle.ts";
 import { emptyMetrics, type StepContext, StepError } from "../../src/engine/types.ts";
 import { executeTransform } from "../../src/steps/transform.ts";
+import { testBundle, testWorkflow } from "../support/compiled.ts";
 
-const workflow: CompiledWorkflow = {
-  key: "t.workflow.yaml",
-  name: "t",
-  version: null,
-  description: null,
-  visibility: "root",
-  paramsSchema: { type: "object" },
-  env: [],
-  auth: null,
-  policy: { costBudgetUsd: null, timeoutS: 300, timeoutSet: false },
-  steps: [],
-};
-
-const bundle: Bundle = {
-  format: 1,
-  hash: "test",
-  workflows: { [workflow.key]: workflow },
-  invocable: { t: workflow.key },
-  agents: {},
-  gateway: { env: [], providers: [], groups: [] },
-};
+const workflow = testWorkflow({ key: "t.workflow.yaml", name: "t" });
+const bundle = testBundle([workflow]);
 
 function context(scope: { params?: Json; step?: JsonObject }): StepContext {
   return {

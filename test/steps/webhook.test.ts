@@ -6,10 +6,11 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Bundle, CompiledWorkflow, Json, Template, WebhookStep } from "../../src/bundle.ts";
+import type { Json, Template, WebhookStep } from "../../src/bundle.ts";
 import { createMasker } from "../../src/engine/mask.ts";
 import { emptyMetrics, type StepContext, StepError } from "../../src/engine/types.ts";
 import { executeWebhook, importSigningKey, signStandardWebhook } from "../../src/steps/webhook.ts";
+import { testBundle, testWorkflow } from "../support/compiled.ts";
 
 const TARGET = (env as unknown as Record<string, string>).TARGET_URL as string;
 const SIGNING_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -25,27 +26,8 @@ interface Logged {
   time: number;
 }
 
-const workflow: CompiledWorkflow = {
-  key: "w.workflow.yaml",
-  name: "w",
-  version: null,
-  description: null,
-  visibility: "root",
-  paramsSchema: { type: "object" },
-  env: [],
-  auth: null,
-  policy: { costBudgetUsd: null, timeoutS: 300, timeoutSet: false },
-  steps: [],
-};
-
-const bundle: Bundle = {
-  format: 1,
-  hash: "test",
-  workflows: { [workflow.key]: workflow },
-  invocable: { w: workflow.key },
-  agents: {},
-  gateway: { env: [], providers: [], groups: [] },
-};
+const workflow = testWorkflow({ key: "w.workflow.yaml", name: "w" });
+const bundle = testBundle([workflow]);
 
 interface ContextOptions {
   params?: Json;
