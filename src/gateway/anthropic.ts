@@ -1,16 +1,7 @@
-/**
- * Providers of `type: anthropic`: the Messages API. POST `{base_url}/v1/messages` with
- * `x-api-key` and `anthropic-version`. The API has no JSON mode, so JSON output is asked for in
- * the system prompt (the agent step writes it) and the agent step tolerates fences around it.
- */
-import { retryHttp } from "../engine/retry.ts";
 import {
   type Completion,
-  httpFailure,
-  PROVIDER_ATTEMPT_TIMEOUT_MS,
-  PROVIDER_ATTEMPTS,
   type PrepareCall,
-  ProviderError,
+  postCompletion,
   resolveApiKey,
   resolveBaseUrl,
   tokenCount,
@@ -52,26 +43,12 @@ export const prepareAnthropic: PrepareCall = (model, req, provider, env) => {
   if (key !== null) headers["x-api-key"] = key;
   return {
     requestBytes: utf8Length(body),
-    async send(io) {
-      const res = await retryHttp(
-        (signal) => io.fetch(`${base}/v1/messages`, { method: "POST", headers, body, signal }),
-        {
-          attempts: PROVIDER_ATTEMPTS,
-          perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
-          deadline: io.deadline,
-          signal: io.signal,
-          onAttempt: io.onAttempt,
-        },
-      );
-      if (!res.ok) throw await httpFailure(provider, model, res);
-      let parsed: Completion | null = null;
-      try {
-        parsed = parseMessage(await res.json());
-      } catch {
-        parsed = null;
-      }
-      if (!parsed) throw new ProviderError(`${provider.name}/${model}: the reply is not a message`);
-      return parsed;
-    },
+    send: (io) =>
+      postCompletion(
+        io,
+        { provider, model, url: `${base}/v1/messages`, headers, body },
+        parseMessage,
+        "a message",
+      ),
   };
 };

@@ -7,15 +7,11 @@
  * the agent step validates the schema either way.
  */
 import type { CompiledProvider, JsonSchema } from "../bundle.ts";
-import { retryHttp } from "../engine/retry.ts";
 import {
   type Completion,
-  httpFailure,
   type ModelRequest,
-  PROVIDER_ATTEMPT_TIMEOUT_MS,
-  PROVIDER_ATTEMPTS,
   type PrepareCall,
-  ProviderError,
+  postCompletion,
   resolveApiKey,
   resolveBaseUrl,
   tokenCount,
@@ -140,26 +136,12 @@ export const prepareOpenAi: PrepareCall = (model, req, provider: CompiledProvide
   if (key !== null) headers.authorization = `Bearer ${key}`;
   return {
     requestBytes: utf8Length(body),
-    async send(io) {
-      const res = await retryHttp(
-        (signal) => io.fetch(`${base}/chat/completions`, { method: "POST", headers, body, signal }),
-        {
-          attempts: PROVIDER_ATTEMPTS,
-          perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
-          deadline: io.deadline,
-          signal: io.signal,
-          onAttempt: io.onAttempt,
-        },
-      );
-      if (!res.ok) throw await httpFailure(provider, model, res);
-      let parsed: Completion | null = null;
-      try {
-        parsed = parseChatCompletion(await res.json());
-      } catch {
-        parsed = null;
-      }
-      if (!parsed) throw new ProviderError(`${provider.name}/${model}: the reply is not a chat completion`);
-      return parsed;
-    },
+    send: (io) =>
+      postCompletion(
+        io,
+        { provider, model, url: `${base}/chat/completions`, headers, body },
+        parseChatCompletion,
+        "a chat completion",
+      ),
   };
 };

@@ -7,6 +7,7 @@
  * call's worst-case cost before it is made, and a configuration error must cost nothing.
  */
 import type { CompiledProvider, JsonSchema } from "../bundle.ts";
+import { retryHttp } from "../engine/retry.ts";
 
 export interface ChatMessage {
   role: "user" | "assistant";
@@ -138,6 +139,41 @@ export async function httpFailure(
     // Not JSON: nothing safe to quote.
   }
   return new ProviderError(`${provider.name}/${model}: HTTP ${res.status}${code ? ` (${code})` : ""}`);
+}
+
+/**
+ * POSTs a JSON request to an HTTP provider with the shared retry policy and turns the reply into a
+ * Completion with `parse` (`what` names the expected reply in the error when it does not parse).
+ */
+export async function postCompletion(
+  io: ProviderIo,
+  target: {
+    provider: CompiledProvider;
+    model: string;
+    url: string;
+    headers: Record<string, string>;
+    body: string;
+  },
+  parse: (body: unknown) => Completion | null,
+  what: string,
+): Promise<Completion> {
+  const { provider, model, url, headers, body } = target;
+  const res = await retryHttp((signal) => io.fetch(url, { method: "POST", headers, body, signal }), {
+    attempts: PROVIDER_ATTEMPTS,
+    perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
+    deadline: io.deadline,
+    signal: io.signal,
+    onAttempt: io.onAttempt,
+  });
+  if (!res.ok) throw await httpFailure(provider, model, res);
+  let parsed: Completion | null = null;
+  try {
+    parsed = parse(await res.json());
+  } catch {
+    parsed = null;
+  }
+  if (!parsed) throw new ProviderError(`${provider.name}/${model}: the reply is not ${what}`);
+  return parsed;
 }
 
 /** A finite, non-negative token count, or null. */
