@@ -4,7 +4,7 @@
  * the plain data (`data`) and ask `at(path)` for a position only when they report.
  */
 import { readFileSync } from "node:fs";
-import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import { isMap, isPair, isScalar, isSeq, type Node, parseDocument } from "yaml";
 import type { DiagnosticSink, Position } from "./diagnostics.ts";
 
 /** A path into the data: object keys and array indexes. */
@@ -28,11 +28,21 @@ const START: Position = { line: 1, col: 1 };
 /** Loads and parses `abs`; YAML syntax errors are reported and leave `data` null. */
 export function loadYaml(abs: string, display: string, key: string, sink: DiagnosticSink): SourceFile {
   const text = readFileSync(abs, "utf8");
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  // Our own line index rather than yaml's LineCounter: that one does not know the line after a
+  // final newline, so an error at the very end of a file pointed past the end of its last line.
+  const lineStarts = [0];
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 0x0a) lineStarts.push(i + 1);
   const pos = (offset: number): Position => {
-    const p = lines.linePos(offset);
-    return p.line === 0 ? START : { line: p.line, col: p.col };
+    const o = Math.max(0, Math.min(offset, text.length));
+    let lo = 0;
+    let hi = lineStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((lineStarts[mid] ?? 0) <= o) lo = mid;
+      else hi = mid - 1;
+    }
+    return { line: lo + 1, col: o - (lineStarts[lo] ?? 0) + 1 };
   };
 
   const at = (path: DataPath, part: "key" | "value" = "value"): Position => {
@@ -69,6 +79,9 @@ export function loadYaml(abs: string, display: string, key: string, sink: Diagno
     return file;
   }
   file.data = doc.toJS({ maxAliasCount: 1000 }) ?? null;
+  // Checks skip a file whose data is null (it did not parse); an empty one must not slip through
+  // that way, or a truncated workflow file would silently vanish from the bundle.
+  if (file.data === null) sink.error(display, START, "the file is empty (or null): expected a mapping");
   return file;
 }
 
