@@ -469,6 +469,14 @@ describe("compiler under random input", () => {
     expect(errors.map((d) => [d.file, d.line, d.col])).toEqual([[join(dir, "main.workflow.yaml"), 1, 1]]);
   });
 
+  it("reports, without crashing, a sub-workflow whose params.schema is null", () => {
+    const sub = (BASE["sub.yaml"] as string).replace(/ {2}schema:\n(?: {4}.*\n)+/, "  schema: null\n");
+    expect(sub).toContain("schema: null");
+    const { dir, result } = compile({ ...BASE, "sub.yaml": sub });
+    expectWellFormed(dir, result);
+    expect(result.bundle).toBeNull();
+  });
+
   it("never throws and reports well-placed diagnostics for structurally mutated files", () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.nat(), mutation), { minLength: 1, maxLength: 4 }), (mutations) => {
