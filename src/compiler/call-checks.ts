@@ -66,7 +66,8 @@ function check(
   sink: DiagnosticSink,
 ): void {
   const keys = literalKeys(given);
-  if (keys === null || typeof schema !== "object") return;
+  // An invalid schema (null, a list) is reported where it is declared; there is nothing to check against.
+  if (keys === null || schema === null || typeof schema !== "object" || Array.isArray(schema)) return;
   const stepData = ((file.data as { pipeline: Array<Record<string, unknown>> }).pipeline[index] ??
     {}) as Record<string, unknown>;
   const id = String(stepData.id);
