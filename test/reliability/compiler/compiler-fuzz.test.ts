@@ -477,6 +477,28 @@ describe("compiler under random input", () => {
     expect(result.bundle).toBeNull();
   });
 
+  it("reports an alias without its anchor as a YAML error at the alias", () => {
+    const main = (BASE["main.workflow.yaml"] as string).replace("agent: core/chat@1", "agent: *nowhere");
+    const { dir, result } = compile({ ...BASE, "main.workflow.yaml": main });
+    expectWellFormed(dir, result);
+    const errors = result.diagnostics.filter((d) => d.severity === "error");
+    const line = main.split("\n").findIndex((l) => l.includes("*nowhere")) + 1;
+    expect(errors.map((d) => [d.line, d.col, /alias/i.test(d.message)])).toEqual([[line, 12, true]]);
+  });
+
+  it("refuses a YAML alias bomb with an error instead of expanding it", () => {
+    const levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
+    for (let i = 1; i < 9; i++) {
+      const prev = String.fromCharCode(96 + i);
+      levels.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${prev}`).join(", ")}]`,
+      );
+    }
+    const { dir, result } = compile({ ...BASE, "main.workflow.yaml": `${levels.join("\n")}\n` });
+    expectWellFormed(dir, result);
+    expect(result.bundle).toBeNull();
+  });
+
   it("never throws and reports well-placed diagnostics for structurally mutated files", () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.nat(), mutation), { minLength: 1, maxLength: 4 }), (mutations) => {
