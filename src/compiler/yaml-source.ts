@@ -4,7 +4,7 @@
  * the plain data (`data`) and ask `at(path)` for a position only when they report.
  */
 import { readFileSync } from "node:fs";
-import { isMap, isPair, isScalar, isSeq, type Node, parseDocument } from "yaml";
+import { isMap, isPair, isScalar, isSeq, type Node, parseDocument, visit } from "yaml";
 import type { DiagnosticSink, Position } from "./diagnostics.ts";
 
 /** A path into the data: object keys and array indexes. */
@@ -78,7 +78,23 @@ export function loadYaml(abs: string, display: string, key: string, sink: Diagno
     for (const e of doc.errors) sink.error(display, pos(e.pos[0]), `YAML: ${firstLine(e.message)}`);
     return file;
   }
-  file.data = doc.toJS({ maxAliasCount: 1000 }) ?? null;
+  try {
+    file.data = doc.toJS({ maxAliasCount: 1000 }) ?? null;
+  } catch (err) {
+    // An alias without its anchor, or one that expands too much (a "billion laughs" file), is
+    // only found while converting: report it like a syntax error.
+    let at: Position = START;
+    visit(doc, {
+      Alias(_key, node) {
+        if (node.range && node.resolve(doc) === undefined) {
+          at = pos(node.range[0]);
+          return visit.BREAK;
+        }
+      },
+    });
+    sink.error(display, at, `YAML: ${firstLine(err instanceof Error ? err.message : String(err))}`);
+    return file;
+  }
   // Checks skip a file whose data is null (it did not parse); an empty one must not slip through
   // that way, or a truncated workflow file would silently vanish from the bundle.
   if (file.data === null) sink.error(display, START, "the file is empty (or null): expected a mapping");
