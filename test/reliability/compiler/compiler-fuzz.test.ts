@@ -513,7 +513,7 @@ describe("compiler under random input", () => {
       }),
       { numRuns: RUNS },
     );
-  });
+  }, 60_000);
 
   it("never throws and reports well-placed diagnostics for damaged YAML text", () => {
     fc.assert(
@@ -528,7 +528,7 @@ describe("compiler under random input", () => {
       }),
       { numRuns: RUNS },
     );
-  });
+  }, 60_000);
 
   it("never throws on arbitrary YAML documents in place of a workflow file", () => {
     fc.assert(
@@ -541,5 +541,5 @@ describe("compiler under random input", () => {
       }),
       { numRuns: 100 },
     );
-  });
+  }, 60_000);
 });
