@@ -190,8 +190,9 @@ type Path = Array<string | number>;
 
 function pathsOf(v: Data, at: Path = [], out: Path[] = []): Path[] {
   out.push(at);
-  if (Array.isArray(v)) v.forEach((x, i) => pathsOf(x, [...at, i], out));
-  else if (v !== null && typeof v === "object")
+  if (Array.isArray(v)) {
+    for (const [i, x] of v.entries()) pathsOf(x, [...at, i], out);
+  } else if (v !== null && typeof v === "object")
     for (const [k, x] of Object.entries(v)) pathsOf(x, [...at, k], out);
   return out;
 }
