@@ -68,6 +68,8 @@ export type CancelResult =
   | { outcome: "not_found" };
 
 const TERMINAL = new Set(["complete", "failed", "canceled"]);
+/** Step statuses after which the engine no longer writes to the record. */
+const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
 
 export class RunObject extends DurableObject<Env> {
   private doc: RunDoc | null = null;
@@ -324,7 +326,10 @@ export class RunObject extends DurableObject<Env> {
     // Whatever did not finish is settled here, so the stored envelope is final.
     const finalRecords = new Map<string, StepRecord>();
     forEachStepPath(doc.def, this.rootWorkflow(), (path, id) => {
-      const rec: StepRecord = structuredClone(this.records.get(path) ?? pendingRecord(id));
+      const current = this.records.get(path) ?? pendingRecord(id);
+      // Only records still in flight can be touched by late results; finished ones are final
+      // already, and cloning them costs a structured clone per step of every run.
+      const rec: StepRecord = SETTLED.has(current.status) ? current : structuredClone(current);
       if (rec.status === "running") {
         rec.status = "canceled";
         rec.output = null;
