@@ -7,8 +7,8 @@
  *   through `/bench/writes/{run_id}`; `RUN_INDEX` to `CountingRunIndex`, the same for the index.
  * - `/bench/bare?steps=N`: the floor of this architecture. One Durable Object per run that does
  *   N trivial transforms and INSERTs each step's output, then answers.
- * - `/bench/workflows?steps=N`: Cloudflare Workflows. `BENCH_WF.create()`, then poll
- *   `instance.status()` until complete, as a Workflows user does; one `step.do` per step.
+ * - `/bench/workflows?steps=N&poll_ms=P`: Cloudflare Workflows. `BENCH_WF.create()`, then poll
+ *   `instance.status()` every P ms until complete, as a Workflows user does; one `step.do` per step.
  *
  * Every path outside `/bench/` belongs to the app, so the bench measures the same routing a user
  * of `npm start` gets.
@@ -136,9 +136,7 @@ export class BenchWorkflow extends WorkflowEntrypoint<BenchEnv, BenchParams> {
   }
 }
 
-const POLL_MS = 1;
-
-async function runWorkflow(env: BenchEnv, params: BenchParams): Promise<Response> {
+async function runWorkflow(env: BenchEnv, params: BenchParams, pollMs: number): Promise<Response> {
   const instance = await env.BENCH_WF.create({ params });
   for (;;) {
     const s = await instance.status();
@@ -146,7 +144,7 @@ async function runWorkflow(env: BenchEnv, params: BenchParams): Promise<Response
     if (s.status === "errored" || s.status === "terminated") {
       return Response.json({ status: s.status, error: s.error ?? null }, { status: 500 });
     }
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 
@@ -155,7 +153,9 @@ async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Respon
   if (url.pathname === "/bench/bare" || url.pathname === "/bench/workflows") {
     const items = (await req.json()) as { items: Item[] };
     const params: BenchParams = { steps, items: items.items };
-    if (url.pathname === "/bench/workflows") return runWorkflow(env, params);
+    if (url.pathname === "/bench/workflows") {
+      return runWorkflow(env, params, Number.parseInt(url.searchParams.get("poll_ms") ?? "1", 10));
+    }
     const stub = env.BARE_RUNS.get(env.BARE_RUNS.newUniqueId());
     return Response.json(await stub.run(params));
   }

@@ -43,9 +43,13 @@ export function oursRunner(base: string, steps: number, onRun?: (runId: string) 
   };
 }
 
+/** How often the Workflows route polls `instance.status()`; it bounds what polling adds. */
+export const WORKFLOW_POLL_MS = 1;
+
 /** The bare Durable Object baseline or Cloudflare Workflows, through the bench routes. */
 export function baselineRunner(base: string, kind: "bare" | "workflows", steps: number): Runner {
-  const url = `${base}/bench/${kind}?steps=${steps}`;
+  const poll = kind === "workflows" ? `&poll_ms=${WORKFLOW_POLL_MS}` : "";
+  const url = `${base}/bench/${kind}?steps=${steps}${poll}`;
   return async () => {
     const res = await fetch(url, {
       method: "POST",
@@ -123,4 +127,37 @@ export async function concurrent(run: Runner, concurrency: number, seconds: numb
   await Promise.all(Array.from({ length: concurrency }, client));
   const elapsed = (performance.now() - t0) / 1000;
   return { runsPerSecond: ms.length / elapsed, runs: ms.length, seconds: elapsed, latency: summarize(ms) };
+}
+
+/** `concurrent` for each runner in turn, `rounds` times, so that drift is shared; results pooled. */
+export async function concurrentRounds(
+  runners: ReadonlyArray<readonly [string, Runner]>,
+  concurrency: number,
+  secondsPerRound: number,
+  rounds: number,
+): Promise<Map<string, Throughput>> {
+  const pooled = new Map<string, { ms: number[]; seconds: number }>(
+    runners.map(([k]) => [k, { ms: [], seconds: 0 }]),
+  );
+  for (let r = 0; r < rounds; r++) {
+    for (const [key, run] of runners) {
+      const t = await concurrent(run, concurrency, secondsPerRound);
+      const p = pooled.get(key);
+      if (p) {
+        p.ms.push(...t.latency.ms);
+        p.seconds += t.seconds;
+      }
+    }
+  }
+  return new Map(
+    [...pooled].map(([k, p]) => [
+      k,
+      {
+        runsPerSecond: p.ms.length / p.seconds,
+        runs: p.ms.length,
+        seconds: p.seconds,
+        latency: summarize(p.ms),
+      },
+    ]),
+  );
 }

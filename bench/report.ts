@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { BundleSize, Startup } from "./bundle-size.ts";
 import { ROOT } from "./dev-server.ts";
 import type { EngineProfile } from "./engine-profile.ts";
-import type { Samples, Throughput } from "./latency.ts";
+import { type Samples, type Throughput, WORKFLOW_POLL_MS } from "./latency.ts";
 import type { WorkerdProfile } from "./workerd-profile.ts";
 
 export interface WriteCounts {
@@ -125,6 +125,7 @@ interface Derived {
   barePerStepUs: number;
   engineBeyondStorageUs: number;
   rowsOk: boolean;
+  aboveFloor: { ours: number; workflows: number };
 }
 
 function derive(r: Results): Derived {
@@ -147,6 +148,7 @@ function derive(r: Results): Derived {
     barePerStepUs,
     engineBeyondStorageUs: oursPerStepUs - barePerStepUs,
     rowsOk,
+    aboveFloor: { ours: o10 - b10, workflows: w10 - b10 },
   };
 }
 
@@ -190,6 +192,14 @@ function table(r: Results, d: Derived): string {
       "1x",
       `≥ ${MIN_SPEEDUP_OVER_WORKFLOWS}x faster`,
       verdict(d.speedupOverWorkflows >= MIN_SPEEDUP_OVER_WORKFLOWS),
+    ],
+    [
+      "10 steps: p50 above the bare-DO floor (p50 − bare p50)",
+      `${ms(d.aboveFloor.ours)} ms`,
+      "0",
+      `${ms(d.aboveFloor.workflows)} ms`,
+      "",
+      "",
     ],
     [
       `throughput, 10 steps, ${r.concurrency} concurrent clients`,
@@ -275,11 +285,16 @@ function findings(r: Results, d: Derived): string[] {
   }
   const [ours, bare] = r.workerd;
   if (ours && bare) {
-    const call = (p: WorkerdProfile) =>
-      p.lines.find((l) => /stub\.(start|run)\(/.test(l.where))?.msPerRun ?? 0;
+    const first = (p: WorkerdProfile) => p.lines[0];
     out.push(
-      `Where a run's time goes inside workerd (CPU profile, 10 steps): ours keeps the isolate busy ${ms(ours.busyMsPerRun)} ms per run, the bare baseline ${ms(bare.busyMsPerRun)} ms. In both, most of it is on the line that makes the first call to a brand-new Durable Object (${ms(call(ours))} ms ours, ${ms(call(bare))} ms bare): creating the object and its SQLite database, which local workerd does on disk. Our engine and shell (src/engine, src/run, hono) are a small part; see the profile below.`,
+      `Where a run's time goes inside workerd (CPU profile, 10 steps): ours keeps the isolate busy ${ms(ours.busyMsPerRun)} ms per run, the bare baseline ${ms(bare.busyMsPerRun)} ms (the sampler inflates both). In both, the largest item is the worker's call into a brand-new Durable Object (ours ${ms(first(ours)?.msPerRun ?? 0)} ms at \`${first(ours)?.where ?? "?"}\`, bare ${ms(first(bare)?.msPerRun ?? 0)} ms): creating the object and its SQLite database, which local workerd does on disk, attributed to the calling line. Our engine and shell (src/engine, src/run, hono) are small next to it.`,
     );
+    const index = ours.lines.find((l) => /← add in src\/run\/run-index\.ts/.test(l.where));
+    if (index && index.msPerRun > 0.2) {
+      out.push(
+        `The run index costs ${ms(index.msPerRun)} ms of SQLite per run (\`${index.where}\`), more than all step writes together: RunIndex.add (src/run/run-index.ts) runs \`DELETE … WHERE run_id NOT IN (SELECT … ORDER BY created_at DESC LIMIT 200)\` after every insert, a scan and sort of the whole table, on the single index object of the workflow (so also a hot spot under load). It is off the response path (waitUntil) but shares the isolate. Fix: trim in batches (only when an in-memory count since the last trim reaches e.g. 50), or key the table by an INTEGER sequence and delete \`WHERE seq <= last_seq - 200\` (a range delete on the rowid, no sort, no extra index write). Measured with the batched variant: this line disappears from the profile (about 1.2 ms less isolate time per run on the machine of the first run).`,
+      );
+    }
   }
   if (d.ratioToBare > MAX_RATIO_TO_BARE) {
     out.push(
@@ -288,12 +303,22 @@ function findings(r: Results, d: Derived): string[] {
   }
   if (d.speedupOverWorkflows < MIN_SPEEDUP_OVER_WORKFLOWS) {
     out.push(
-      `Workflows is ${d.speedupOverWorkflows.toFixed(1)}x slower than ours, under the 4x target. Locally both pay the same dominant cost, a new Durable Object with a new SQLite file per run (Workflows: per instance), which compresses the ratio: ours minus the bare floor is ${ms((r.latency.ours[10]?.p50 ?? 0) - (r.latency.bare[10]?.p50 ?? 0))} ms, Workflows minus the floor is ${ms((r.latency.workflows[10]?.p50 ?? 0) - (r.latency.bare[10]?.p50 ?? 0))} ms. The status polling every 1 ms adds at most 1 ms to Workflows.`,
+      `Workflows is ${d.speedupOverWorkflows.toFixed(1)}x slower than ours, under the 4x target. Locally both pay the same dominant cost, a new Durable Object with a new SQLite file per run (Workflows: per instance), which compresses the ratio: ours minus the bare floor is ${ms((r.latency.ours[10]?.p50 ?? 0) - (r.latency.bare[10]?.p50 ?? 0))} ms, Workflows minus the floor is ${ms((r.latency.workflows[10]?.p50 ?? 0) - (r.latency.bare[10]?.p50 ?? 0))} ms. The status polling every ${WORKFLOW_POLL_MS} ms adds at most that much to Workflows.`,
     );
   }
   if (d.engineBeyondStorageUs >= MAX_ENGINE_US_PER_STEP) {
+    const o50 = r.workerd[2];
+    const growth =
+      ours && o50
+        ? Object.entries(o50.allLines)
+            .map(([where, m]) => ({ where, us: ((m - (ours.allLines[where] ?? 0)) / 40) * 1000 }))
+            .sort((a, b) => b.us - a.us)
+            .slice(0, 6)
+            .map((g) => `${us(g.us)} \`${g.where}\``)
+            .join("; ")
+        : "";
     out.push(
-      `Per-step overhead beyond storage is ${us(d.engineBeyondStorageUs)}, over target. The engine alone costs ${us(r.engine.usPerStep)} per step in Node, so the rest is workerd-side: serializing each step record (with its metadata) for its INSERT, larger rows than the bare baseline's, and an envelope that grows with the step count. With few samples the slope is noisy (it is a difference of two p50s divided by 49); trust a full run.`,
+      `Per-step overhead beyond storage is ${us(d.engineBeyondStorageUs)}, over the ${MAX_ENGINE_US_PER_STEP} µs target. The engine alone costs ${us(r.engine.usPerStep)} per step in Node, so most of it is in the Durable Object shell around it. What grows per step between the 10- and 50-step profiles (isolate time per extra step): ${growth}. The slope is the difference of two p50s divided by 49, so it moves by ±20 µs between runs.`,
     );
   }
   return out;
@@ -322,35 +347,43 @@ Produced by \`npm run bench\` (scripts/bench.ts); this file is rewritten on ever
 
 ## How to run and read it
 
-\`npm run bench\` (about 2 minutes; \`npm run bench -- --quick\` for a smoke run) compiles three
-transform pipelines of 1, 10 and 50 steps (bench/pipelines.ts) with our compiler and bundles
-bench/wrangler.bench.toml with \`wrangler deploy --dry-run\`; one local workerd (Miniflare, the
-engine of \`wrangler dev\`, without its extra proxy hop; storage on disk in bench/tmp/state) serves
-that Worker, whose entry (bench/entry.ts) holds **ours** (the real
-app and RunObject), the **bare DO** baseline (one Durable Object per run doing the same transforms
-and one INSERT per step, nothing else: the floor of this architecture) and **Workflows** (a
-Cloudflare \`WorkflowEntrypoint\` with one \`step.do\` per step, started with \`create()\` and polled
-with \`status()\` every ${1} ms until complete). All three do the same work on the same payload and
-every answer is checked.
+\`npm run bench\` (under 2 minutes; \`npm run bench -- --quick\` for a smoke run) compiles three
+transform pipelines of 1, 10 and 50 steps (bench/pipelines.ts) with our compiler, bundles
+bench/wrangler.bench.toml with \`wrangler deploy --dry-run\` and serves it from one local workerd
+(Miniflare, the engine under \`wrangler dev\` minus its extra proxy hop; storage on disk in
+bench/tmp/state). That one Worker (bench/entry.ts) holds all three contenders:
+
+- **ours**: the real app, RunObject and RunIndex, invoked with \`POST /invoke/bench-N\` and
+  \`Prefer: wait=30\` (the answer is the finished envelope);
+- **bare DO**: one Durable Object per run doing the same transforms with one INSERT per step and
+  nothing else, the floor of this architecture;
+- **Workflows**: a Cloudflare \`WorkflowEntrypoint\` with one \`step.do\` per step, started with
+  \`env.BENCH_WF.create()\` and polled with \`instance.status()\` every ${WORKFLOW_POLL_MS} ms until complete.
+
+All three do the same work on the same payload, and every answer is checked. Reading the table:
 
 - *invoke latency*: wall time of one HTTP request from Node, one at a time, ${r.samples} samples per
-  series after warm-up; the seven series are interleaved round-robin so drift hits all alike. Ours is \`POST /invoke/bench-N\` with \`Prefer: wait=30\` (answered with the finished envelope).
-- *throughput*: ${r.concurrency} clients in a loop for a few seconds; completed runs per second, and the
-  p50 latency under that load.
-- *cost per extra step*: the slope between the 1- and 50-step p50s; *engine overhead beyond
-  storage* subtracts the bare baseline's slope, which is the cost of persisting a step.
+  series after warm-up; the seven series are interleaved round-robin so drift hits all alike.
+- *throughput*: ${r.concurrency} clients in a loop; completed runs per second and the p50 latency under
+  that load; the three contenders take turns, several rounds each.
+- *cost per extra step*: the slope between the 1- and 50-step p50s. *Engine overhead beyond
+  storage* subtracts the bare baseline's slope (its per-step cost is a transform and an INSERT).
 - *SQLite rows written*: the sum of \`rowsWritten\` of every \`sql.exec\` of the run's object
-  (bench/entry.ts wraps it), data rows only; schema rows on the next line; alarms in the notes.
-- *bundle*: the ${r.bundle.workflows} example workflows copied under new names, compiled, bundled with
+  (bench/entry.ts wraps it), data rows; the schema rows on the next line; alarms in the notes.
+- *bundle*: the example workflows copied under ${r.bundle.workflows} names, compiled, bundled by
   \`wrangler deploy --dry-run\`, the script gzipped with node:zlib.
-- *startup*: a fresh workerd (Miniflare) started on the bundled script until \`/health\` answers,
-  compared with an empty Worker with the same bindings; the difference is what loading and
-  evaluating our module costs. Local figures: the edge's cold start differs.
-- Timings on a shared or busy machine move by tens of percent; compare ratios rather than absolutes.
+- *startup*: a fresh workerd (Miniflare) started on that bundled script until \`/health\` answers,
+  against an empty Worker with the same bindings; the difference is the cost of loading and
+  evaluating our module. A local figure: the edge's cold start is a different thing.
+- *engine alone in Node*: \`runPipeline\` with an in-memory host, no workerd and no storage.
+- Below the table: notes derived from this run, storage rows by statement, and CPU profiles taken
+  inside workerd over its inspector (which line or native call the isolate's time goes to).
+- On a shared or busy machine timings move by tens of percent between runs (see the load below);
+  compare ratios, not absolutes.
 
 ## Machine
 
-${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB memory (${m.freeGiB.toFixed(1)} GiB free), load ${m.load}
+${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB memory (${m.freeGiB.toFixed(1)} GiB free), load average at start ${m.load}
 ${m.os}, Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd}; ${m.date}; ${r.totalS.toFixed(0)} s${r.quick ? " (--quick: few samples)" : ""}
 
 ## Results

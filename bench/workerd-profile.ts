@@ -15,6 +15,7 @@ interface CallFrame {
 }
 interface CpuProfile {
   nodes: Array<{
+    children?: number[];
     id: number;
     callFrame: CallFrame;
     hitCount?: number;
@@ -39,8 +40,10 @@ export interface WorkerdProfile {
   busyMsPerRun: number;
   /** By source module. */
   modules: HotSpot[];
-  /** By source line (JavaScript) or native function. */
+  /** By source line (JavaScript) or native function, the top ones. */
   lines: HotSpot[];
+  /** Every line's ms per run, to compare two profiles. */
+  allLines: Record<string, number>;
 }
 
 /** Line number (0-based) -> module path, from esbuild's `// path` comments in the bundle. */
@@ -137,6 +140,20 @@ function summarizeProfile(
   const lines = new Map<string, number>();
   let busy = 0;
   const add = (m: Map<string, number>, k: string, n: number) => m.set(k, (m.get(k) ?? 0) + n);
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parentOf = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
+  // Native time (SQLite `exec`, `setAlarm`) is charged to the JavaScript function that called it,
+  // looking through the bench's own counting wrappers.
+  const callerOf = (id: number): string => {
+    for (let p = parentOf.get(id); p !== undefined; p = parentOf.get(p)) {
+      const f = byId.get(p)?.callFrame;
+      if (!f?.url) continue;
+      if (/(sql\.exec|storage\.setAlarm) = \(/.test(script[f.lineNumber] ?? "")) continue;
+      return `${f.functionName || "(anonymous)"} in ${moduleOf(f.lineNumber)}`;
+    }
+    return "?";
+  };
   for (const node of profile.nodes) {
     const f = node.callFrame;
     const hits = node.hitCount ?? 0;
@@ -145,7 +162,7 @@ function summarizeProfile(
     if (!f.url) {
       const name = f.functionName.startsWith("(")
         ? f.functionName
-        : `${f.functionName || "(anonymous)"} (native)`;
+        : `${f.functionName || "(anonymous)"} (native) ← ${callerOf(node.id)}`;
       add(mods, f.functionName.startsWith("(") ? f.functionName : "(native)", hits);
       add(lines, name, hits);
       continue;
@@ -163,5 +180,12 @@ function summarizeProfile(
       .sort((a, b) => b[1] - a[1])
       .slice(0, k)
       .map(([where, n]) => ({ where, msPerRun: n * msPerTick, share: n / Math.max(1, busy) }));
-  return { label, runs, busyMsPerRun: busy * msPerTick, modules: top(mods, 8), lines: top(lines, 10) };
+  return {
+    label,
+    runs,
+    busyMsPerRun: busy * msPerTick,
+    modules: top(mods, 8),
+    lines: top(lines, 12),
+    allLines: Object.fromEntries([...lines].map(([k, n]) => [k, n * msPerTick])),
+  };
 }

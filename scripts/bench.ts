@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { measureBundleSize, measureStartup } from "../bench/bundle-size.ts";
 import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts";
 import { profileEngine } from "../bench/engine-profile.ts";
-import { baselineRunner, concurrent, interleaved, oursRunner, type Runner } from "../bench/latency.ts";
+import { baselineRunner, concurrentRounds, interleaved, oursRunner, type Runner } from "../bench/latency.ts";
 import { BENCH_PARAMS, buildBenchBundle, PIPELINE_SIZES, pipelineName } from "../bench/pipelines.ts";
 import { diffWrites, machineInfo, type Results, renderResults, type WriteCounts } from "../bench/report.ts";
 import { profileWorkerd } from "../bench/workerd-profile.ts";
@@ -23,13 +23,15 @@ const quick = process.argv.includes("--quick");
 const SAMPLES = quick ? 30 : 200;
 const WARMUP = quick ? 5 : 20;
 const CONCURRENCY = 16;
-const THROUGHPUT_S = quick ? 2 : 8;
+const THROUGHPUT_S = quick ? 2 : 3;
+const THROUGHPUT_ROUNDS = quick ? 1 : 3;
 
 const tmp = join(ROOT, "bench/tmp");
 const log = (s: string) => process.stderr.write(`${s}\n`);
 
 async function main(): Promise<void> {
   const t0 = performance.now();
+  const machine = await machineInfo();
   mkdirSync(tmp, { recursive: true });
 
   log("compiling the bench pipelines (1, 10, 50 transform steps) with our compiler");
@@ -64,12 +66,25 @@ async function main(): Promise<void> {
       latency[kind][Number(n)] = s;
     }
 
-    log(`throughput: ${CONCURRENCY} concurrent clients, ${THROUGHPUT_S} s each`);
-    const throughput = {
-      ours: await concurrent(oursRunner(base, 10), CONCURRENCY, THROUGHPUT_S),
-      bare: await concurrent(baselineRunner(base, "bare", 10), CONCURRENCY, THROUGHPUT_S),
-      workflows: await concurrent(baselineRunner(base, "workflows", 10), CONCURRENCY, THROUGHPUT_S),
+    log(
+      `throughput: ${CONCURRENCY} concurrent clients, ${THROUGHPUT_ROUNDS} rounds of ${THROUGHPUT_S} s each`,
+    );
+    const tp = await concurrentRounds(
+      [
+        ["ours", oursRunner(base, 10)],
+        ["bare", baselineRunner(base, "bare", 10)],
+        ["workflows", baselineRunner(base, "workflows", 10)],
+      ],
+      CONCURRENCY,
+      THROUGHPUT_S,
+      THROUGHPUT_ROUNDS,
+    );
+    const pick = (k: string) => {
+      const t = tp.get(k);
+      if (!t) throw new Error(`no throughput for ${k}`);
+      return t;
     };
+    const throughput = { ours: pick("ours"), bare: pick("bare"), workflows: pick("workflows") };
 
     log("storage writes per run");
     const writes: Record<number, WriteCounts> = {};
@@ -134,7 +149,7 @@ async function main(): Promise<void> {
   log(`bundle size: 50 workflows compiled, wrangler deploy --dry-run, gzip`);
   const bundleSize = measureBundleSize(join(tmp, "fifty"));
   log("startup: fresh workerd (Miniflare) to first /health, ours vs an empty Worker");
-  const startup = await measureStartup(bundleSize.scriptPath, join(tmp, "fifty"), quick ? 3 : 7);
+  const startup = await measureStartup(bundleSize.scriptPath, join(tmp, "fifty"), quick ? 3 : 11);
   log("engine alone in Node: runPipeline with an in-memory host, CPU profile");
   const engine = await profileEngine(bundle);
 
@@ -143,7 +158,7 @@ async function main(): Promise<void> {
     bundle: bundleSize,
     startup,
     engine,
-    machine: await machineInfo(),
+    machine,
     totalS: (performance.now() - t0) / 1000,
     quick,
   };
