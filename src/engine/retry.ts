@@ -127,7 +127,8 @@ function discard(res: Response): void {
 
 /**
  * Retries on network error / attempt timeout / 408 / 429 / 5xx; honours Retry-After (seconds
- * or HTTP date; if it would pass the deadline, stop and return the last response). Returns the
+ * or HTTP date). A back-off that would pass the deadline waits until the deadline, then the last
+ * response is returned (or the last error thrown), unless the run signal aborted first. Returns the
  * final Response (possibly non-2xx) or throws the last network error (an Error whose message
  * names no URL query/secret). `send` receives an AbortSignal combining the run signal and the
  * attempt timeout; it stays armed for the returned response, so read its body promptly: the
@@ -194,7 +195,13 @@ export async function retryHttp(
     }
 
     const delay = retryAfterMs ?? backoffDelay(attempt, base);
-    if (Date.now() + delay >= opts.deadline) return giveUp();
+    if (Date.now() + delay >= opts.deadline) {
+      // Waiting out the back-off is all that is left, and it outlasts the run: wait until the
+      // deadline (which then ends the run as a timeout) rather than fail the step early.
+      const left = opts.deadline - Date.now();
+      if (left > 0) await sleep(left, opts.signal);
+      return giveUp();
+    }
     await sleep(delay, opts.signal);
   }
   return giveUp();

@@ -246,7 +246,8 @@ describe("retryHttp", () => {
     expect((times[1] ?? 0) - (times[0] ?? 0)).toBe(4_000);
   });
 
-  it("returns the 429 at once when its Retry-After would pass the deadline", async () => {
+  it("waits until the deadline, not past it, when a Retry-After would pass it, then returns the 429", async () => {
+    vi.useFakeTimers();
     const { calls, send } = {
       calls: [] as number[],
       send: async (_s: AbortSignal, n: number) => {
@@ -254,9 +255,13 @@ describe("retryHttp", () => {
         return new Response("later", { status: 429, headers: { "retry-after": "120" } });
       },
     };
-    const res = await retryHttp(send, options({ deadline: Date.now() + 5_000 }));
+    const start = Date.now();
+    const promise = retryHttp(send, options({ deadline: start + 5_000 }));
+    await vi.advanceTimersByTimeAsync(5_000);
+    const res = await promise;
     expect(res.status).toBe(429);
     expect(calls).toEqual([1]);
+    expect(Date.now() - start).toBe(5_000);
   });
 
   it("does not start an attempt whose back-off would pass the deadline", async () => {
@@ -264,7 +269,9 @@ describe("retryHttp", () => {
     vi.spyOn(Math, "random").mockReturnValue(0.99);
     const { send, calls } = statuses(503);
     // Back-off of attempt 1 is ~990 ms, past the 500 ms deadline.
-    const res = await retryHttp(send, options({ baseDelayMs: 1_000, deadline: Date.now() + 500 }));
+    const promise = retryHttp(send, options({ baseDelayMs: 1_000, deadline: Date.now() + 500 }));
+    await vi.advanceTimersByTimeAsync(500);
+    const res = await promise;
     expect(res.status).toBe(503);
     expect(calls).toEqual([1]);
     vi.restoreAllMocks();
