@@ -21,7 +21,6 @@ export interface RunDoc {
   status: RunStatus;
   error: RunError | null;
   params: Json;
-  output: Json;
   created_at: string;
   deadline: string;
   finished_at: string | null;
@@ -85,7 +84,9 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
     error: doc.error,
     params: doc.params,
     steps,
-    output: doc.output,
+    // The last listed step's output, read from its record (not stored twice: a run row holding
+    // params, definition and a copy of a 1 MiB output could pass the storage row limit).
+    output: doc.status === "complete" ? (steps[steps.length - 1]?.output ?? null) : null,
     totals,
     budget_usd: wf.policy.costBudgetUsd,
     deadline: doc.deadline,

@@ -121,7 +121,6 @@ export class RunObject extends DurableObject<Env> {
       status: "pending",
       error: null,
       params: req.params,
-      output: null,
       created_at: new Date(now).toISOString(),
       deadline: new Date(deadline).toISOString(),
       finished_at: null,
@@ -271,14 +270,14 @@ export class RunObject extends DurableObject<Env> {
       budget: ledger,
       webhooksAllowed: true,
     }).then(
-      (output) => this.finish("complete", output, null),
+      () => this.finish("complete", null),
       (err: unknown) => {
         if (err instanceof RunAbort) {
           this.abortRun(err); // finishes the run unless onAbort already has
           return;
         }
         const e = err instanceof StepError ? err : new StepError("internal_error", String(err));
-        this.finish("failed", null, {
+        this.finish("failed", {
           code: e.code,
           message: this.masker.maskText(e.message),
           step: e.subPath,
@@ -299,7 +298,6 @@ export class RunObject extends DurableObject<Env> {
     if (reason instanceof RunAbort && reason.kind === "canceled") {
       this.finish(
         "canceled",
-        null,
         { code: "canceled", message: "the run was canceled", step: null },
         "run_canceled",
       );
@@ -307,7 +305,7 @@ export class RunObject extends DurableObject<Env> {
     }
     const wf = this.rootWorkflow();
     const running = [...this.records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
-    this.finish("failed", null, {
+    this.finish("failed", {
       code: "timeout",
       message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
       step: running,
@@ -316,7 +314,6 @@ export class RunObject extends DurableObject<Env> {
 
   private finish(
     status: "complete" | "failed" | "canceled",
-    output: Json,
     error: RunError | null,
     skipReason = "run_failed",
   ): void {
@@ -342,7 +339,6 @@ export class RunObject extends DurableObject<Env> {
       finalRecords.set(path, rec);
     });
     doc.status = status;
-    doc.output = this.masker.maskJson(output);
     doc.error = error;
     doc.finished_at = new Date(now).toISOString();
     for (const [path, rec] of finalRecords) {
