@@ -67,6 +67,14 @@ function countWrites(ctx: DurableObjectState): WriteCount {
     }
     return cursor;
   }) as typeof sql.exec;
+  const kv = ctx.storage.kv;
+  const put = kv.put.bind(kv);
+  kv.put = (key, value) => {
+    count.rows += 1;
+    const k = `kv.put ${key.split("/")[0]}`;
+    count.byStatement[k] = (count.byStatement[k] ?? 0) + 1;
+    put(key, value);
+  };
   const setAlarm = ctx.storage.setAlarm.bind(ctx.storage);
   ctx.storage.setAlarm = (time, options) => {
     count.alarms += 1;

@@ -1,6 +1,6 @@
 /**
- * One Durable Object per run. It owns the run's storage (SQLite: one `run` row, one `step` row per
- * finished step), drives the engine, and enforces the deadline with an alarm, so the deadline holds
+ * One Durable Object per run. It owns the run's storage (SQLite-backed KV: one `run` key, one
+ * `step/<path>` key per finished step), drives the engine, and enforces the deadline with an alarm, so the deadline holds
  * even if the object was evicted. Evicted mid-run,
  * it resumes from storage on its next wake-up (any request, or the heartbeat alarm): finished steps
  * are not repeated, a step that was in flight starts again with the same idempotency key.
@@ -67,6 +67,10 @@ export type CancelResult =
   | { outcome: "not_active" }
   | { outcome: "not_found" };
 
+/** Storage keys: the run document, and one key per step record by slash path. */
+const RUN_KEY = "run";
+const STEP_PREFIX = "step/";
+
 const TERMINAL = new Set(["complete", "failed", "canceled"]);
 /** Step statuses after which the engine no longer writes to the record. */
 const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
@@ -85,17 +89,16 @@ export class RunObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      const sql = ctx.storage.sql;
-      sql.exec("CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), doc TEXT NOT NULL)");
-      // WITHOUT ROWID: the path is the b-tree key, so a step costs one row written, not a table
-      // row plus an index entry (npm run bench counts them). Older objects keep their table.
-      sql.exec("CREATE TABLE IF NOT EXISTS step (path TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID");
-      const row = sql.exec<{ doc: string }>("SELECT doc FROM run WHERE id = 1").toArray()[0];
-      if (!row) return;
-      this.doc = JSON.parse(row.doc) as RunDoc;
-      for (const r of sql.exec<{ path: string; doc: string }>("SELECT path, doc FROM step")) {
-        this.records.set(r.path, JSON.parse(r.doc) as StepRecord);
-        this.stored.set(r.path, r.doc);
+      // The synchronous KV API of SQLite-backed objects: one row per key, and no schema to create
+      // on every new run object (DDL on a fresh database was the largest fixed cost per run).
+      const kv = ctx.storage.kv;
+      const run = kv.get<string>(RUN_KEY);
+      if (run === undefined) return;
+      this.doc = JSON.parse(run) as RunDoc;
+      for (const [key, json] of kv.list<string>({ prefix: STEP_PREFIX })) {
+        const path = key.slice(STEP_PREFIX.length);
+        this.records.set(path, JSON.parse(json) as StepRecord);
+        this.stored.set(path, json);
       }
       this.masker = this.makeMasker(this.doc);
       if (!TERMINAL.has(this.doc.status)) this.resume();
@@ -362,13 +365,13 @@ export class RunObject extends DurableObject<Env> {
 
   private writeDoc(): void {
     if (!this.doc) return;
-    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO run (id, doc) VALUES (1, ?)", JSON.stringify(this.doc));
+    this.ctx.storage.kv.put(RUN_KEY, JSON.stringify(this.doc));
   }
 
   private writeStep(path: string, rec: StepRecord): void {
     const json = JSON.stringify(rec);
     if (this.stored.get(path) === json) return;
-    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO step (path, doc) VALUES (?, ?)", path, json);
+    this.ctx.storage.kv.put(STEP_PREFIX + path, json);
     this.stored.set(path, json);
   }
 

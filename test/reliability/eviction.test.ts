@@ -7,7 +7,7 @@
  * Retention: time cannot be faked inside workerd, so the tests drive the alarm with
  * `runDurableObjectAlarm` and, for expiry, move the stored `finished_at` back by more than
  * RUN_RETENTION_S (7 days in wrangler.toml) — the one place this suite reads the run's storage
- * schema (table `run`, column `doc`).
+ * layout (the KV key `run` holds the run document as JSON; steps are under `step/`).
  */
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -90,11 +90,10 @@ describe("retention alarm", () => {
     const e = await run("rel-open", {});
     const expired = new Date(Date.now() - RETENTION_MS - 60_000).toISOString();
     await runInDurableObject(runStub(e.run_id), (_o, state) => {
-      const row = state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run WHERE id = 1").one();
-      const doc = JSON.parse(row.doc) as Record<string, unknown>;
+      const doc = JSON.parse(state.storage.kv.get<string>("run") ?? "null") as Record<string, unknown>;
       doc.created_at = expired;
       doc.finished_at = expired;
-      state.storage.sql.exec("UPDATE run SET doc = ? WHERE id = 1", JSON.stringify(doc));
+      state.storage.kv.put("run", JSON.stringify(doc));
     });
     // A fresh incarnation reads the moved-back time from storage, as after a real week asleep.
     await evictDurableObject(runStub(e.run_id));
@@ -102,14 +101,10 @@ describe("retention alarm", () => {
     const res = await call(`/runs/${e.run_id}`);
     expect(res.status).toBe(404);
     expect(((await res.json()) as { code: string }).code).toBe("run_not_found");
-    const left = await runInDurableObject(runStub(e.run_id), (_o, state) =>
-      state.storage.sql
-        .exec<{ name: string }>(
-          "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('run', 'step')",
-        )
-        .toArray()
-        .map((t) => state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${t.name}`).one().n),
+    const left = await runInDurableObject(
+      runStub(e.run_id),
+      (_o, state) => [...state.storage.kv.list()].length,
     );
-    expect(left.every((n) => n === 0)).toBe(true);
+    expect(left).toBe(0);
   });
 });
