@@ -14,7 +14,6 @@ import { requireAuth } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
-import { pinDefinition } from "./run/envelope.ts";
 import type { RunIndexRpc } from "./run/run-index.ts";
 import type { RunRpc } from "./run/run-object.ts";
 import { collectSecrets } from "./run/secrets.ts";
@@ -69,9 +68,8 @@ app.post("/invoke/:name", async (c) => {
   const stub = ns.get(id) as unknown as RunRpc;
   const result = await stub.start({
     workflowKey: key,
-    def: pinDefinition(bundle, key),
     params,
-    bodyHash: await canonicalHash(params),
+    bodyHash: idempotencyKey === null ? null : await canonicalHash(params),
     idempotencyKey,
     waitMs: waitS * 1000,
   });

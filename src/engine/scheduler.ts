@@ -98,8 +98,12 @@ export function pendingRecord(id: string): StepRecord {
   };
 }
 
-function jsonBytes(value: Json): number {
-  return new TextEncoder().encode(JSON.stringify(value)).length;
+/** Whether the JSON of `value` is over `max` UTF-8 bytes (encoding only when it could be). */
+function jsonOver(value: Json, max: number): boolean {
+  const json = JSON.stringify(value);
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: most outputs never need encoding.
+  if (json.length * 3 <= max) return false;
+  return new TextEncoder().encode(json).length > max;
 }
 
 /**
@@ -276,7 +280,7 @@ async function runStep(
     }
     if (signal.aborted) throw signal.reason;
     output = host.masker.maskJson(output);
-    if (jsonBytes(output) > MAX_OUTPUT_BYTES) {
+    if (jsonOver(output, MAX_OUTPUT_BYTES)) {
       throw new StepError("output_too_large", `the step output is over ${MAX_OUTPUT_BYTES} bytes`);
     }
     rec.output = output;

@@ -25,7 +25,7 @@ export interface RunDoc {
   deadline: string;
   finished_at: string | null;
   /** Hash of the canonical JSON of the invoke body, for Idempotency-Key replays. */
-  body_hash: string;
+  body_hash: string | null;
   idempotency_key: string | null;
   /** The compiled definition the run is pinned to (root, its sub-workflows, agents, gateway). */
   def: Bundle;

@@ -94,6 +94,11 @@ export class EventHub {
     });
   }
 
+  /** Whether anyone is listening (events are not even built otherwise). */
+  get listening(): boolean {
+    return this.listeners.size > 0;
+  }
+
   publish(ev: RunEvent): void {
     for (const l of this.listeners) {
       l.writer.write(frame(++l.seq, ev)).catch(() => this.listeners.delete(l));

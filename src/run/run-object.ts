@@ -8,6 +8,7 @@
  * The object is a thin shell: scheduling, expressions and step semantics live in src/engine.
  */
 import { DurableObject } from "cloudflare:workers";
+import workflowBundle from "workflow-bundle";
 import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createLedger, type Ledger, type LedgerState } from "../engine/budget.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
@@ -19,6 +20,7 @@ import {
   type Envelope,
   forEachStepPath,
   type GraphNode,
+  pinDefinition,
   type RunDoc,
   type RunError,
   runGraph,
@@ -35,10 +37,9 @@ export const MAX_OUTBOUND = 6;
 
 export interface StartRequest {
   workflowKey: string;
-  /** The definition slice the run is pinned to. */
-  def: Bundle;
   params: JsonObject;
-  bodyHash: string;
+  /** Canonical hash of the body, for Idempotency-Key replays (null without a key). */
+  bodyHash: string | null;
   idempotencyKey: string | null;
   waitMs: number;
 }
@@ -115,7 +116,9 @@ export class RunObject extends DurableObject<Env> {
       }
       return { outcome: "existing", runId, envelope: await this.waitFinished(req.waitMs) };
     }
-    const wf = this.workflowOf(req.def, req.workflowKey);
+    // The run is pinned to this deployment's definition (this module's own copy of the bundle).
+    const def = pinDefinition(workflowBundle, req.workflowKey);
+    const wf = this.workflowOf(def, req.workflowKey);
     const now = Date.now();
     const deadline = now + wf.policy.timeoutS * 1000;
     const doc: RunDoc = {
@@ -129,14 +132,15 @@ export class RunObject extends DurableObject<Env> {
       finished_at: null,
       body_hash: req.bodyHash,
       idempotency_key: req.idempotencyKey,
-      def: req.def,
+      def,
       ledger: { spent: 0, outstanding: {} },
     };
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
     this.doc = doc;
     this.writeDoc();
-    await this.ctx.storage.setAlarm(Math.min(deadline, now + HEARTBEAT_MS));
+    // Not awaited: storage writes are ordered and the output gate holds replies until they land.
+    this.ctx.storage.setAlarm(Math.min(deadline, now + HEARTBEAT_MS)).catch(() => {});
     this.resume();
     return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
   }
@@ -355,7 +359,7 @@ export class RunObject extends DurableObject<Env> {
     this.writeDoc();
     this.ctx.storage.setAlarm(this.expiresAt(doc)).catch(() => {});
     this.controller = null;
-    this.hub.publish(this.runCompletedEvent());
+    if (this.hub.listening) this.hub.publish(this.runCompletedEvent());
     this.hub.close();
     for (const w of this.waiters) w();
     this.waiters.clear();
@@ -406,6 +410,7 @@ export class RunObject extends DurableObject<Env> {
   }
 
   private publishStep(path: string, rec: StepRecord): void {
+    if (!this.hub.listening) return;
     const ev = stepEvent(path, rec, new Date().toISOString());
     if (ev) this.hub.publish(ev);
   }
