@@ -12,6 +12,7 @@ import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import { setOwn } from "../engine/transform-ops.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
+import { readCapped } from "../http/read-capped.ts";
 
 export const WEBHOOK_ATTEMPTS = 3;
 /** Largest response body a webhook step records (SPEC section 4: step output 1 MiB). */
@@ -124,35 +125,13 @@ async function createSigner(
 }
 
 /** Reads at most MAX_RESPONSE_BYTES; more is output_too_large. */
-async function readCapped(res: Response, method: HttpMethod, url: URL): Promise<Uint8Array> {
-  const tooLarge = () =>
-    new StepError("output_too_large", `the response of ${method} ${describeUrl(url)} is larger than 1 MiB`);
-  const declared = Number(res.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > MAX_RESPONSE_BYTES) {
-    res.body?.cancel().catch(() => {});
-    throw tooLarge();
-  }
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_RESPONSE_BYTES) {
-      reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
+function readResponse(res: Response, method: HttpMethod, url: URL): Promise<Uint8Array> {
+  return readCapped(
+    res,
+    MAX_RESPONSE_BYTES,
+    () =>
+      new StepError("output_too_large", `the response of ${method} ${describeUrl(url)} is larger than 1 MiB`),
+  );
 }
 
 function isJsonType(contentType: string | null): boolean {
@@ -214,7 +193,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
       res.body?.cancel().catch(() => {});
       return summary;
     }
-    received = { status: res.status, headers: res.headers, bytes: await readCapped(res, method, url) };
+    received = { status: res.status, headers: res.headers, bytes: await readResponse(res, method, url) };
     return summary;
   };
 

@@ -1,0 +1,37 @@
+/**
+ * Reads an HTTP body (a request's or a response's) into bytes, refusing more than `max`: the
+ * declared Content-Length is checked first, then the running count while reading, so neither a
+ * lying header nor a chunked stream gets past the cap. `tooLarge` makes the caller's own error.
+ */
+export async function readCapped(
+  message: Request | Response,
+  max: number,
+  tooLarge: () => Error,
+): Promise<Uint8Array> {
+  const declared = Number(message.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > max) {
+    message.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  if (!message.body) return new Uint8Array(0);
+  const reader = message.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
