@@ -1,7 +1,9 @@
 /**
  * Which env values of a run are secret, read from the Worker's environment. Masking needs the
  * values; a secret shorter than 8 characters would mask too much (and be too weak), so it is a
- * configuration error reported before any run is created.
+ * configuration error reported before any run is created. The gateway's secrets (provider keys)
+ * belong to runs that can call a model: a workflow without agent steps, in itself or in its
+ * sub-workflows, never sends them anywhere, and a short provider key must not break it.
  */
 import type { Bundle, CompiledWorkflow, JsonObject } from "../bundle.ts";
 
@@ -21,7 +23,7 @@ export function collectSecrets(
 ): RunSecrets {
   const names = new Set<string>();
   for (const e of wf.env) if (e.secret) names.add(e.name);
-  for (const e of bundle.gateway.env) if (e.secret) names.add(e.name);
+  if (usesAgents(bundle, wf)) for (const e of bundle.gateway.env) if (e.secret) names.add(e.name);
   const values: string[] = [];
   const tooShort: string[] = [];
   for (const name of names) {
@@ -31,6 +33,22 @@ export function collectSecrets(
     else values.push(v);
   }
   return { values, tooShort };
+}
+
+const agentUse = new WeakMap<CompiledWorkflow, boolean>();
+
+/** Whether `wf` or any sub-workflow it runs has an agent step (cached per compiled workflow). */
+export function usesAgents(bundle: Bundle, wf: CompiledWorkflow): boolean {
+  const known = agentUse.get(wf);
+  if (known !== undefined) return known;
+  agentUse.set(wf, false); // the compiler rejects recursion; this only guards the walk
+  const found = wf.steps.some((s) => {
+    if (s.kind === "agent") return true;
+    const child = s.kind === "workflow" ? bundle.workflows[s.workflow] : undefined;
+    return child ? usesAgents(bundle, child) : false;
+  });
+  agentUse.set(wf, found);
+  return found;
 }
 
 /** The `env` namespace expressions see: declared names only, unset ones null. */
