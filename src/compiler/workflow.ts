@@ -198,16 +198,21 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       err(path, `${stepLabel(d, i)}: invalid JMESPath in ${where}: ${c.error}`);
       return null;
     }
-    for (const p of rootPaths(c.ast)) checkRead(i, p, path);
+    for (const p of rootPaths(c.ast)) checkRead(i, p, path, expr);
     return c.text;
   };
-  const checkRead = (i: number, p: string[], path: DataPath) => {
+  const checkRead = (i: number, p: string[], path: DataPath, expr?: string) => {
     if (p[0] === "env") useEnv(p[1], path);
     if (p[0] !== "step" || p[1] === undefined) return;
     const id = p[1];
     const self = ids[i];
     if (!idSet.has(id)) {
-      err(path, `${stepLabel(d, i)}: \`step.${id}\` is not a step of this pipeline${hint(id, idSet)}`);
+      // An unknown hyphenated id parses as a subtraction (`step.no - such`): name it as written.
+      const written = expr ? (writtenStepId(expr, id) ?? id) : id;
+      err(
+        path,
+        `${stepLabel(d, i)}: \`step.${written}\` is not a step of this pipeline${hint(written, idSet)}`,
+      );
     } else if (id === self) {
       err(path, `${stepLabel(d, i)} reads its own output \`step.${id}\``);
     } else if (!ancestors[i]?.has(id)) {
@@ -588,4 +593,11 @@ function hostSource(url: Template): string | null {
     acc += "\u0000";
   }
   return null;
+}
+
+/** The step id as written after `step.` in `expr`, hyphens included, when it starts with `id`. */
+function writtenStepId(expr: string, id: string): string | null {
+  const escaped = id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const m = new RegExp(`(?:^|[^A-Za-z0-9_."])step\\.(${escaped}[A-Za-z0-9_-]*)`).exec(expr);
+  return m?.[1] ?? null;
 }

@@ -293,6 +293,19 @@ describe("expressions", () => {
     );
   });
 
+  it("names an unknown hyphenated step id as written, with a hint", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: first-step\n    transform: {ops: []}\n  - id: b\n    condition: "step.first-stp.result"\n    transform: {ops: []}\n`,
+    });
+    expectOnlyError(
+      p,
+      T,
+      13,
+      16,
+      /^step `b`: `step\.first-stp` is not a step of this pipeline; did you mean `first-step`\?$/,
+    );
+  });
+
   it("rejects a later step read through {{ }}", () => {
     const p = compileFiles({
       [T]: `${HEAD}  - id: a\n    webhook:\n      url: "https://example.com"\n      body: {x: "{{ step.b.result }}"}\n  - id: b\n    transform: {ops: []}\n`,
