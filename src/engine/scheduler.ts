@@ -245,6 +245,7 @@ async function runStep(
   };
   const skip = (reason: string) => {
     rec.output = { skipped: true, reason };
+    if (step.kind === "workflow") skipChildTree(host, step, `${path}/`, reason);
     finish("skipped");
     host.onStepFinished(path, rec);
     return rec.output;
@@ -363,7 +364,7 @@ async function runWorkflowStep(
   }
 }
 
-/** A workflow step's tokens, cost and calls are its children's. */
+/** A workflow step's tokens, cost, calls and attempts are its children's (its duration is its own). */
 function aggregateChildMetrics(host: RunHost, child: CompiledWorkflow, prefix: string, rec: StepRecord) {
   for (const s of child.steps) {
     const r = host.records.get(prefix + s.id);
@@ -372,5 +373,6 @@ function aggregateChildMetrics(host: RunHost, child: CompiledWorkflow, prefix: s
     rec.metrics.tokens_out += r.metrics.tokens_out;
     rec.metrics.cost_usd += r.metrics.cost_usd;
     rec.metrics.llm_calls += r.metrics.llm_calls;
+    rec.metrics.attempts += r.metrics.attempts;
   }
 }

@@ -5,7 +5,7 @@
  * from records that are already masked.
  */
 import type { Json, JsonObject } from "../bundle.ts";
-import type { StepRecord } from "../engine/types.ts";
+import { emptyMetrics, type StepRecord } from "../engine/types.ts";
 
 export type RunEventType =
   | "step.started"
@@ -49,12 +49,25 @@ export function stepEvent(path: string, rec: StepRecord, fallbackTime: string): 
   };
 }
 
-/** The history of a run as events, in time order (records given in pipeline order). */
+/**
+ * The history of a run as events, in time order (records given in pipeline order). Steps that
+ * never started and were skipped when the run ended carry no time of their own: `fallbackTime`
+ * (the run's end) stands in.
+ */
 export function replayEvents(records: Array<[string, StepRecord]>, fallbackTime: string): RunEvent[] {
   const events: RunEvent[] = [];
   for (const [path, rec] of records) {
     if (rec.started_at && rec.status !== "pending") {
-      const started = stepEvent(path, { ...rec, status: "running" }, fallbackTime);
+      // Exactly what was sent live when the step started: nothing of its outcome yet.
+      const asStarted: StepRecord = {
+        ...rec,
+        status: "running",
+        output: null,
+        error: null,
+        finished_at: null,
+        metrics: emptyMetrics(),
+      };
+      const started = stepEvent(path, asStarted, fallbackTime);
       if (started) events.push(started);
     }
     if (rec.status !== "running" && rec.status !== "pending") {

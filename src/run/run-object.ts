@@ -166,8 +166,7 @@ export class RunObject extends DurableObject<Env> {
   override async fetch(_request: Request): Promise<Response> {
     const doc = this.doc;
     if (!doc) return new Response("no run", { status: 404 });
-    const now = new Date().toISOString();
-    const history = replayEvents(this.pathsInOrder(), now);
+    const history = replayEvents(this.pathsInOrder(), doc.finished_at ?? new Date().toISOString());
     const ended = TERMINAL.has(doc.status);
     if (ended) history.push(this.runCompletedEvent());
     return this.hub.subscribe(history, ended);
@@ -340,8 +339,12 @@ export class RunObject extends DurableObject<Env> {
         rec.finished_at = new Date(now).toISOString();
         if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
       } else if (rec.status === "pending") {
+        // Inside a skipped workflow step the steps share its reason (condition_false, ...).
+        const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
+        const inherited =
+          parent?.status === "skipped" ? (parent.output as { reason?: string } | null)?.reason : null;
         rec.status = "skipped";
-        rec.output = { skipped: true, reason: skipReason };
+        rec.output = { skipped: true, reason: inherited ?? skipReason };
       }
       finalRecords.set(path, rec);
     });
@@ -411,7 +414,7 @@ export class RunObject extends DurableObject<Env> {
 
   private publishStep(path: string, rec: StepRecord): void {
     if (!this.hub.listening) return;
-    const ev = stepEvent(path, rec, new Date().toISOString());
+    const ev = stepEvent(path, rec, this.doc?.finished_at ?? new Date().toISOString());
     if (ev) this.hub.publish(ev);
   }
 

@@ -37,6 +37,20 @@ describe("run events", () => {
     expect(events.at(-1)?.data).toMatchObject({ run_id, status: "complete", output: { result: [200, 200] } });
   });
 
+  it("replays exactly the events that were sent live", async () => {
+    const res = await invoke("fail-fast");
+    const { run_id } = (await res.json()) as { run_id: string };
+    const live = await readAll(await call(`/runs/${run_id}/events`));
+    const replay = await readAll(await call(`/runs/${run_id}/events`));
+    const key = (e: Sse) => `${e.event} ${String(e.data.step ?? "")}`;
+    // Same events with the same data; only the order of events at the same instant may differ.
+    expect([...replay].sort((a, b) => key(a).localeCompare(key(b)))).toEqual(
+      [...live].sort((a, b) => key(a).localeCompare(key(b))).map((e) => ({ ...e, id: expect.any(String) })),
+    );
+    const started = replay.filter((e) => e.event === "step.started");
+    for (const e of started) expect(e.data).toMatchObject({ output: null, error: null, finished_at: null });
+  });
+
   it("replays a finished run's history, with skips, and closes", async () => {
     const e = await run("basic", { items: [{ name: "a", price: 1 }] });
     const events = await readAll(await call(`/runs/${e.run_id}/events`));

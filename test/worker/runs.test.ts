@@ -190,9 +190,24 @@ describe("sub-workflows", () => {
     expect(notify.steps[1].output).toEqual({ skipped: true, reason: "webhooks_suppressed" });
     expect(notify.output).toEqual({ skipped: true, reason: "webhooks_suppressed" });
     expect(loud.steps[1].status).toBe("complete");
+    expect(loud.metrics.attempts).toBe(loud.steps[1].metrics.attempts);
+    expect(loud.metrics.attempts).toBe(1);
     expect(loud.steps[1].output.body.body).toEqual({ message: "hi" });
     expect(loud.output).toEqual(loud.steps[1].output);
     expect(e.output).toEqual(loud.output);
+  });
+
+  it("skips a workflow step's child steps with the step's own reason when its condition is false", async () => {
+    const e = await run("skipped-child");
+    expect(e.status).toBe("complete");
+    expect(e.steps[0].output).toEqual({ skipped: true, reason: "condition_false" });
+    expect(e.steps[0].steps).toEqual([
+      expect.objectContaining({
+        id: "boom",
+        status: "skipped",
+        output: { skipped: true, reason: "condition_false" },
+      }),
+    ]);
   });
 
   it("fails the workflow step with invalid_input when the input does not match the child's schema", async () => {
