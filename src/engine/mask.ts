@@ -60,6 +60,10 @@ export function secretForms(secret: string): string[] {
     toUrlAlphabet(b64),
     toUrlAlphabet(b64).replace(/=+$/, ""),
     encodeURIComponent(secret),
+    // application/x-www-form-urlencoded (a space is `+`), as in a query string echoed raw.
+    new URLSearchParams({ s: secret }).toString().slice(2),
+    // A JSON Pointer segment (an invalid_params path naming a property called like the secret).
+    secret.replace(/~/g, "~0").replace(/\//g, "~1"),
     jsonEscaped,
     // A JSON document that was itself put into a JSON string (e.g. a text body quoted again).
     JSON.stringify(jsonEscaped).slice(1, -1),

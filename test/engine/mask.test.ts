@@ -30,6 +30,8 @@ describe("maskText", () => {
     ["base64url", b64url(TRICKY)],
     ["percent-encoded", encodeURIComponent(TRICKY)],
     ["JSON-escaped", JSON.stringify(TRICKY).slice(1, -1)],
+    ["form-encoded (space as +)", new URLSearchParams({ k: TRICKY }).toString().slice(2)],
+    ["JSON Pointer segment", TRICKY.replace(/~/g, "~0").replace(/\//g, "~1")],
   ])("replaces the %s form", (_name, form) => {
     const out = masker.maskText(`before ${form} after`);
     expect(out).toBe("before *** after");
