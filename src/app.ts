@@ -7,7 +7,7 @@
 
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
-import type { Bundle, Json, JsonObject } from "./bundle.ts";
+import type { Bundle, CompiledWorkflow, Json, JsonObject } from "./bundle.ts";
 import { createMasker } from "./engine/mask.ts";
 import { validateJson } from "./engine/schema.ts";
 import { requireAuth } from "./http/auth.ts";
@@ -29,9 +29,7 @@ app.get("/health", (c) => c.json({ status: "ok" }));
 
 app.post("/invoke/:name", async (c) => {
   const name = c.req.param("name");
-  const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
-  const wf = key ? bundle.workflows[key] : undefined;
-  if (!key || !wf) throw new HttpProblem("workflow_not_found", `no workflow named "${name}"`);
+  const { key, wf } = invocable(name, "");
   const env = c.env as unknown as Record<string, unknown>;
   await requireAuth(wf.auth, c.req.raw.headers, env);
 
@@ -138,9 +136,7 @@ app.delete("/runs/:id", async (c) => {
 /** Recent runs of one workflow, for whoever holds that workflow's credentials. */
 app.get("/runs", async (c) => {
   const name = c.req.query("workflow") ?? "";
-  const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
-  const wf = key ? bundle.workflows[key] : undefined;
-  if (!wf) throw new HttpProblem("workflow_not_found", `no workflow named "${name}" (use ?workflow=NAME)`);
+  const { wf } = invocable(name, " (use ?workflow=NAME)");
   await requireAuth(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   const limit = Number.parseInt(c.req.query("limit") ?? "50", 10);
   const ids = await runIndex(c.env, wf.name).list(Number.isFinite(limit) ? limit : 50);
@@ -173,6 +169,14 @@ app.onError((err) => {
   console.error("unhandled error", err instanceof Error ? err.name : typeof err);
   return new HttpProblem("internal_error", "the server failed to handle this request").toResponse();
 });
+
+/** The invocable workflow called `name`, or 404 workflow_not_found (`hint` ends the detail). */
+function invocable(name: string, hint: string): { key: string; wf: CompiledWorkflow } {
+  const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
+  const wf = key ? bundle.workflows[key] : undefined;
+  if (!key || !wf) throw new HttpProblem("workflow_not_found", `no workflow named "${name}"${hint}`);
+  return { key, wf };
+}
 
 export function runIndex(env: Env, workflow: string): RunIndexRpc {
   return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(workflow)) as unknown as RunIndexRpc;
