@@ -5,8 +5,8 @@
  * recursively, and 1 MiB of `[` is 1 million levels), empty = `{}`, otherwise a JSON object.
  */
 import type { JsonObject } from "../bundle.ts";
+import { readCapped } from "../engine/read-capped.ts";
 import { HttpProblem } from "./problem.ts";
-import { readCapped } from "./read-capped.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_JSON_DEPTH = 128;

@@ -8,11 +8,11 @@
  */
 import type { HttpMethod, Json, JsonObject, WebhookStep } from "../bundle.ts";
 import { isPrivateHost } from "../engine/net.ts";
+import { readCapped } from "../engine/read-capped.ts";
 import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import { setOwn } from "../engine/transform-ops.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
-import { readCapped } from "../http/read-capped.ts";
 
 export const WEBHOOK_ATTEMPTS = 3;
 /** Largest response body a webhook step records (SPEC section 4: step output 1 MiB). */

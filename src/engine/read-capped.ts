@@ -2,6 +2,11 @@
  * Reads an HTTP body (a request's or a response's) into bytes, refusing more than `max`: the
  * declared Content-Length is checked first, then the running count while reading, so neither a
  * lying header nor a chunked stream gets past the cap. `tooLarge` makes the caller's own error.
+ *
+ * It lives beside the other outbound-network code (net.ts) because both the HTTP face (invoke
+ * bodies, src/http/body.ts) and the step executors (webhook responses, src/steps/webhook.ts)
+ * need it, and a step executor must not depend on the HTTP layer. Only web-standard
+ * Request/Response are used, so it runs in Node as well as in workerd.
  */
 export async function readCapped(
   message: Request | Response,
