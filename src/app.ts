@@ -13,8 +13,9 @@ import { validateJson } from "./engine/schema.ts";
 import { requireAuth } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
 import { HttpProblem } from "./http/problem.ts";
+import { runListPage } from "./http/run-list.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
-import type { RunIndexRpc } from "./run/run-index.ts";
+import { forgetRun } from "./run/listing.ts";
 import type { RunRpc } from "./run/run-object.ts";
 import { collectSecrets } from "./run/secrets.ts";
 import { mountViewer } from "./viewer/routes.ts";
@@ -77,14 +78,6 @@ app.post("/invoke/:name", async (c) => {
       "this Idempotency-Key was already used with a different body for this workflow",
     );
   }
-  if (result.outcome === "started") {
-    // Off the response path: the listing is a convenience, the run does not depend on it.
-    c.executionCtx.waitUntil(
-      runIndex(c.env, wf.name)
-        .add({ run_id: result.runId, created_at: new Date().toISOString() })
-        .catch(() => {}),
-    );
-  }
   const location = `/runs/${result.runId}`;
   // Without a requested wait the answer is 202 even for a run that has already finished (a
   // replayed Idempotency-Key), as SPEC's "answers as an invoke of that run would".
@@ -126,36 +119,28 @@ app.post("/runs/:id/cancel", async (c) => {
 
 app.delete("/runs/:id", async (c) => {
   const { stub, view } = await viewRun(c);
+  const e = view.envelope;
+  if (e.status === "pending" || e.status === "running") {
+    throw new HttpProblem("run_active", "cancel the run before deleting it");
+  }
+  // The listing first (a tombstone): if deleting the run then fails, a retry finds it again,
+  // whereas a listed run whose storage is gone could never be cleaned up.
+  const { run_id, workflow, status, created_at, finished_at } = e;
+  await forgetRun(c.env, { run_id, workflow, status, created_at, finished_at });
   const outcome = await stub.remove();
   if (outcome === "not_found") throw new HttpProblem("run_not_found", "no run with this id");
   if (outcome === "active") throw new HttpProblem("run_active", "cancel the run before deleting it");
-  await runIndex(c.env, view.envelope.workflow).remove(view.envelope.run_id);
   return c.body(null, 204);
 });
 
-/** Recent runs of one workflow, for whoever holds that workflow's credentials. */
+/** A workflow's runs, newest first, for whoever holds that workflow's credentials. */
 app.get("/runs", async (c) => {
-  const name = c.req.query("workflow") ?? "";
-  const { wf } = invocable(name, " (use ?workflow=NAME)");
+  const query = new URL(c.req.url).searchParams;
+  const name = query.get("workflow");
+  if (!name) throw new HttpProblem("invalid_query", "workflow is required (GET /runs?workflow=NAME)");
+  const { wf } = invocable(name, "");
   await requireAuth(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
-  const limit = Number.parseInt(c.req.query("limit") ?? "50", 10);
-  const ids = await runIndex(c.env, wf.name).list(Number.isFinite(limit) ? limit : 50);
-  const views = await Promise.all(ids.map((r) => runStub(c.env, r.run_id)?.view() ?? null));
-  const runs = views.flatMap((v) =>
-    v
-      ? [
-          {
-            run_id: v.envelope.run_id,
-            status: v.envelope.status,
-            created_at: v.envelope.created_at,
-            finished_at: v.envelope.finished_at,
-            error: v.envelope.error,
-            totals: v.envelope.totals,
-          },
-        ]
-      : [],
-  );
-  return c.json({ workflow: wf.name, runs });
+  return c.json(await runListPage(c.env, wf.name, query));
 });
 
 mountViewer(app);
@@ -176,10 +161,6 @@ function invocable(name: string, hint: string): { key: string; wf: CompiledWorkf
   const wf = key ? bundle.workflows[key] : undefined;
   if (!key || !wf) throw new HttpProblem("workflow_not_found", `no workflow named "${name}"${hint}`);
   return { key, wf };
-}
-
-export function runIndex(env: Env, workflow: string): RunIndexRpc {
-  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(workflow)) as unknown as RunIndexRpc;
 }
 
 /** A run id is the hex id of its Durable Object; anything else names no run. */

@@ -13,6 +13,7 @@ export const PROBLEMS = {
   payload_too_large: [413, "Payload too large"],
   invalid_json: [400, "Invalid JSON"],
   invalid_idempotency_key: [400, "Invalid Idempotency-Key"],
+  invalid_query: [400, "Invalid query"],
   invalid_params: [422, "Invalid params"],
   idempotency_conflict: [409, "Idempotency conflict"],
   run_not_active: [409, "Run not active"],

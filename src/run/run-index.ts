@@ -1,61 +1,203 @@
 /**
- * Recent runs of one workflow (one object per workflow name), for GET /runs?workflow=NAME and
- * the run viewer. It keeps ids and creation times only; statuses are read from the runs
- * themselves, so a run never has to report back here.
+ * The objects of the run listing (src/run/listing.ts says how they fit together). One class, two
+ * roles, told apart by the object's name:
+ *
+ * - a **shard** (`<workflow>\n<hour bucket>\n<shard>`) holds the entries of the runs created in
+ *   that hour whose id hashes to it: one row per run, keyed by (created_ms, run_id). Its first
+ *   write registers it in the workflow's directory (before the write is acknowledged, so a
+ *   reader never misses a shard that holds an entry) and arms the alarm that deletes the shard
+ *   when every run it can hold has passed retention.
+ * - the **directory** (`<workflow>`) lists the shards that exist, with their expiry. It is the
+ *   object that kept the whole listing before (migration v1 created the class): its old `runs`
+ *   table is moved into the shards once, by asking each run to report itself again.
+ *
+ * Writes are single-row upserts; concurrent ones are committed together by the object's storage
+ * (writes between two awaits form one implicit transaction), which is the batching a shard needs.
  */
 import { DurableObject } from "cloudflare:workers";
+import type { RunStatus } from "../engine/types.ts";
+import {
+  bucketExpiresMs,
+  directoryStub,
+  type IndexRow,
+  type Position,
+  retentionMs,
+  type ShardRef,
+} from "./listing.ts";
 
-/** How many run ids an index keeps. */
-export const INDEX_CAPACITY = 200;
-/** The table may hold up to INDEX_CAPACITY + TRIM_EVERY - 1 ids between trims. */
-const TRIM_EVERY = 50;
+const REGISTERED_KEY = "registered";
+/** The directory drops expired shards at most this often. */
+const PRUNE_EVERY_MS = 3_600_000;
 
-export interface IndexedRun {
-  run_id: string;
-  created_at: string;
-}
+/** Statuses a later write may still change; a finished run's entry is final. */
+const ACTIVE = "('pending', 'running')";
 
 export class RunIndex extends DurableObject<Env> {
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    ctx.storage.sql.exec(
-      "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL)",
-    );
-  }
+  private entriesReady = false;
+  private registering: Promise<void> | null = null;
+  private directoryReady = false;
+  private lastPrune = 0;
+  private legacyMove: Promise<void> | null = null;
 
-  /** Starts full so that the first add after a wake-up trims (the row count is not known). */
-  private addsSinceTrim = TRIM_EVERY;
+  // ---- shard role ---------------------------------------------------------------------------
 
-  async add(run: IndexedRun): Promise<void> {
+  async record(ref: ShardRef, rows: IndexRow[]): Promise<void> {
+    await this.shardReady(ref);
     const sql = this.ctx.storage.sql;
-    sql.exec("INSERT OR IGNORE INTO runs (run_id, created_at) VALUES (?, ?)", run.run_id, run.created_at);
-    // Trimming sorts the whole table: once per TRIM_EVERY adds, not on every invoke (npm run bench
-    // measured it as the largest SQLite cost of a run). `list` never shows more than the capacity.
-    this.addsSinceTrim += 1;
-    if (this.addsSinceTrim < TRIM_EVERY) return;
-    this.addsSinceTrim = 0;
-    sql.exec(
-      "DELETE FROM runs WHERE run_id NOT IN (SELECT run_id FROM runs ORDER BY created_at DESC LIMIT ?)",
-      INDEX_CAPACITY,
+    for (const r of rows) {
+      sql.exec(
+        `INSERT INTO listing (created_ms, run_id, status, finished_ms) VALUES (?, ?, ?, ?)
+         ON CONFLICT (created_ms, run_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms
+         WHERE listing.status IN ${ACTIVE}`,
+        r.created_ms,
+        r.run_id,
+        r.status,
+        r.finished_ms,
+      );
+    }
+  }
+
+  /** A tombstone: hidden from reads, and no later write of the run can bring the entry back. */
+  async forget(ref: ShardRef, row: IndexRow): Promise<void> {
+    await this.shardReady(ref);
+    this.ctx.storage.sql.exec(
+      `INSERT INTO listing (created_ms, run_id, status, finished_ms) VALUES (?, ?, 'deleted', NULL)
+       ON CONFLICT (created_ms, run_id) DO UPDATE SET status = 'deleted', finished_ms = NULL`,
+      row.created_ms,
+      row.run_id,
     );
   }
 
-  async remove(runId: string): Promise<void> {
-    this.ctx.storage.sql.exec("DELETE FROM runs WHERE run_id = ?", runId);
-  }
-
-  async list(limit: number): Promise<IndexedRun[]> {
+  /** Up to `limit` entries older than `after`, newest first; runs past retention are left out. */
+  async page(
+    after: Position | null,
+    status: RunStatus | null,
+    limit: number,
+    finishedAfter: number,
+  ): Promise<IndexRow[]> {
+    if (!this.hasTable("listing")) return [];
+    const t = after ? after.t : Number.MAX_SAFE_INTEGER;
+    const id = after ? after.id : "";
+    const filter = status === null ? "" : "AND status = ?";
+    const args: Array<string | number> = [t, t, id, finishedAfter];
+    if (status !== null) args.push(status);
+    args.push(limit);
     return this.ctx.storage.sql
-      .exec<{ run_id: string; created_at: string }>(
-        "SELECT run_id, created_at FROM runs ORDER BY created_at DESC LIMIT ?",
-        Math.max(1, Math.min(limit, INDEX_CAPACITY)),
+      .exec<{ run_id: string; created_ms: number; status: RunStatus; finished_ms: number | null }>(
+        `SELECT run_id, created_ms, status, finished_ms FROM listing
+         WHERE (created_ms < ? OR (created_ms = ? AND run_id < ?))
+           AND status != 'deleted' AND (finished_ms IS NULL OR finished_ms > ?) ${filter}
+         ORDER BY created_ms DESC, run_id DESC LIMIT ?`,
+        ...args,
       )
-      .toArray();
+      .toArray()
+      .map((r) => ({ ...r }));
   }
-}
 
-export interface RunIndexRpc {
-  add(run: IndexedRun): Promise<void>;
-  remove(runId: string): Promise<void>;
-  list(limit: number): Promise<IndexedRun[]>;
+  /** A shard's bucket has expired: every run it could list is gone. */
+  override async alarm(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+    this.entriesReady = false;
+    this.registering = null;
+  }
+
+  private shardReady(ref: ShardRef): Promise<void> {
+    if (!this.entriesReady) {
+      this.ctx.storage.sql.exec(
+        `CREATE TABLE IF NOT EXISTS listing (
+           created_ms INTEGER NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, finished_ms INTEGER,
+           PRIMARY KEY (created_ms, run_id)) WITHOUT ROWID`,
+      );
+      this.entriesReady = true;
+    }
+    if (this.ctx.storage.kv.get<boolean>(REGISTERED_KEY)) return Promise.resolve();
+    // Concurrent first writes share one registration.
+    this.registering ??= this.registerShard(ref).catch((err: unknown) => {
+      this.registering = null;
+      throw err;
+    });
+    return this.registering;
+  }
+
+  private async registerShard(ref: ShardRef): Promise<void> {
+    const expires = bucketExpiresMs(ref.bucket, retentionMs(this.env));
+    await directoryStub(this.env, ref.workflow).register(ref.bucket, ref.shard, expires);
+    this.ctx.storage.kv.put(REGISTERED_KEY, true);
+    await this.ctx.storage.setAlarm(expires);
+  }
+
+  // ---- directory role -----------------------------------------------------------------------
+
+  async register(bucket: number, shard: number, expiresMs: number): Promise<void> {
+    this.ensureDirectory();
+    const sql = this.ctx.storage.sql;
+    sql.exec(
+      "INSERT OR IGNORE INTO shards (bucket, shard, expires_ms) VALUES (?, ?, ?)",
+      bucket,
+      shard,
+      expiresMs,
+    );
+    const now = Date.now();
+    if (now - this.lastPrune > PRUNE_EVERY_MS) {
+      this.lastPrune = now;
+      sql.exec("DELETE FROM shards WHERE expires_ms <= ?", now);
+    }
+    this.moveLegacyIndex();
+  }
+
+  async shards(maxBucket: number, now: number): Promise<Array<{ bucket: number; shard: number }>> {
+    if (!this.hasTable("shards")) return [];
+    return this.ctx.storage.sql
+      .exec<{ bucket: number; shard: number }>(
+        "SELECT bucket, shard FROM shards WHERE bucket <= ? AND expires_ms > ? ORDER BY bucket DESC, shard",
+        maxBucket,
+        now,
+      )
+      .toArray()
+      .map((r) => ({ bucket: r.bucket, shard: r.shard }));
+  }
+
+  private ensureDirectory(): void {
+    if (this.directoryReady) return;
+    this.ctx.storage.sql.exec(
+      `CREATE TABLE IF NOT EXISTS shards (
+         bucket INTEGER NOT NULL, shard INTEGER NOT NULL, expires_ms INTEGER NOT NULL,
+         PRIMARY KEY (bucket, shard)) WITHOUT ROWID`,
+    );
+    this.directoryReady = true;
+  }
+
+  /**
+   * Before the sharded listing, this object kept a workflow's newest run ids in a `runs` table.
+   * Each of those runs reports itself again (RunObject.relist), which lands it in its shard; then
+   * the table goes. Runs whose storage is gone answer nothing and are simply not listed.
+   */
+  private moveLegacyIndex(): void {
+    if (this.legacyMove || !this.hasTable("runs")) return;
+    this.legacyMove = (async () => {
+      const sql = this.ctx.storage.sql;
+      const ids = sql.exec<{ run_id: string }>("SELECT run_id FROM runs").toArray();
+      await Promise.all(
+        ids.map(async ({ run_id }) => {
+          if (!/^[0-9a-f]{64}$/.test(run_id)) return;
+          const stub = this.env.RUNS.get(this.env.RUNS.idFromString(run_id)) as unknown as {
+            relist(): Promise<void>;
+          };
+          await stub.relist();
+        }),
+      );
+      sql.exec("DROP TABLE runs");
+    })().catch(() => {
+      // Tried again on the next registration.
+      this.legacyMove = null;
+    });
+  }
+
+  private hasTable(name: string): boolean {
+    return (
+      this.ctx.storage.sql
+        .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name)
+        .toArray().length > 0
+    );
+  }
 }

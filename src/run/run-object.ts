@@ -13,7 +13,7 @@ import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from ".
 import { createLedger, type Ledger, type LedgerState } from "../engine/budget.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
 import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
-import { StepError, type StepRecord } from "../engine/types.ts";
+import { type RunStatus, StepError, type StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
 import {
   buildEnvelope,
@@ -26,12 +26,21 @@ import {
   runGraph,
 } from "./envelope.ts";
 import { EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
+import { type ListedRun, recordRun, retentionMs } from "./listing.ts";
 import { OutboundLimiter } from "./outbound.ts";
+import { finishedRunLog } from "./run-log.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
 const HEARTBEAT_MS = 60_000;
-const DEFAULT_RETENTION_S = 7 * 24 * 3600;
+/**
+ * A run still active this long after it started is written to the listing by its alarm (a run
+ * that finishes sooner is written once, finished). An alarm, not a timer: it survives eviction.
+ */
+const LISTING_FIRST_WRITE_MS = 2_000;
+/** Until the listing has acknowledged a finished run, its alarm retries this often (doubling, capped). */
+const LISTING_RETRY_MS = 3_000;
+const LISTING_RETRY_MAX_MS = 300_000;
 /** Outbound requests in flight per run (the Workers limit of simultaneous connections). */
 export const MAX_OUTBOUND = 6;
 
@@ -60,6 +69,7 @@ export interface RunRpc {
   view(): Promise<RunView | null>;
   cancel(): Promise<CancelResult>;
   remove(): Promise<"deleted" | "active" | "not_found">;
+  relist(): Promise<void>;
   fetch(request: Request): Promise<Response>;
 }
 
@@ -86,6 +96,10 @@ export class RunObject extends DurableObject<Env> {
   private waiters = new Set<() => void>();
   private masker: Masker = createMasker([]);
   private readonly hub = new EventHub();
+  /** The status the run listing has acknowledged (memory only: after a wake-up it is sent again). */
+  private listed: RunStatus | null = null;
+  private listingWrite: Promise<boolean> | null = null;
+  private listingFailures = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -140,7 +154,8 @@ export class RunObject extends DurableObject<Env> {
     this.doc = doc;
     this.writeDoc();
     // Not awaited: storage writes are ordered and the output gate holds replies until they land.
-    this.ctx.storage.setAlarm(Math.min(deadline, now + HEARTBEAT_MS)).catch(() => {});
+    // The first alarm also lists a run that is still active by then (see LISTING_FIRST_WRITE_MS).
+    this.ctx.storage.setAlarm(Math.min(deadline, now + LISTING_FIRST_WRITE_MS)).catch(() => {});
     this.resume();
     return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
   }
@@ -200,12 +215,11 @@ export class RunObject extends DurableObject<Env> {
     if (!doc) return;
     const now = Date.now();
     if (TERMINAL.has(doc.status)) {
-      const expires = this.expiresAt(doc);
-      if (now >= expires) {
+      if (now >= this.expiresAt(doc)) {
         await this.ctx.storage.deleteAll();
         this.reset();
       } else {
-        await this.ctx.storage.setAlarm(expires);
+        await this.listThenRetain();
       }
       return;
     }
@@ -215,7 +229,79 @@ export class RunObject extends DurableObject<Env> {
       return;
     }
     if (!this.engine) this.resume();
-    await this.ctx.storage.setAlarm(Math.min(deadline, now + HEARTBEAT_MS));
+    const next = (await this.syncListing()) ? HEARTBEAT_MS : this.listingRetryMs();
+    await this.ctx.storage.setAlarm(Math.min(deadline, Date.now() + next));
+  }
+
+  /** The listing's legacy index asks runs it knew to report themselves (src/run/run-index.ts). */
+  async relist(): Promise<void> {
+    this.listed = null;
+    await this.syncListing();
+  }
+
+  // ---- Run listing: the run reports its own status, never on the invoke's path --------------
+
+  /**
+   * Sends the run's current status to the listing unless it has it already; true once the
+   * listing has it. One write at a time; a status that changed meanwhile is sent next.
+   */
+  private async syncListing(): Promise<boolean> {
+    for (;;) {
+      if (this.listingWrite) {
+        await this.listingWrite;
+        continue;
+      }
+      const doc = this.doc;
+      if (!doc || this.listed === doc.status) return true;
+      const status = doc.status;
+      const write = recordRun(this.env, this.listedRun(doc)).then(
+        () => {
+          this.listed = status;
+          this.listingFailures = 0;
+          return true;
+        },
+        () => {
+          this.listingFailures += 1;
+          return false;
+        },
+      );
+      this.listingWrite = write;
+      const ok = await write;
+      this.listingWrite = null;
+      if (!ok) return false;
+    }
+  }
+
+  /**
+   * A finished run: once the listing has its final status the alarm moves to the end of
+   * retention; until then the alarm stays close and retries (also after an eviction).
+   */
+  private async listThenRetain(): Promise<void> {
+    const doc = this.doc;
+    if (!doc) return;
+    const ok = await this.syncListing();
+    if (this.doc !== doc) return; // deleted meanwhile
+    await this.ctx.storage.setAlarm(ok ? this.expiresAt(doc) : Date.now() + this.listingRetryMs());
+  }
+
+  private listingRetryMs(): number {
+    return Math.min(LISTING_RETRY_MAX_MS, LISTING_RETRY_MS * 2 ** Math.max(0, this.listingFailures - 1));
+  }
+
+  /** One structured line per finished run, for Workers Logs (src/run/run-log.ts). */
+  private logFinished(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): void {
+    const line = finishedRunLog(doc, this.rootWorkflow(), records);
+    console.log(JSON.stringify(this.masker.maskJson(line)));
+  }
+
+  private listedRun(doc: RunDoc): ListedRun {
+    return {
+      run_id: doc.run_id,
+      workflow: this.rootWorkflow().name,
+      status: doc.status,
+      created_at: doc.created_at,
+      finished_at: doc.finished_at,
+    };
   }
 
   // ---- Engine ------------------------------------------------------------------------------
@@ -258,7 +344,11 @@ export class RunObject extends DurableObject<Env> {
       restored,
       records: this.records,
       onStepStarted: (path, rec) => {
-        if (doc.status === "pending") doc.status = "running";
+        if (doc.status === "pending") {
+          doc.status = "running";
+          // Only a run listed while still pending (rare: its first step waited) needs this.
+          if (this.listed === "pending") void this.syncListing();
+        }
         this.publishStep(path, rec);
       },
       onStepFinished: (path, rec) => {
@@ -360,7 +450,11 @@ export class RunObject extends DurableObject<Env> {
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
     this.writeDoc();
-    this.ctx.storage.setAlarm(this.expiresAt(doc)).catch(() => {});
+    // The alarm retries the listing write until it lands (listThenRetain arms retention then);
+    // the write itself waits for the answer to leave (a timer, not a microtask).
+    this.ctx.storage.setAlarm(now + LISTING_RETRY_MS).catch(() => {});
+    setTimeout(() => void this.listThenRetain().catch(() => {}), 0);
+    this.logFinished(doc, finalRecords);
     this.controller = null;
     if (this.hub.listening) this.hub.publish(this.runCompletedEvent());
     this.hub.close();
@@ -391,9 +485,7 @@ export class RunObject extends DurableObject<Env> {
   }
 
   private expiresAt(doc: RunDoc): number {
-    const s = Number(this.env.RUN_RETENTION_S ?? DEFAULT_RETENTION_S);
-    const retention = Number.isFinite(s) && s > 0 ? s : DEFAULT_RETENTION_S;
-    return Date.parse(doc.finished_at ?? doc.created_at) + retention * 1000;
+    return Date.parse(doc.finished_at ?? doc.created_at) + retentionMs(this.env);
   }
 
   private makeMasker(doc: RunDoc): Masker {

@@ -1,0 +1,139 @@
+/**
+ * `GET /runs?workflow=NAME[&status=S][&limit=N][&cursor=C]` (SPEC section 4) once the route has
+ * found the workflow and checked the caller's credentials: the query is checked (every problem
+ * is a 400 `invalid_query`, never a 500), then one page comes from the run listing
+ * (src/run/listing.ts).
+ *
+ * The cursor is opaque to clients: base64url of the position where the next page starts, bound
+ * to the workflow and status filter it was made for, with a checksum, so that a truncated,
+ * edited or foreign cursor is refused instead of silently listing from somewhere else. It is a
+ * position, not a credential: the caller's access was checked before.
+ */
+import type { RunStatus } from "../engine/types.ts";
+import { type ListedRun, listRuns, type Position } from "../run/listing.ts";
+import { HttpProblem } from "./problem.ts";
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+const STATUSES: readonly RunStatus[] = ["pending", "running", "complete", "failed", "canceled"];
+
+export interface RunListBody {
+  runs: ListedRun[];
+  next_cursor: string | null;
+}
+
+interface CursorBody {
+  /** workflow, status filter, position */
+  w: string;
+  s: RunStatus | null;
+  t: number;
+  i: string;
+}
+
+function bad(detail: string): HttpProblem {
+  return new HttpProblem("invalid_query", detail);
+}
+
+/** The single value of a query parameter; a repeated one is ambiguous and refused. */
+function single(query: URLSearchParams, name: string): string | null {
+  const all = query.getAll(name);
+  if (all.length > 1) throw bad(`${name} is given ${all.length} times`);
+  return all[0] ?? null;
+}
+
+export function parseLimit(raw: string | null): number {
+  if (raw === null) return DEFAULT_LIMIT;
+  const n = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n >= 1 && n <= MAX_LIMIT)) throw bad(`limit must be an integer from 1 to ${MAX_LIMIT}`);
+  return n;
+}
+
+export function parseStatus(raw: string | null): RunStatus | null {
+  if (raw === null) return null;
+  if (!(STATUSES as readonly string[]).includes(raw)) {
+    throw bad(`status must be one of ${STATUSES.join(", ")}`);
+  }
+  return raw as RunStatus;
+}
+
+function base64url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+}
+
+function fromBase64url(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
+  try {
+    const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}
+
+async function checksum(payload: string): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(`run-list-cursor\n${payload}`),
+  );
+  return base64url(new Uint8Array(digest).slice(0, 12));
+}
+
+export async function encodeCursor(
+  workflow: string,
+  status: RunStatus | null,
+  at: Position,
+): Promise<string> {
+  const body: CursorBody = { w: workflow, s: status, t: at.t, i: at.id };
+  const payload = base64url(new TextEncoder().encode(JSON.stringify(body)));
+  return `${payload}.${await checksum(payload)}`;
+}
+
+export async function decodeCursor(
+  raw: string,
+  workflow: string,
+  status: RunStatus | null,
+): Promise<Position> {
+  const invalid = bad("cursor is not a cursor of this listing (pass next_cursor back unchanged)");
+  const [payload, sum, ...rest] = raw.split(".");
+  if (payload === undefined || sum === undefined || rest.length > 0 || raw.length > 1024) throw invalid;
+  if ((await checksum(payload)) !== sum) throw invalid;
+  const bytes = fromBase64url(payload);
+  let body: Partial<CursorBody>;
+  try {
+    body = JSON.parse(
+      new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes ?? new Uint8Array()),
+    ) as Partial<CursorBody>;
+  } catch {
+    throw invalid;
+  }
+  const t = body.t;
+  const id = body.i;
+  if (
+    typeof t !== "number" ||
+    !Number.isSafeInteger(t) ||
+    t < 0 ||
+    typeof id !== "string" ||
+    !/^(?:[0-9a-f]{64})?$/.test(id)
+  ) {
+    throw invalid;
+  }
+  if (body.w !== workflow) throw bad("cursor belongs to another workflow's listing");
+  if ((body.s ?? null) !== status) throw bad("cursor was made with another status filter");
+  return { t, id };
+}
+
+/** One page of `workflow`'s runs for the query string of GET /runs. */
+export async function runListPage(env: Env, workflow: string, query: URLSearchParams): Promise<RunListBody> {
+  const limit = parseLimit(single(query, "limit"));
+  const status = parseStatus(single(query, "status"));
+  const rawCursor = single(query, "cursor");
+  const after = rawCursor === null ? null : await decodeCursor(rawCursor, workflow, status);
+  const page = await listRuns(env, { workflow, status, limit, after });
+  return {
+    runs: page.runs,
+    next_cursor: page.next ? await encodeCursor(workflow, status, page.next) : null,
+  };
+}

@@ -1,0 +1,210 @@
+/**
+ * The run listing behind `GET /runs?workflow=NAME` (SPEC section 4), as one small interface:
+ * `recordRun` (the run object reports its own status, after it has answered), `listRuns` (merge on
+ * read, newest first, from a position) and `forgetRun` (DELETE). Nothing on the invoke path calls
+ * it: an invoke contacts only its run's own Durable Object.
+ *
+ * Where entries live, and why (the arithmetic is in the README, "Run listing at scale"): one
+ * workflow's runs are spread over SHARDS_PER_BUCKET RunIndex objects per hour of creation time,
+ * the shard chosen by a hash of the run id, so that 10,000 invokes a second of one workflow stay
+ * far below one object's request and storage limits. A per-workflow directory object (named by
+ * the workflow) records which (hour, shard) objects exist, so a read visits only shards that hold
+ * runs, newest hour first, and at most MAX_SHARD_READS of them per request.
+ *
+ * An entry is keyed by (created_ms, run_id): it never moves, so paging by that position lists a
+ * run once, whatever its status does meanwhile. Retention hides an entry the moment its run's
+ * storage is deleted (finished + RUN_RETENTION_S); a shard deletes itself when the last run it
+ * can hold has expired.
+ */
+import type { RunStatus } from "../engine/types.ts";
+
+export const BUCKET_MS = 3_600_000;
+export const SHARDS_PER_BUCKET = 32;
+/**
+ * Shard reads one listing request may make (plus one directory read): under the 50 subrequests
+ * a Worker request gets on the Workers Free plan. A bucket's shards are read together, so a page
+ * stops at a bucket boundary when the next bucket would not fit, and says where to go on.
+ */
+export const MAX_SHARD_READS = 48;
+/** The longest a run can be active (`timeout_s` at most 86400) plus slack for a late alarm. */
+export const MAX_RUN_MS = 86_400_000 + 3_600_000;
+const DEFAULT_RETENTION_S = 7 * 24 * 3600;
+
+/** What the listing shows of a run (the shape of `GET /runs` items). */
+export interface ListedRun {
+  run_id: string;
+  workflow: string;
+  status: RunStatus;
+  created_at: string;
+  finished_at: string | null;
+}
+
+/** A place in the newest-first order: entries strictly older than (t, id) come after it. */
+export interface Position {
+  t: number;
+  id: string;
+}
+
+export interface ListQuery {
+  workflow: string;
+  status: RunStatus | null;
+  limit: number;
+  /** Continue after this position (from a cursor); null for the newest runs. */
+  after: Position | null;
+}
+
+export interface ListPage {
+  runs: ListedRun[];
+  /** Where the next page starts, or null when there is none. */
+  next: Position | null;
+}
+
+/** One entry as a shard stores it. */
+export interface IndexRow {
+  run_id: string;
+  created_ms: number;
+  status: RunStatus;
+  finished_ms: number | null;
+}
+
+/** Which shard object of which bucket holds a run: its (workflow, bucket, shard). */
+export interface ShardRef {
+  workflow: string;
+  bucket: number;
+  shard: number;
+}
+
+/** The RPC surface of RunIndex objects (typed plainly: the generated stub types are too deep). */
+export interface ShardRpc {
+  record(ref: ShardRef, rows: IndexRow[]): Promise<void>;
+  forget(ref: ShardRef, row: IndexRow): Promise<void>;
+  page(
+    after: Position | null,
+    status: RunStatus | null,
+    limit: number,
+    finishedAfter: number,
+  ): Promise<IndexRow[]>;
+}
+export interface DirectoryRpc {
+  register(bucket: number, shard: number, expiresMs: number): Promise<void>;
+  shards(maxBucket: number, now: number): Promise<Array<{ bucket: number; shard: number }>>;
+}
+
+export function retentionMs(env: { RUN_RETENTION_S?: string }): number {
+  const s = Number(env.RUN_RETENTION_S ?? DEFAULT_RETENTION_S);
+  return (Number.isFinite(s) && s > 0 ? s : DEFAULT_RETENTION_S) * 1000;
+}
+
+/** When a bucket's shard may go: the last run it can hold has finished and passed retention. */
+export function bucketExpiresMs(bucket: number, retention: number): number {
+  return (bucket + 1) * BUCKET_MS + MAX_RUN_MS + retention;
+}
+
+/** FNV-1a over the run id: run ids of idempotent invokes are not random in every digit. */
+export function shardOf(runId: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < runId.length; i++) {
+    h ^= runId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % SHARDS_PER_BUCKET;
+}
+
+export function placeRun(workflow: string, runId: string, createdMs: number): ShardRef {
+  return { workflow, bucket: Math.floor(createdMs / BUCKET_MS), shard: shardOf(runId) };
+}
+
+function shardStub(env: Env, ref: ShardRef): ShardRpc {
+  // Workflow names never contain a newline, so these names cannot collide with a directory's.
+  const name = `${ref.workflow}\n${ref.bucket}\n${ref.shard}`;
+  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(name)) as unknown as ShardRpc;
+}
+
+export function directoryStub(env: Env, workflow: string): DirectoryRpc {
+  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(workflow)) as unknown as DirectoryRpc;
+}
+
+function rowOf(run: ListedRun): IndexRow {
+  return {
+    run_id: run.run_id,
+    created_ms: Date.parse(run.created_at),
+    status: run.status,
+    finished_ms: run.finished_at === null ? null : Date.parse(run.finished_at),
+  };
+}
+
+/** Called by the run object (never on the invoke path): upserts the run's entry. */
+export async function recordRun(env: Env, run: ListedRun): Promise<void> {
+  const row = rowOf(run);
+  const ref = placeRun(run.workflow, run.run_id, row.created_ms);
+  await shardStub(env, ref).record(ref, [row]);
+}
+
+/** DELETE /runs/{id}: a tombstone, so that a late write of the run cannot bring it back. */
+export async function forgetRun(env: Env, run: ListedRun): Promise<void> {
+  const row = rowOf(run);
+  const ref = placeRun(run.workflow, run.run_id, row.created_ms);
+  await shardStub(env, ref).forget(ref, row);
+}
+
+function newerFirst(a: IndexRow, b: IndexRow): number {
+  if (a.created_ms !== b.created_ms) return b.created_ms - a.created_ms;
+  return a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0;
+}
+
+function listed(workflow: string, r: IndexRow): ListedRun {
+  return {
+    run_id: r.run_id,
+    workflow,
+    status: r.status,
+    created_at: new Date(r.created_ms).toISOString(),
+    finished_at: r.finished_ms === null ? null : new Date(r.finished_ms).toISOString(),
+  };
+}
+
+/**
+ * One page, newest first: the directory names the shards, whole buckets are read newest first
+ * (each shard returns at most limit + 1 entries after the position) until the page is full. A
+ * page may be short with a `next` when the shard-read budget ran out at a bucket boundary.
+ */
+export async function listRuns(env: Env, q: ListQuery): Promise<ListPage> {
+  const now = Date.now();
+  const retention = retentionMs(env);
+  const maxBucket = q.after ? Math.floor(q.after.t / BUCKET_MS) : Number.MAX_SAFE_INTEGER;
+  const shards = await directoryStub(env, q.workflow).shards(maxBucket, now);
+  const buckets = new Map<number, number[]>();
+  for (const s of shards) buckets.set(s.bucket, [...(buckets.get(s.bucket) ?? []), s.shard]);
+  const order = [...buckets.keys()].sort((a, b) => b - a);
+
+  const found: IndexRow[] = [];
+  let reads = 0;
+  for (const [i, bucket] of order.entries()) {
+    const members = buckets.get(bucket) ?? [];
+    if (reads > 0 && reads + members.length > MAX_SHARD_READS) {
+      return { runs: found.map((r) => listed(q.workflow, r)), next: { t: (bucket + 1) * BUCKET_MS, id: "" } };
+    }
+    reads += members.length;
+    const pages = await Promise.all(
+      members.map((shard) =>
+        shardStub(env, { workflow: q.workflow, bucket, shard }).page(
+          q.after,
+          q.status,
+          q.limit + 1,
+          now - retention,
+        ),
+      ),
+    );
+    for (const p of pages) found.push(...p);
+    found.sort(newerFirst);
+    const more = found.length > q.limit || (found.length === q.limit && i < order.length - 1);
+    if (found.length >= q.limit) {
+      const runs = found.slice(0, q.limit);
+      const last = runs[runs.length - 1];
+      return {
+        runs: runs.map((r) => listed(q.workflow, r)),
+        next: more && last ? { t: last.created_ms, id: last.run_id } : null,
+      };
+    }
+  }
+  return { runs: found.map((r) => listed(q.workflow, r)), next: null };
+}
