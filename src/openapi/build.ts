@@ -216,20 +216,28 @@ function sharedSchemas(): Record<string, JsonObject> {
     },
     RunSummary: {
       type: "object",
-      required: ["run_id", "status", "created_at", "finished_at", "error", "totals"],
+      required: ["run_id", "workflow", "status", "created_at", "finished_at"],
       properties: {
         run_id: { type: "string" },
-        status: { enum: ["pending", "running", "complete", "failed", "canceled"] },
+        workflow: { type: "string" },
+        status: {
+          enum: ["pending", "running", "complete", "failed", "canceled"],
+          description: "May lag the run by a few seconds, never more than 10.",
+        },
         created_at: timestamp,
         finished_at: nullableTimestamp,
-        error: ref("RunError"),
-        totals: ref("RunTotals"),
       },
     },
     RunList: {
       type: "object",
-      required: ["workflow", "runs"],
-      properties: { workflow: { type: "string" }, runs: { type: "array", items: ref("RunSummary") } },
+      required: ["runs", "next_cursor"],
+      properties: {
+        runs: { type: "array", items: ref("RunSummary"), description: "Newest first." },
+        next_cursor: {
+          type: ["string", "null"],
+          description: "Pass back as `cursor` for the next page; null on the last page.",
+        },
+      },
     },
     RunGraph: {
       type: "object",
@@ -400,15 +408,34 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
   paths["/runs"] = {
     get: {
       operationId: "listRuns",
-      summary: "Recent runs of one workflow, newest first",
+      summary: "A workflow's runs, newest first, page by page",
       tags: ["runs"],
       security: runSecurity,
       parameters: [
         { name: "workflow", in: "query", required: true, schema: { type: "string", enum: names } },
-        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, default: 50 } },
+        {
+          name: "status",
+          in: "query",
+          required: false,
+          schema: { enum: ["pending", "running", "complete", "failed", "canceled"] },
+        },
+        {
+          name: "limit",
+          in: "query",
+          required: false,
+          schema: { type: "integer", minimum: 1, maximum: 100, default: 20 },
+        },
+        {
+          name: "cursor",
+          in: "query",
+          required: false,
+          schema: { type: "string" },
+          description: "`next_cursor` of the previous page (same workflow and status filter).",
+        },
       ],
       responses: {
-        "200": json("Summaries of the workflow's recent runs.", ref("RunList")),
+        "200": json("One page of the workflow's runs.", ref("RunList")),
+        "400": problem("`invalid_query`: a bad limit, status or cursor, or no workflow."),
         "401": problem("`unauthorized`."),
         "404": problem("`workflow_not_found`."),
       },
