@@ -13,6 +13,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { basename, join } from "node:path";
+import { workerdPid } from "./cpu.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
@@ -90,6 +91,10 @@ export async function newMiniflare(worker: Record<string, unknown>): Promise<Min
 
 export interface BenchServer {
   url: string;
+  /** The workerd process, for CPU time from /proc (null if it could not be found). */
+  pid: number | null;
+  /** Log lines the Worker wrote with `"event":"run.finished"` so far (one per finished run). */
+  runLogLines(): number;
   /** workerd's DevTools inspector on 127.0.0.1, for the CPU profile. */
   inspectorPort: number;
   scriptPath: string;
@@ -106,17 +111,26 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
   const persist = join(tmp, "state");
   rmSync(persist, { recursive: true, force: true });
   const inspectorPort = await freePort();
+  let logLines = 0;
   const mf = await newMiniflare({
     inspectorPort,
     scriptPath,
     resourcePersistencePath: persist,
     durableObjects: {
       RUNS: { className: "CountingRunObject", useSQLite: true },
+      RUNS_UNLISTED: { className: "UnlistedRunObject", useSQLite: true },
       RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
       BARE_RUNS: { className: "BareRunObject", useSQLite: true },
     },
     workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
     bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "false" },
+    // Counted, not printed: every finished run logs one JSON line (src/run/run-log.ts).
+    handleStructuredLogs: (log: { message?: string }) => {
+      // Count occurrences: one message may carry several lines when workerd writes fast.
+      const n = (log.message ?? "").split('"event":"run.finished"').length - 1;
+      logLines += n;
+      if (n === 0 && process.env.BENCH_DEBUG) process.stderr.write(`${log.message}\n`);
+    },
   });
   let url: URL;
   try {
@@ -128,6 +142,8 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
   let stopped = false;
   return {
     url: url.origin,
+    pid: workerdPid(),
+    runLogLines: () => logLines,
     inspectorPort,
     scriptPath,
     stop: async () => {

@@ -4,7 +4,10 @@
  *
  * - `/invoke/...` and the rest of our API go to the real app, unchanged. `RUNS` is bound to
  *   `CountingRunObject`, our RunObject with a counter of the SQLite rows it writes, read back
- *   through `/bench/writes/{run_id}`; `RUN_INDEX` to `CountingRunIndex`, the same for the index.
+ *   through `/bench/writes/{run_id}`; `RUN_INDEX` to `CountingRunIndex`, which counts the run
+ *   listing's traffic (`/bench/index-stats`); `/bench/shard-capacity` measures one shard.
+ * - `/bench/unlisted/invoke/...`: the same app with the listing switched off (UnlistedRunObject),
+ *   to show what the listing write costs.
  * - `/bench/bare?steps=N`: the floor of this architecture. One Durable Object per run that does
  *   N trivial transforms and INSERTs each step's output, then answers.
  * - `/bench/workflows?steps=N&poll_ms=P`: Cloudflare Workflows. `BENCH_WF.create()`, then poll
@@ -15,11 +18,14 @@
  */
 import { DurableObject, WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { app } from "../src/app.ts";
+import type { IndexRow } from "../src/run/listing.ts";
+import type { ShardRef } from "../src/run/listing-layout.ts";
 import { RunIndex } from "../src/run/run-index.ts";
 import { RunObject } from "../src/run/run-object.ts";
 
 interface BenchEnv {
   RUNS: DurableObjectNamespace;
+  RUNS_UNLISTED: DurableObjectNamespace;
   RUN_INDEX: DurableObjectNamespace;
   BARE_RUNS: DurableObjectNamespace<BareRunObject>;
   BENCH_WF: Workflow<BenchParams>;
@@ -96,15 +102,72 @@ export class CountingRunObject extends RunObject {
   }
 }
 
+/**
+ * Our RunObject with the run listing switched off (its listing writes go nowhere): the bench's
+ * "ours, listing off" series, which shows what the listing write costs a run. Bench only.
+ */
+export class UnlistedRunObject extends CountingRunObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    const nowhere = { record: async () => {}, forget: async () => {} };
+    const index = {
+      idFromName: (name: string) => name,
+      get: () => nowhere,
+    } as unknown as DurableObjectNamespace;
+    super(ctx, { ...env, RUN_INDEX: index });
+  }
+}
+
+/** Listing traffic of every RunIndex object of this isolate (local workerd runs them all in one). */
+export interface IndexStats {
+  /** `record` calls (one per listing write of a run) and the rows they carried */
+  records: number;
+  recordedRows: number;
+  /** directory registrations (a shard's first write) */
+  registrations: number;
+  /** SQLite rows written by all index objects, by statement */
+  writes: WriteCount;
+}
+const indexStats: IndexStats = {
+  records: 0,
+  recordedRows: 0,
+  registrations: 0,
+  writes: { rows: 0, alarms: 0, byStatement: {} },
+};
+
 export class CountingRunIndex extends RunIndex {
-  private readonly writes: WriteCount;
   constructor(ctx: DurableObjectState, env: Env) {
     const writes = countWrites(ctx);
     super(ctx, env);
-    this.writes = writes;
+    // Each object's counts are folded into the isolate-wide totals as they happen.
+    const fold = () => {
+      indexStats.writes.rows += writes.rows;
+      indexStats.writes.alarms += writes.alarms;
+      for (const [k, v] of Object.entries(writes.byStatement)) {
+        indexStats.writes.byStatement[k] = (indexStats.writes.byStatement[k] ?? 0) + v;
+      }
+      writes.rows = 0;
+      writes.alarms = 0;
+      writes.byStatement = {};
+    };
+    this.fold = fold;
   }
-  async benchWrites(): Promise<WriteCount> {
-    return this.writes;
+  private readonly fold: () => void;
+  override async record(ref: ShardRef, rows: IndexRow[]): Promise<void> {
+    indexStats.records += 1;
+    indexStats.recordedRows += rows.length;
+    try {
+      await super.record(ref, rows);
+    } finally {
+      this.fold();
+    }
+  }
+  override async register(bucket: number, shard: number, expiresMs: number): Promise<void> {
+    indexStats.registrations += 1;
+    try {
+      await super.register(bucket, shard, expiresMs);
+    } finally {
+      this.fold();
+    }
   }
 }
 
@@ -156,6 +219,41 @@ async function runWorkflow(env: BenchEnv, params: BenchParams, pollMs: number): 
   }
 }
 
+/**
+ * How many listing writes one shard takes per second: `writes` single-row `record` calls (what a
+ * run sends) into one fresh shard, `concurrency` in flight, from this Worker. The sender shares
+ * workerd's one thread with the shard here, so the figure is a floor for a shard of its own.
+ */
+async function shardCapacity(env: BenchEnv, url: URL): Promise<Response> {
+  const writes = Number.parseInt(url.searchParams.get("writes") ?? "2000", 10);
+  const concurrency = Number.parseInt(url.searchParams.get("concurrency") ?? "32", 10);
+  const ref: ShardRef = { workflow: `capacity-${crypto.randomUUID()}`, bucket: 0, shard: 0 };
+  const shard = env.RUN_INDEX.get(
+    env.RUN_INDEX.idFromName(`${ref.workflow}\n${ref.bucket}\n${ref.shard}`),
+  ) as unknown as CountingRunIndex;
+  const now = Date.now();
+  const row = (i: number): IndexRow => ({
+    run_id: i.toString(16).padStart(64, "0"),
+    created_ms: now + i,
+    status: "complete",
+    finished_ms: now + i,
+  });
+  await shard.record(ref, [row(writes)]); // registration and table creation, not measured
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < writes) {
+        const i = next++;
+        await shard.record(ref, [row(i)]);
+      }
+    }),
+  );
+  // Inside workerd the clock only moves across I/O; each await above is I/O, so this is fair.
+  const ms = performance.now() - t0;
+  return Response.json({ writes, concurrency, ms, perSecond: (writes / ms) * 1000 });
+}
+
 async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Response> {
   const steps = Number.parseInt(url.searchParams.get("steps") ?? "10", 10);
   if (url.pathname === "/bench/bare" || url.pathname === "/bench/workflows") {
@@ -172,18 +270,19 @@ async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Respon
     const stub = env.RUNS.get(env.RUNS.idFromString(writes[1])) as unknown as CountingRunObject;
     return Response.json(await stub.benchWrites());
   }
-  const index = /^\/bench\/index-writes\/([^/]+)$/.exec(url.pathname);
-  if (index?.[1]) {
-    const name = decodeURIComponent(index[1]);
-    const stub = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(name)) as unknown as CountingRunIndex;
-    return Response.json(await stub.benchWrites());
-  }
+  if (url.pathname === "/bench/index-stats") return Response.json(indexStats);
+  if (url.pathname === "/bench/shard-capacity") return shardCapacity(env, url);
   return new Response("no such bench route", { status: 404 });
 }
 
 export default {
   fetch(req: Request, env: BenchEnv, ctx: ExecutionContext): Response | Promise<Response> {
     const url = new URL(req.url);
+    if (url.pathname.startsWith("/bench/unlisted/")) {
+      // The real app, with its runs in UnlistedRunObject: same routing, no listing writes.
+      const inner = new Request(new URL(url.pathname.slice("/bench/unlisted".length), url), req);
+      return app.fetch(inner, { ...env, RUNS: env.RUNS_UNLISTED } as unknown as Env, ctx);
+    }
     if (url.pathname.startsWith("/bench/")) return benchRoute(req, env, url);
     return app.fetch(req, env as unknown as Env, ctx);
   },

@@ -25,9 +25,17 @@ function checkItems(output: ItemsOutput | null | undefined, steps: number, what:
   }
 }
 
-/** Ours: `POST /invoke/bench-N` with `Prefer: wait=30`; the run must come back complete. */
-export function oursRunner(base: string, steps: number, onRun?: (runId: string) => void): Runner {
-  const url = `${base}/invoke/${pipelineName(steps)}`;
+/**
+ * Ours: `POST /invoke/bench-N` with `Prefer: wait=30`; the run must come back complete. `prefix`
+ * `/bench/unlisted` serves the same app with the run listing switched off (bench/entry.ts).
+ */
+export function oursRunner(
+  base: string,
+  steps: number,
+  onRun?: (runId: string) => void,
+  prefix = "",
+): Runner {
+  const url = `${base}${prefix}/invoke/${pipelineName(steps)}`;
   return async () => {
     const res = await fetch(url, {
       method: "POST",

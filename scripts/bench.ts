@@ -1,30 +1,45 @@
 /**
  * `npm run bench`: our engine side by side with the floor of its architecture (a bare Durable
- * Object per run) and with Cloudflare Workflows, on one local workerd, plus storage writes per
- * run, bundle size with 50 workflows, Worker startup and a Node-side profile of the engine.
- * Prints one table and writes it, with the machine it ran on, to bench/results.md.
+ * Object per run) and with Cloudflare Workflows, on one local workerd: latency, throughput at 16
+ * and 64 clients, workerd CPU per run, the run listing (complete while the bench ran, writes per
+ * run, what one shard takes), storage writes per run, bundle size with 50 workflows, Worker
+ * startup and a Node-side profile of the engine. Prints one table and writes it, with the machine
+ * it ran on, to bench/results.md.
  *
- *   npm run bench                 # about 2 minutes
+ *   npm run bench                 # about 2.5 minutes
  *   npm run bench -- --quick      # fewer samples, for checking that the bench itself works
  *
  * Not part of `npm test`: timings depend on the machine. Network: 127.0.0.1 only.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { measureBundleSize, measureStartup } from "../bench/bundle-size.ts";
+import { cpuPerRun } from "../bench/cpu.ts";
 import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts";
 import { profileEngine } from "../bench/engine-profile.ts";
 import { baselineRunner, concurrentRounds, interleaved, oursRunner, type Runner } from "../bench/latency.ts";
-import { BENCH_PARAMS, buildBenchBundle, PIPELINE_SIZES, pipelineName } from "../bench/pipelines.ts";
-import { diffWrites, machineInfo, type Results, renderResults, type WriteCounts } from "../bench/report.ts";
+import { checkListing, type ListingCheck } from "../bench/listing-check.ts";
+import { BENCH_PARAMS, buildBenchBundle, PIPELINE_SIZES } from "../bench/pipelines.ts";
+import {
+  type Contender,
+  type IndexStats,
+  machineInfo,
+  type Results,
+  renderResults,
+  type WriteCounts,
+} from "../bench/report.ts";
 import { profileWorkerd } from "../bench/workerd-profile.ts";
 
 const quick = process.argv.includes("--quick");
 const SAMPLES = quick ? 30 : 200;
 const WARMUP = quick ? 5 : 20;
-const CONCURRENCY = 16;
-const THROUGHPUT_S = quick ? 2 : 3;
-const THROUGHPUT_ROUNDS = quick ? 1 : 3;
+const CONCURRENCY = [16, 64] as const;
+const THROUGHPUT_S = quick ? 1.5 : 2.5;
+const THROUGHPUT_ROUNDS = quick ? 1 : 2;
+const CPU_ROUNDS = quick ? 2 : 4;
+const CPU_BLOCK = quick ? 15 : 40;
+const UNLISTED = "/bench/unlisted";
 
 const tmp = join(ROOT, "bench/tmp");
 const log = (s: string) => process.stderr.write(`${s}\n`);
@@ -51,53 +66,87 @@ async function main(): Promise<void> {
   let results: Omit<Results, "bundle" | "startup" | "engine" | "machine" | "totalS" | "quick">;
   try {
     const base = server.url;
+    // Every run of ours with the listing on, by id: the listing must show each of them once.
+    const listed = new Set<string>();
+    const keep = (id: string) => listed.add(id);
+    let oursRuns = 0;
+    let listedRuns = 0;
+    const counted =
+      (run: Runner, listing: boolean): Runner =>
+      async () => {
+        await run();
+        oursRuns += 1;
+        if (listing) listedRuns += 1;
+      };
+    // The listing check reads bench-10's listing: the ids of the 10-step runs are the ones kept.
+    const ours = (n: number) => counted(oursRunner(base, n, n === 10 ? keep : undefined), true);
+    const unlisted = (n: number) => counted(oursRunner(base, n, undefined, UNLISTED), false);
+    const bare = (n: number) => baselineRunner(base, "bare", n);
+    const workflows = () => baselineRunner(base, "workflows", 10);
+
     const runners: Array<readonly [string, Runner]> = [];
-    for (const n of PIPELINE_SIZES) {
-      runners.push([`ours/${n}`, oursRunner(base, n)], [`bare/${n}`, baselineRunner(base, "bare", n)]);
-    }
-    runners.push(["workflows/10", baselineRunner(base, "workflows", 10)]);
+    for (const n of PIPELINE_SIZES) runners.push([`ours/${n}`, ours(n)], [`bare/${n}`, bare(n)]);
+    runners.push(["unlisted/10", unlisted(10)], ["workflows/10", workflows()]);
     log(
       `latency: ${runners.length} series interleaved, ${SAMPLES} sequential runs each after ${WARMUP} warm-up`,
     );
     const samples = await interleaved(runners, WARMUP, SAMPLES);
-    const latency: Results["latency"] = { ours: {}, bare: {}, workflows: {} };
+    const latency: Results["latency"] = { ours: {}, unlisted: {}, bare: {}, workflows: {} };
     for (const [key, s] of samples) {
-      const [kind, n] = key.split("/") as ["ours" | "bare" | "workflows", string];
+      const [kind, n] = key.split("/") as [Contender, string];
       latency[kind][Number(n)] = s;
     }
 
-    log(
-      `throughput: ${CONCURRENCY} concurrent clients, ${THROUGHPUT_ROUNDS} rounds of ${THROUGHPUT_S} s each`,
+    const throughput: Results["throughput"] = [];
+    for (const c of CONCURRENCY) {
+      const contenders: Array<readonly [Contender, Runner]> = [
+        ["ours", ours(10)],
+        ["unlisted", unlisted(10)],
+        ["bare", bare(10)],
+      ];
+      // Workflows takes seconds per run at 64 clients; 16 shows its level.
+      if (c === 16) contenders.push(["workflows", workflows()]);
+      log(`throughput: ${c} concurrent clients, ${THROUGHPUT_ROUNDS} rounds of ${THROUGHPUT_S} s each`);
+      const tp = await concurrentRounds(contenders, c, THROUGHPUT_S, THROUGHPUT_ROUNDS);
+      throughput.push({ concurrency: c, results: Object.fromEntries(tp) });
+    }
+
+    log("run listing: every run of ours listed exactly once, and how soon");
+    const listing: ListingCheck = await checkListing(base, "bench-10", listed, quick ? 20_000 : 30_000);
+    const indexStats = await getJson<IndexStats>(`${base}/bench/index-stats`);
+    const capacity = await getJson<{ perSecond: number; writes: number; concurrency: number }>(
+      `${base}/bench/shard-capacity?writes=${quick ? 500 : 2000}&concurrency=32`,
     );
-    const tp = await concurrentRounds(
-      [
-        ["ours", oursRunner(base, 10)],
-        ["bare", baselineRunner(base, "bare", 10)],
-        ["workflows", baselineRunner(base, "workflows", 10)],
-      ],
-      CONCURRENCY,
-      THROUGHPUT_S,
-      THROUGHPUT_ROUNDS,
-    );
-    const pick = (k: string) => {
-      const t = tp.get(k);
-      if (!t) throw new Error(`no throughput for ${k}`);
-      return t;
-    };
-    const throughput = { ours: pick("ours"), bare: pick("bare"), workflows: pick("workflows") };
+    // Counted at the same moment (the CPU phase below makes more runs).
+    const logLines = server.runLogLines();
+    const runsBeforeCheck = { oursRuns, listedRuns };
+
+    let cpu: Results["cpu"] = null;
+    if (server.pid !== null) {
+      log(
+        `CPU per run: workerd user + system time from /proc, ${CPU_ROUNDS} alternating blocks of ${CPU_BLOCK}`,
+      );
+      cpu = Object.fromEntries(
+        await cpuPerRun(
+          server.pid,
+          [
+            ["ours", ours(10)],
+            ["unlisted", unlisted(10)],
+            ["bare", bare(10)],
+            ["workflows", workflows()],
+          ],
+          CPU_ROUNDS,
+          CPU_BLOCK,
+        ),
+      );
+    }
 
     log("storage writes per run");
     const writes: Record<number, WriteCounts> = {};
-    const indexWrites: Record<number, WriteCounts> = {};
     for (const n of PIPELINE_SIZES) {
-      const indexBefore = await getJson<WriteCounts>(`${base}/bench/index-writes/${pipelineName(n)}`);
       let runId = "";
       await oursRunner(base, n, (id) => (runId = id))();
       writes[n] = await getJson<WriteCounts>(`${base}/bench/writes/${runId}`);
-      // The index is updated off the response path (waitUntil); give it a moment.
-      await new Promise((r) => setTimeout(r, 200));
-      const indexAfter = await getJson<WriteCounts>(`${base}/bench/index-writes/${pipelineName(n)}`);
-      indexWrites[n] = diffWrites(indexAfter, indexBefore);
     }
     const bareWrites: Record<number, WriteCounts> = {};
     for (const n of PIPELINE_SIZES) {
@@ -108,38 +157,26 @@ async function main(): Promise<void> {
       bareWrites[n] = ((await res.json()) as { writes: WriteCounts }).writes;
     }
     log("profile: workerd CPU profile over its inspector (ours 10 and 50 steps, bare DO 10 steps)");
-    const profileRuns = quick ? 50 : 200;
+    const profileRuns = quick ? 50 : 150;
+    const profile = (label: string, run: Runner) =>
+      profileWorkerd(label, server?.inspectorPort ?? 0, server?.scriptPath ?? "", run, profileRuns);
     const workerd = [
-      await profileWorkerd(
-        "ours, 10 steps",
-        server.inspectorPort,
-        server.scriptPath,
-        oursRunner(base, 10),
-        profileRuns,
-      ),
-      await profileWorkerd(
-        "bare DO, 10 steps",
-        server.inspectorPort,
-        server.scriptPath,
-        baselineRunner(base, "bare", 10),
-        profileRuns,
-      ),
-      await profileWorkerd(
-        "ours, 50 steps",
-        server.inspectorPort,
-        server.scriptPath,
-        oursRunner(base, 50),
-        profileRuns,
-      ),
+      await profile("ours, 10 steps", oursRunner(base, 10)),
+      await profile("bare DO, 10 steps", bare(10)),
+      await profile("ours, 50 steps", oursRunner(base, 50)),
     ];
     results = {
       latency,
       workerd,
       throughput,
+      cpu,
+      listing,
+      indexStats,
+      ...runsBeforeCheck,
+      logLines,
+      capacity,
       writes,
       bareWrites,
-      indexWrites,
-      concurrency: CONCURRENCY,
       samples: SAMPLES,
     };
   } finally {
@@ -149,10 +186,13 @@ async function main(): Promise<void> {
   log(`bundle size: 50 workflows compiled, wrangler deploy --dry-run, gzip`);
   const bundleSize = measureBundleSize(join(tmp, "fifty"));
   log("startup: fresh workerd (Miniflare) to first /health, ours vs an empty Worker");
-  const startup = await measureStartup(bundleSize.scriptPath, join(tmp, "fifty"), quick ? 3 : 11);
+  const startup = await measureStartup(bundleSize.scriptPath, join(tmp, "fifty"), quick ? 3 : 9);
   log("engine alone in Node: runPipeline with an in-memory host, CPU profile");
   const engine = await profileEngine(bundle);
 
+  machine.loadAtEnd = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" / ");
   const all: Results = {
     ...results,
     bundle: bundleSize,

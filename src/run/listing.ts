@@ -17,18 +17,7 @@
  * can hold has expired.
  */
 import type { RunStatus } from "../engine/types.ts";
-
-export const BUCKET_MS = 3_600_000;
-export const SHARDS_PER_BUCKET = 32;
-/**
- * Shard reads one listing request may make (plus one directory read): under the 50 subrequests
- * a Worker request gets on the Workers Free plan. A bucket's shards are read together, so a page
- * stops at a bucket boundary when the next bucket would not fit, and says where to go on.
- */
-export const MAX_SHARD_READS = 48;
-/** The longest a run can be active (`timeout_s` at most 86400) plus slack for a late alarm. */
-export const MAX_RUN_MS = 86_400_000 + 3_600_000;
-const DEFAULT_RETENTION_S = 7 * 24 * 3600;
+import { BUCKET_MS, MAX_SHARD_READS, placeRun, retentionMs, type ShardRef } from "./listing-layout.ts";
 
 /** What the listing shows of a run (the shape of `GET /runs` items). */
 export interface ListedRun {
@@ -67,13 +56,6 @@ export interface IndexRow {
   finished_ms: number | null;
 }
 
-/** Which shard object of which bucket holds a run: its (workflow, bucket, shard). */
-export interface ShardRef {
-  workflow: string;
-  bucket: number;
-  shard: number;
-}
-
 /** The RPC surface of RunIndex objects (typed plainly: the generated stub types are too deep). */
 export interface ShardRpc {
   record(ref: ShardRef, rows: IndexRow[]): Promise<void>;
@@ -88,30 +70,6 @@ export interface ShardRpc {
 export interface DirectoryRpc {
   register(bucket: number, shard: number, expiresMs: number): Promise<void>;
   shards(maxBucket: number, now: number): Promise<Array<{ bucket: number; shard: number }>>;
-}
-
-export function retentionMs(env: { RUN_RETENTION_S?: string }): number {
-  const s = Number(env.RUN_RETENTION_S ?? DEFAULT_RETENTION_S);
-  return (Number.isFinite(s) && s > 0 ? s : DEFAULT_RETENTION_S) * 1000;
-}
-
-/** When a bucket's shard may go: the last run it can hold has finished and passed retention. */
-export function bucketExpiresMs(bucket: number, retention: number): number {
-  return (bucket + 1) * BUCKET_MS + MAX_RUN_MS + retention;
-}
-
-/** FNV-1a over the run id: run ids of idempotent invokes are not random in every digit. */
-export function shardOf(runId: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < runId.length; i++) {
-    h ^= runId.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0) % SHARDS_PER_BUCKET;
-}
-
-export function placeRun(workflow: string, runId: string, createdMs: number): ShardRef {
-  return { workflow, bucket: Math.floor(createdMs / BUCKET_MS), shard: shardOf(runId) };
 }
 
 function shardStub(env: Env, ref: ShardRef): ShardRpc {

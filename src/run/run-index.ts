@@ -16,14 +16,8 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../engine/types.ts";
-import {
-  bucketExpiresMs,
-  directoryStub,
-  type IndexRow,
-  type Position,
-  retentionMs,
-  type ShardRef,
-} from "./listing.ts";
+import { directoryStub, type IndexRow, type Position } from "./listing.ts";
+import { bucketExpiresMs, retentionMs, type ShardRef } from "./listing-layout.ts";
 
 const REGISTERED_KEY = "registered";
 /** The directory drops expired shards at most this often. */

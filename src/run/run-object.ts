@@ -26,7 +26,8 @@ import {
   runGraph,
 } from "./envelope.ts";
 import { EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
-import { type ListedRun, recordRun, retentionMs } from "./listing.ts";
+import { type ListedRun, recordRun } from "./listing.ts";
+import { retentionMs } from "./listing-layout.ts";
 import { OutboundLimiter } from "./outbound.ts";
 import { finishedRunLog } from "./run-log.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";

@@ -18,7 +18,8 @@ import { describe, expect, it } from "vitest";
 import workflowBundle from "workflow-bundle";
 import { app } from "../../src/app.ts";
 import type { Bundle } from "../../src/bundle.ts";
-import { BUCKET_MS, recordRun, SHARDS_PER_BUCKET, shardOf } from "../../src/run/listing.ts";
+import { recordRun } from "../../src/run/listing.ts";
+import { BUCKET_MS, SHARDS_PER_BUCKET, shardOf } from "../../src/run/listing-layout.ts";
 import type { RunObject } from "../../src/run/run-object.ts";
 import { call, invoke, run, TOKEN, waitForRun } from "./harness.ts";
 

@@ -1,0 +1,67 @@
+/**
+ * CPU time per run of the workerd process (user + system, from /proc), which a busy machine
+ * disturbs far less than wall time: another process taking the cores makes our requests wait,
+ * but does not make them burn more CPU. Contenders run in alternating blocks so that drift is
+ * shared; every block is followed by a pause so that work a run leaves behind (its listing write,
+ * a shard's commit) is counted with it.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import type { Runner } from "./latency.ts";
+
+/** The workerd child of this Node process (Miniflare starts one), found through /proc. */
+export function workerdPid(): number | null {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const m = /^\d+ \((.*)\) \S (\d+)/.exec(readFileSync(`/proc/${d}/stat`, "utf8"));
+      if (m?.[1]?.startsWith("workerd") && Number(m[2]) === process.pid) return Number(d);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return null;
+}
+
+/** user and system CPU of `pid` so far, in ms (clock ticks are 10 ms on Linux). */
+function cpuMs(pid: number): { user: number; system: number } {
+  const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
+  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
+}
+
+export interface CpuPerRun {
+  /** ms of workerd CPU (user + system) per run */
+  total: number;
+  user: number;
+  system: number;
+  runs: number;
+}
+
+export async function cpuPerRun(
+  pid: number,
+  runners: ReadonlyArray<readonly [string, Runner]>,
+  rounds: number,
+  perBlock: number,
+): Promise<Map<string, CpuPerRun>> {
+  const pause = () => new Promise((r) => setTimeout(r, 150));
+  const acc = new Map(runners.map(([k]) => [k, { user: 0, system: 0, runs: 0 }]));
+  for (let r = 0; r < rounds; r++) {
+    for (const [key, run] of runners) {
+      await pause();
+      const before = cpuMs(pid);
+      for (let i = 0; i < perBlock; i++) await run();
+      await pause();
+      const after = cpuMs(pid);
+      const a = acc.get(key);
+      if (!a) continue;
+      a.user += after.user - before.user;
+      a.system += after.system - before.system;
+      a.runs += perBlock;
+    }
+  }
+  return new Map(
+    [...acc].map(([k, a]) => [
+      k,
+      { total: (a.user + a.system) / a.runs, user: a.user / a.runs, system: a.system / a.runs, runs: a.runs },
+    ]),
+  );
+}
