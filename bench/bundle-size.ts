@@ -51,6 +51,7 @@ function deployConfig(bundlePath: string): string {
     `main = ${JSON.stringify(join(ROOT, "src/index.ts"))}`,
     'compatibility_date = "2026-10-20"',
     'compatibility_flags = ["nodejs_compat"]',
+    "keep_names = false",
     "[[durable_objects.bindings]]",
     'name = "RUNS"',
     'class_name = "RunObject"',

@@ -108,7 +108,7 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
     join(tmp, "bench-out"),
     "entry.ts",
   );
-  const persist = join(tmp, "state");
+  const persist = process.env.BENCH_STATE_DIR ?? join(tmp, "state");
   rmSync(persist, { recursive: true, force: true });
   const inspectorPort = await freePort();
   let logLines = 0;

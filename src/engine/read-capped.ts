@@ -19,6 +19,13 @@ export async function readCapped(
     throw tooLarge();
   }
   if (!message.body) return new Uint8Array(0);
+  if (Number.isFinite(declared) && message.headers.has("content-length")) {
+    // A declared length within the cap: one read instead of a chunk loop. The count is checked
+    // again (a message built in code may carry any header).
+    const bytes = new Uint8Array(await message.arrayBuffer());
+    if (bytes.byteLength > max) throw tooLarge();
+    return bytes;
+  }
   const reader = message.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;

@@ -81,8 +81,11 @@ export interface PipelineOptions {
 
 const FINISHED = new Set(["complete", "skipped"]);
 
+/** Steps of one run mostly start and finish within the same millisecond: format it once. */
+let lastIso = { ms: Number.NaN, text: "" };
 function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastIso.ms) lastIso = { ms, text: new Date(ms).toISOString() };
+  return lastIso.text;
 }
 
 export function pendingRecord(id: string): StepRecord {

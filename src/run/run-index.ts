@@ -11,8 +11,11 @@
  *   object that kept the whole listing before (migration v1 created the class): its old `runs`
  *   table is moved into the shards once, by asking each run to report itself again.
  *
- * Writes are single-row upserts; concurrent ones are committed together by the object's storage
- * (writes between two awaits form one implicit transaction), which is the batching a shard needs.
+ * Writes are batched: a shard collects the entries that arrive within FLUSH_MS and writes them
+ * in one go (one commit), then acknowledges them all; the output gate holds those answers until
+ * the commit is durable, so an acknowledged entry is never lost. Under load a shard thus commits
+ * a few times a second whatever the number of runs, and each run still learns that its entry
+ * landed (its alarm retries until it does).
  */
 import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../engine/types.ts";
@@ -20,35 +23,65 @@ import { directoryStub, type IndexRow, type Position } from "./listing.ts";
 import { bucketExpiresMs, retentionMs, type ShardRef } from "./listing-layout.ts";
 
 const REGISTERED_KEY = "registered";
+/** How long a shard collects entries before writing them together (well inside the 10 s lag). */
+export const FLUSH_MS = 200;
 /** The directory drops expired shards at most this often. */
 const PRUNE_EVERY_MS = 3_600_000;
 
 /** Statuses a later write may still change; a finished run's entry is final. */
 const ACTIVE = "('pending', 'running')";
 
+interface PendingWrite {
+  rows: IndexRow[];
+  done: (err?: unknown) => void;
+}
+
 export class RunIndex extends DurableObject<Env> {
   private entriesReady = false;
+  private registered = false;
   private registering: Promise<void> | null = null;
+  private pending: PendingWrite[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private directoryReady = false;
   private lastPrune = 0;
   private legacyMove: Promise<void> | null = null;
 
   // ---- shard role ---------------------------------------------------------------------------
 
+  /** Resolves once the entries are durably written (with the others of the same batch). */
   async record(ref: ShardRef, rows: IndexRow[]): Promise<void> {
     await this.shardReady(ref);
+    await new Promise<void>((resolve, reject) => {
+      this.pending.push({ rows, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
+    });
+  }
+
+  private flush(): void {
+    this.flushTimer = null;
+    const batch = this.pending;
+    this.pending = [];
     const sql = this.ctx.storage.sql;
-    for (const r of rows) {
-      sql.exec(
-        `INSERT INTO listing (created_ms, run_id, status, finished_ms) VALUES (?, ?, ?, ?)
-         ON CONFLICT (created_ms, run_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms
-         WHERE listing.status IN ${ACTIVE}`,
-        r.created_ms,
-        r.run_id,
-        r.status,
-        r.finished_ms,
-      );
+    try {
+      // One synchronous block: one implicit transaction, one commit for the whole batch.
+      for (const w of batch) {
+        for (const r of w.rows) {
+          sql.exec(
+            `INSERT INTO listing (created_ms, run_id, status, finished_ms) VALUES (?, ?, ?, ?)
+             ON CONFLICT (created_ms, run_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms
+             WHERE listing.status IN ${ACTIVE}`,
+            r.created_ms,
+            r.run_id,
+            r.status,
+            r.finished_ms,
+          );
+        }
+      }
+    } catch (err) {
+      for (const w of batch) w.done(err);
+      return;
     }
+    for (const w of batch) w.done();
   }
 
   /** A tombstone: hidden from reads, and no later write of the run can bring the entry back. */
@@ -92,6 +125,7 @@ export class RunIndex extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.entriesReady = false;
+    this.registered = false;
     this.registering = null;
   }
 
@@ -104,7 +138,10 @@ export class RunIndex extends DurableObject<Env> {
       );
       this.entriesReady = true;
     }
-    if (this.ctx.storage.kv.get<boolean>(REGISTERED_KEY)) return Promise.resolve();
+    if (this.registered || this.ctx.storage.kv.get<boolean>(REGISTERED_KEY)) {
+      this.registered = true;
+      return Promise.resolve();
+    }
     // Concurrent first writes share one registration.
     this.registering ??= this.registerShard(ref).catch((err: unknown) => {
       this.registering = null;
@@ -118,6 +155,7 @@ export class RunIndex extends DurableObject<Env> {
     await directoryStub(this.env, ref.workflow).register(ref.bucket, ref.shard, expires);
     this.ctx.storage.kv.put(REGISTERED_KEY, true);
     await this.ctx.storage.setAlarm(expires);
+    this.registered = true;
   }
 
   // ---- directory role -----------------------------------------------------------------------

@@ -101,6 +101,8 @@ export class RunObject extends DurableObject<Env> {
   private listed: RunStatus | null = null;
   private listingWrite: Promise<boolean> | null = null;
   private listingFailures = 0;
+  /** When the alarm this incarnation set will fire (null: unknown or none). */
+  private alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -156,7 +158,7 @@ export class RunObject extends DurableObject<Env> {
     this.writeDoc();
     // Not awaited: storage writes are ordered and the output gate holds replies until they land.
     // The first alarm also lists a run that is still active by then (see LISTING_FIRST_WRITE_MS).
-    this.ctx.storage.setAlarm(Math.min(deadline, now + LISTING_FIRST_WRITE_MS)).catch(() => {});
+    this.armAlarm(Math.min(deadline, now + LISTING_FIRST_WRITE_MS)).catch(() => {});
     this.resume();
     return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
   }
@@ -212,6 +214,7 @@ export class RunObject extends DurableObject<Env> {
   // ---- Alarm: deadline, heartbeat, retention ----------------------------------------------
 
   override async alarm(): Promise<void> {
+    this.alarmAt = null;
     const doc = this.doc;
     if (!doc) return;
     const now = Date.now();
@@ -231,7 +234,7 @@ export class RunObject extends DurableObject<Env> {
     }
     if (!this.engine) this.resume();
     const next = (await this.syncListing()) ? HEARTBEAT_MS : this.listingRetryMs();
-    await this.ctx.storage.setAlarm(Math.min(deadline, Date.now() + next));
+    await this.armAlarm(Math.min(deadline, Date.now() + next));
   }
 
   /** The listing's legacy index asks runs it knew to report themselves (src/run/run-index.ts). */
@@ -282,7 +285,13 @@ export class RunObject extends DurableObject<Env> {
     if (!doc) return;
     const ok = await this.syncListing();
     if (this.doc !== doc) return; // deleted meanwhile
-    await this.ctx.storage.setAlarm(ok ? this.expiresAt(doc) : Date.now() + this.listingRetryMs());
+    await this.armAlarm(ok ? this.expiresAt(doc) : Date.now() + this.listingRetryMs());
+  }
+
+  /** setAlarm, remembering when it will fire. */
+  private armAlarm(at: number): Promise<void> {
+    this.alarmAt = at;
+    return this.ctx.storage.setAlarm(at);
   }
 
   private listingRetryMs(): number {
@@ -453,7 +462,9 @@ export class RunObject extends DurableObject<Env> {
     this.writeDoc();
     // The alarm retries the listing write until it lands (listThenRetain arms retention then);
     // the write itself waits for the answer to leave (a timer, not a microtask).
-    this.ctx.storage.setAlarm(now + LISTING_RETRY_MS).catch(() => {});
+    // An alarm already due as soon (the one start() set, for a run that finished at once) serves.
+    if (this.alarmAt === null || this.alarmAt > now + LISTING_RETRY_MS)
+      this.armAlarm(now + LISTING_RETRY_MS).catch(() => {});
     setTimeout(() => void this.listThenRetain().catch(() => {}), 0);
     this.logFinished(doc, finalRecords);
     this.controller = null;
