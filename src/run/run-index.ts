@@ -5,8 +5,10 @@
  * - a **shard** (`<workflow>\n<hour bucket>\n<shard>`) holds the entries of the runs created in
  *   that hour whose id hashes to it: one row per run, keyed by (created_ms, run_id). Its first
  *   write registers it in the workflow's directory (before the write is acknowledged, so a
- *   reader never misses a shard that holds an entry) and arms the alarm that deletes the shard
- *   when every run it can hold has passed retention.
+ *   reader never misses a shard that holds an entry) and arms its alarm for the moment every run
+ *   it can hold has passed retention. Then it ends them: each run is asked to delete itself
+ *   (RunObject.expire; reads hide an expired run from the exact end of its retention anyway),
+ *   SWEEP_BATCH at a time, and when none is left the shard deletes itself.
  * - the **directory** (`<workflow>`) lists the shards that exist, with their expiry. It is the
  *   object that kept the whole listing before (migration v1 created the class): its old `runs`
  *   table is moved into the shards once, by asking each run to report itself again.
@@ -20,9 +22,13 @@
 import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../engine/types.ts";
 import { directoryStub, type IndexRow, type Position } from "./listing.ts";
-import { bucketExpiresMs, retentionMs, type ShardRef } from "./listing-layout.ts";
+import { bucketExpiresMs, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
 
 const REGISTERED_KEY = "registered";
+/** Runs one sweep alarm asks to expire: under the 50 subrequests of the Workers Free plan. */
+const SWEEP_BATCH = 40;
+/** When every run of a sweep failed to answer, the sweep tries again this much later. */
+const SWEEP_RETRY_MS = 60_000;
 /** How long a shard collects entries before writing them together (well inside the 10 s lag). */
 export const FLUSH_MS = 200;
 /** The directory drops expired shards at most this often. */
@@ -121,12 +127,65 @@ export class RunIndex extends DurableObject<Env> {
       .map((r) => ({ ...r }));
   }
 
-  /** A shard's bucket has expired: every run it could list is gone. */
+  /**
+   * The shard's hour has passed retention: its runs are asked to go, then the shard goes. "Due"
+   * is the listing's own rule (finished + RUN_RETENTION_S, as read today), so a run whose
+   * retention was raised since the shard was made waits for its time.
+   */
   override async alarm(): Promise<void> {
+    const sql = this.ctx.storage.sql;
+    if (!this.hasTable("listing")) return this.dropShard();
+    const retention = retentionMs(this.env);
+    const dueAt = `COALESCE(finished_ms, created_ms + ${MAX_RUN_MS}) + ?`;
+    const due = sql
+      .exec<{ created_ms: number; run_id: string }>(
+        `SELECT created_ms, run_id FROM listing WHERE status != 'deleted' AND ${dueAt} <= ? LIMIT ?`,
+        retention,
+        Date.now(),
+        SWEEP_BATCH,
+      )
+      .toArray();
+    const results = await Promise.allSettled(due.map((r) => this.expireRun(r.run_id)));
+    let answered = 0;
+    results.forEach((res, i) => {
+      const r = due[i];
+      if (res.status === "rejected" || !r) return;
+      answered += 1;
+      sql.exec("DELETE FROM listing WHERE created_ms = ? AND run_id = ?", r.created_ms, r.run_id);
+    });
+    if (due.length > 0 && answered === 0) {
+      // Nobody answered (an outage): try again later.
+      await this.ctx.storage.setAlarm(Date.now() + SWEEP_RETRY_MS);
+      return;
+    }
+    if (due.length === SWEEP_BATCH) {
+      // Possibly more due: go on at once, one batch per alarm.
+      await this.ctx.storage.setAlarm(Date.now());
+      return;
+    }
+    const next = sql
+      .exec<{ at: number | null }>(
+        `SELECT MIN(${dueAt}) AS at FROM listing WHERE status != 'deleted'`,
+        retention,
+      )
+      .one().at;
+    if (next === null) return this.dropShard();
+    await this.ctx.storage.setAlarm(next);
+  }
+
+  private async dropShard(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.entriesReady = false;
     this.registered = false;
     this.registering = null;
+  }
+
+  private async expireRun(runId: string): Promise<void> {
+    if (!/^[0-9a-f]{64}$/.test(runId)) return;
+    const stub = this.env.RUNS.get(this.env.RUNS.idFromString(runId)) as unknown as {
+      expire(): Promise<string>;
+    };
+    await stub.expire();
   }
 
   private shardReady(ref: ShardRef): Promise<void> {

@@ -71,6 +71,7 @@ export interface RunRpc {
   cancel(): Promise<CancelResult>;
   remove(): Promise<"deleted" | "active" | "not_found">;
   relist(): Promise<void>;
+  expire(): Promise<"deleted" | "kept" | "gone">;
   fetch(request: Request): Promise<Response>;
 }
 
@@ -127,6 +128,7 @@ export class RunObject extends DurableObject<Env> {
 
   async start(req: StartRequest): Promise<StartResult> {
     const runId = this.ctx.id.toString();
+    await this.dropIfExpired();
     if (this.doc) {
       if (this.doc.body_hash !== req.bodyHash || this.doc.workflow_key !== req.workflowKey) {
         return { outcome: "conflict", runId };
@@ -182,6 +184,7 @@ export class RunObject extends DurableObject<Env> {
 
   /** GET /runs/{id}/events (the Worker has checked credentials): Server-Sent Events. */
   override async fetch(_request: Request): Promise<Response> {
+    await this.dropIfExpired();
     const doc = this.doc;
     if (!doc) return new Response("no run", { status: 404 });
     const history = replayEvents(this.pathsInOrder(), doc.finished_at ?? new Date().toISOString());
@@ -191,12 +194,14 @@ export class RunObject extends DurableObject<Env> {
   }
 
   async view(): Promise<RunView | null> {
+    await this.dropIfExpired();
     if (!this.doc) return null;
     const wf = this.rootWorkflow();
     return { auth: wf.auth, envelope: this.envelope(), graph: runGraph(this.doc.def, wf) };
   }
 
   async cancel(): Promise<CancelResult> {
+    await this.dropIfExpired();
     if (!this.doc) return { outcome: "not_found" };
     if (TERMINAL.has(this.doc.status)) return { outcome: "not_active" };
     this.abortRun(new RunAbort("canceled"));
@@ -204,14 +209,32 @@ export class RunObject extends DurableObject<Env> {
   }
 
   async remove(): Promise<"deleted" | "active" | "not_found"> {
+    await this.dropIfExpired();
     if (!this.doc) return "not_found";
     if (!TERMINAL.has(this.doc.status)) return "active";
-    await this.ctx.storage.deleteAll();
-    this.reset();
+    await this.deleteRun();
     return "deleted";
   }
 
-  // ---- Alarm: deadline, heartbeat, retention ----------------------------------------------
+  /**
+   * Retention: the run's listing shard, when its hour has passed retention, asks each of its runs
+   * to go (src/run/run-index.ts), so a finished run needs no alarm of its own for it (one storage
+   * write less per run). A run whose retention was raised since keeps itself with its own alarm.
+   */
+  async expire(): Promise<"deleted" | "kept" | "gone"> {
+    const doc = this.doc;
+    if (!doc) return "gone";
+    if (!TERMINAL.has(doc.status)) return "kept";
+    const expires = this.expiresAt(doc);
+    if (Date.now() >= expires) {
+      await this.deleteRun();
+      return "deleted";
+    }
+    await this.armAlarm(expires);
+    return "kept";
+  }
+
+  // ---- Alarm: deadline, heartbeat, listing retries ----------------------------------------
 
   override async alarm(): Promise<void> {
     this.alarmAt = null;
@@ -219,12 +242,9 @@ export class RunObject extends DurableObject<Env> {
     if (!doc) return;
     const now = Date.now();
     if (TERMINAL.has(doc.status)) {
-      if (now >= this.expiresAt(doc)) {
-        await this.ctx.storage.deleteAll();
-        this.reset();
-      } else {
-        await this.listThenRetain();
-      }
+      // Runs from before the sharded listing kept their retention alarm; it still ends them.
+      if (now >= this.expiresAt(doc)) await this.deleteRun();
+      else await this.listFinished();
       return;
     }
     const deadline = Date.parse(doc.deadline);
@@ -277,15 +297,25 @@ export class RunObject extends DurableObject<Env> {
   }
 
   /**
-   * A finished run: once the listing has its final status the alarm moves to the end of
-   * retention; until then the alarm stays close and retries (also after an eviction).
+   * A finished run, after its answer: the listing learns its final status. Until it has, an
+   * alarm stays close (finish() left one due within LISTING_RETRY_MS) and retries, also after an
+   * eviction; once it has, nothing more is due: the listing shard ends the run's retention.
    */
-  private async listThenRetain(): Promise<void> {
+  private async listFinished(): Promise<void> {
     const doc = this.doc;
-    if (!doc) return;
-    const ok = await this.syncListing();
-    if (this.doc !== doc) return; // deleted meanwhile
-    await this.armAlarm(ok ? this.expiresAt(doc) : Date.now() + this.listingRetryMs());
+    if (!doc || (await this.syncListing()) || this.doc !== doc) return;
+    await this.armAlarm(Date.now() + this.listingRetryMs());
+  }
+
+  /** A finished run past retention is gone for every reader, even before its shard says so. */
+  private async dropIfExpired(): Promise<void> {
+    const doc = this.doc;
+    if (doc && TERMINAL.has(doc.status) && Date.now() >= this.expiresAt(doc)) await this.deleteRun();
+  }
+
+  private async deleteRun(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+    this.reset();
   }
 
   /** setAlarm, remembering when it will fire. */
@@ -460,12 +490,12 @@ export class RunObject extends DurableObject<Env> {
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
     this.writeDoc();
-    // The alarm retries the listing write until it lands (listThenRetain arms retention then);
-    // the write itself waits for the answer to leave (a timer, not a microtask).
-    // An alarm already due as soon (the one start() set, for a run that finished at once) serves.
+    // The listing write waits for the answer to leave (a timer, not a microtask); an alarm due
+    // within LISTING_RETRY_MS retries it if this incarnation does not get there. The one start()
+    // set serves for a run that finished at once (no second alarm write).
     if (this.alarmAt === null || this.alarmAt > now + LISTING_RETRY_MS)
       this.armAlarm(now + LISTING_RETRY_MS).catch(() => {});
-    setTimeout(() => void this.listThenRetain().catch(() => {}), 0);
+    setTimeout(() => void this.listFinished().catch(() => {}), 0);
     this.logFinished(doc, finalRecords);
     this.controller = null;
     if (this.hub.listening) this.hub.publish(this.runCompletedEvent());
@@ -490,6 +520,8 @@ export class RunObject extends DurableObject<Env> {
 
   private reset(): void {
     this.doc = null;
+    this.listed = null;
+    this.alarmAt = null;
     this.records = new Map();
     this.stored = new Map();
     this.engine = null;

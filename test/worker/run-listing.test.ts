@@ -19,7 +19,7 @@ import workflowBundle from "workflow-bundle";
 import { app } from "../../src/app.ts";
 import type { Bundle } from "../../src/bundle.ts";
 import { recordRun } from "../../src/run/listing.ts";
-import { BUCKET_MS, SHARDS_PER_BUCKET, shardOf } from "../../src/run/listing-layout.ts";
+import { BUCKET_MS, placeRun, SHARDS_PER_BUCKET, shardOf } from "../../src/run/listing-layout.ts";
 import type { RunObject } from "../../src/run/run-object.ts";
 import { call, invoke, run, TOKEN, waitForRun } from "./harness.ts";
 
@@ -444,10 +444,8 @@ describe("the listing stays consistent with the runs", () => {
     await evictDurableObject(stub);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBe("complete");
-    const envelope = started.envelope as { finished_at: string };
-    expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBe(
-      Date.parse(envelope.finished_at) + RETENTION_MS,
-    );
+    // Listed: nothing more is due on the run itself (its listing shard ends its retention).
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBeNull();
   });
 
   it("lists a run evicted before its first listing write: the alarm wakes it and writes it", async () => {
@@ -460,6 +458,59 @@ describe("the listing stays consistent with the runs", () => {
     expect(e.status).toBe("complete");
     await listingUntil("workflow=listing-slow", (rs) => statusOf(rs, runId) === "complete");
   }, 30_000);
+});
+
+describe("retention", () => {
+  /** Moves a finished run's times back by more than RUN_RETENTION_S, in its storage. */
+  async function ageRun(runId: string): Promise<number> {
+    const old = Date.now() - RETENTION_MS - 60_000;
+    await runInDurableObject(runStub(runId), (_o, state) => {
+      const doc = JSON.parse(state.storage.kv.get<string>("run") ?? "null") as Record<string, unknown>;
+      doc.created_at = new Date(old - 1000).toISOString();
+      doc.finished_at = new Date(old).toISOString();
+      state.storage.kv.put("run", JSON.stringify(doc));
+    });
+    // A fresh incarnation reads the moved-back times, as after a real week asleep.
+    await evictDurableObject(runStub(runId));
+    return old;
+  }
+
+  it("reads a run past retention as not found, and its storage goes at that read", async () => {
+    const e = await run("listing-quick", { n: 7 });
+    await listingUntil("workflow=listing-quick", (rs) => statusOf(rs, e.run_id) === "complete");
+    await ageRun(e.run_id);
+    const res = await call(`/runs/${e.run_id}`);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { code: string }).code).toBe("run_not_found");
+    expect(
+      await runInDurableObject(runStub(e.run_id), (_o, state) => [...state.storage.kv.list()].length),
+    ).toBe(0);
+  });
+
+  it("ends the runs of a shard whose hour has passed retention, and keeps the others", async () => {
+    const [a, b] = await Promise.all([run("listing-quick", { n: 8 }), run("listing-quick", { n: 9 })]);
+    await listingUntil("workflow=listing-quick", (rs) =>
+      [a, b].every((e) => statusOf(rs, e.run_id) === "complete"),
+    );
+    // `a` is a week older, in its storage and in its listing entry: its shard's sweep is due.
+    const old = await ageRun(a.run_id);
+    const ref = placeRun("listing-quick", a.run_id, Date.parse(a.created_at));
+    const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`${ref.workflow}\n${ref.bucket}\n${ref.shard}`));
+    await runInDurableObject(shard, (_o, state) =>
+      state.storage.sql.exec("UPDATE listing SET finished_ms = ? WHERE run_id = ?", old, a.run_id),
+    );
+    expect(await runDurableObjectAlarm(shard)).toBe(true);
+    // The sweep asked `a` to go: its storage is empty, without anyone reading it.
+    expect(
+      await runInDurableObject(runStub(a.run_id), (_o, state) => [...state.storage.kv.list()].length),
+    ).toBe(0);
+    // `b` (and every other run of the hour) is kept, listed, and the shard waits for them.
+    expect((await call(`/runs/${b.run_id}`)).status).toBe(200);
+    expect(statusOf(await listAll("workflow=listing-quick"), b.run_id)).toBe("complete");
+    const next = await runInDurableObject(shard, (_o, state) => state.storage.getAlarm());
+    expect(next).not.toBeNull();
+    expect(next as number).toBeGreaterThan(Date.now() + RETENTION_MS - 3_600_000);
+  });
 });
 
 describe("shards", () => {
