@@ -12,6 +12,8 @@ export const SHARDS_PER_BUCKET = 32;
  * stops at a bucket boundary when the next bucket would not fit, and says where to go on.
  */
 export const MAX_SHARD_READS = 48;
+/** How long a shard collects entries before writing them together (well inside the 10 s lag). */
+export const FLUSH_MS = 200;
 /** The longest a run can be active (`timeout_s` at most 86400) plus slack for a late alarm. */
 export const MAX_RUN_MS = 86_400_000 + 3_600_000;
 export const DEFAULT_RETENTION_S = 7 * 24 * 3600;

@@ -22,15 +22,14 @@
 import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../engine/types.ts";
 import { directoryStub, type IndexRow, type Position } from "./listing.ts";
-import { bucketExpiresMs, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
+import { bucketExpiresMs, FLUSH_MS, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
 
 const REGISTERED_KEY = "registered";
 /** Runs one sweep alarm asks to expire: under the 50 subrequests of the Workers Free plan. */
 const SWEEP_BATCH = 40;
 /** When every run of a sweep failed to answer, the sweep tries again this much later. */
 const SWEEP_RETRY_MS = 60_000;
-/** How long a shard collects entries before writing them together (well inside the 10 s lag). */
-export const FLUSH_MS = 200;
+
 /** The directory drops expired shards at most this often. */
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -69,6 +68,7 @@ export class RunIndex extends DurableObject<Env> {
     this.pending = [];
     const sql = this.ctx.storage.sql;
     try {
+      this.ensureEntries();
       // One synchronous block: one implicit transaction, one commit for the whole batch.
       for (const w of batch) {
         for (const r of w.rows) {
@@ -134,6 +134,11 @@ export class RunIndex extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     const sql = this.ctx.storage.sql;
+    if (this.pending.length > 0) {
+      // Entries waiting for their batch: never drop a shard under them (they say when they are due).
+      await this.ctx.storage.setAlarm(Date.now() + FLUSH_MS * 2);
+      return;
+    }
     if (!this.hasTable("listing")) return this.dropShard();
     const retention = retentionMs(this.env);
     const dueAt = `COALESCE(finished_ms, created_ms + ${MAX_RUN_MS}) + ?`;
@@ -188,15 +193,18 @@ export class RunIndex extends DurableObject<Env> {
     await stub.expire();
   }
 
+  private ensureEntries(): void {
+    if (this.entriesReady) return;
+    this.ctx.storage.sql.exec(
+      `CREATE TABLE IF NOT EXISTS listing (
+         created_ms INTEGER NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, finished_ms INTEGER,
+         PRIMARY KEY (created_ms, run_id)) WITHOUT ROWID`,
+    );
+    this.entriesReady = true;
+  }
+
   private shardReady(ref: ShardRef): Promise<void> {
-    if (!this.entriesReady) {
-      this.ctx.storage.sql.exec(
-        `CREATE TABLE IF NOT EXISTS listing (
-           created_ms INTEGER NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, finished_ms INTEGER,
-           PRIMARY KEY (created_ms, run_id)) WITHOUT ROWID`,
-      );
-      this.entriesReady = true;
-    }
+    this.ensureEntries();
     if (this.registered || this.ctx.storage.kv.get<boolean>(REGISTERED_KEY)) {
       this.registered = true;
       return Promise.resolve();

@@ -93,6 +93,8 @@ export class RunObject extends DurableObject<Env> {
   private records = new Map<string, StepRecord>();
   /** JSON of each step row as stored, so finishing writes only what changed. */
   private stored = new Map<string, string>();
+  /** The record object each row was last stored from (a settled one is never changed again). */
+  private storedRecords = new Map<string, StepRecord>();
   private controller: AbortController | null = null;
   private engine: Promise<void> | null = null;
   private waiters = new Set<() => void>();
@@ -482,6 +484,8 @@ export class RunObject extends DurableObject<Env> {
     doc.error = error;
     doc.finished_at = new Date(now).toISOString();
     for (const [path, rec] of finalRecords) {
+      // A settled record stored as it finished is final: no need to serialize it again to see so.
+      if (SETTLED.has(rec.status) && this.storedRecords.get(path) === rec) continue;
       const before = this.stored.get(path);
       if (rec.status !== "pending" || before !== undefined) this.writeStep(path, rec);
       // Steps settled here (canceled, skipped) are news to listeners.
@@ -495,8 +499,11 @@ export class RunObject extends DurableObject<Env> {
     // set serves for a run that finished at once (no second alarm write).
     if (this.alarmAt === null || this.alarmAt > now + LISTING_RETRY_MS)
       this.armAlarm(now + LISTING_RETRY_MS).catch(() => {});
-    setTimeout(() => void this.listFinished().catch(() => {}), 0);
-    this.logFinished(doc, finalRecords);
+    setTimeout(() => {
+      // The log line too waits for the answer: nothing a caller waits for depends on it.
+      this.logFinished(doc, finalRecords);
+      void this.listFinished().catch(() => {});
+    }, 0);
     this.controller = null;
     if (this.hub.listening) this.hub.publish(this.runCompletedEvent());
     this.hub.close();
@@ -516,6 +523,7 @@ export class RunObject extends DurableObject<Env> {
     if (this.stored.get(path) === json) return;
     this.ctx.storage.kv.put(STEP_PREFIX + path, json);
     this.stored.set(path, json);
+    this.storedRecords.set(path, rec);
   }
 
   private reset(): void {
@@ -524,6 +532,7 @@ export class RunObject extends DurableObject<Env> {
     this.alarmAt = null;
     this.records = new Map();
     this.stored = new Map();
+    this.storedRecords = new Map();
     this.engine = null;
     this.controller = null;
   }
