@@ -2,8 +2,9 @@
  * CPU time per run of the workerd process (user + system, from /proc), which a busy machine
  * disturbs far less than wall time: another process taking the cores makes our requests wait,
  * but does not make them burn more CPU. Contenders run in alternating blocks so that drift is
- * shared; every block is followed by a pause so that work a run leaves behind (its listing write,
- * a shard's commit) is counted with it.
+ * shared; every block is followed by a pause of `settleMs` so that work a run leaves behind (its
+ * listing write, a shard's commit, the alarm that fires two seconds after a run started) is
+ * counted with it.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import type { Runner } from "./latency.ts";
@@ -41,8 +42,9 @@ export async function cpuPerRun(
   runners: ReadonlyArray<readonly [string, Runner]>,
   rounds: number,
   perBlock: number,
+  settleMs: number,
 ): Promise<Map<string, CpuPerRun>> {
-  const pause = () => new Promise((r) => setTimeout(r, 150));
+  const pause = () => new Promise((r) => setTimeout(r, settleMs));
   const acc = new Map(runners.map(([k]) => [k, { user: 0, system: 0, runs: 0 }]));
   for (let r = 0; r < rounds; r++) {
     for (const [key, run] of runners) {

@@ -137,12 +137,18 @@ export async function concurrent(run: Runner, concurrency: number, seconds: numb
   return { runsPerSecond: ms.length / elapsed, runs: ms.length, seconds: elapsed, latency: summarize(ms) };
 }
 
-/** `concurrent` for each runner in turn, `rounds` times, so that drift is shared; results pooled. */
+/**
+ * `concurrent` for each runner in turn, `rounds` times, so that drift is shared; results pooled.
+ * `settleMs` of quiet end every round, so that work a contender leaves behind (a run's alarm a
+ * few seconds later) lands in the next contender's window only within a round (order them so
+ * that this is fair) and never in the next round's first.
+ */
 export async function concurrentRounds(
   runners: ReadonlyArray<readonly [string, Runner]>,
   concurrency: number,
   secondsPerRound: number,
   rounds: number,
+  settleMs = 0,
 ): Promise<Map<string, Throughput>> {
   const pooled = new Map<string, { ms: number[]; seconds: number }>(
     runners.map(([k]) => [k, { ms: [], seconds: 0 }]),
@@ -156,6 +162,7 @@ export async function concurrentRounds(
         p.seconds += t.seconds;
       }
     }
+    await new Promise((r) => setTimeout(r, settleMs));
   }
   return new Map(
     [...pooled].map(([k, p]) => [
