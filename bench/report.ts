@@ -394,6 +394,24 @@ function findings(r: Results, d: Derived): string[] {
   out.push(
     `Above the floor: ours answers ${ms(above)} ms after the bare Durable Object at p50 (10 steps); ${ms(listingShare)} ms of that is the listing write of the previous run, which the run object sends after it answers and which overlaps the next request on workerd's one thread (the "listing off" column has no listing write). The profile below says where the rest goes.`,
   );
+  const [oursProfile, bareProfile] = r.workerd;
+  if (oursProfile && bareProfile) {
+    // Native calls are named by their JavaScript caller; the two "call the new object" lines (the
+    // Worker awaiting its run's object) carry the creation of the object and are left out.
+    const isCallLine = (w: string) => /await stub\.(start|run)\(/.test(w);
+    const bareTotal = (w: string) => bareProfile.allLines[w] ?? 0;
+    const extra = Object.entries(oursProfile.allLines)
+      .filter(([w]) => !isCallLine(w))
+      .map(([w, v]) => ({ w, v: v - bareTotal(w) }))
+      .filter((e) => e.v > 0.05)
+      .sort((a, b) => b.v - a.v)
+      .slice(0, 8)
+      .map((e) => `${ms(e.v)} ms \`${e.w}\``)
+      .join("; ");
+    out.push(
+      `What remains above the floor, by the profiles below (ours 10 steps minus bare 10 steps, per run, busy time of the isolate, inflated by the sampler alike for both): ${extra}. In words: the run's storage writes through the KV API (the run document twice, one row per step), the alarm that guards the deadline and the listing write, the one log line, the listing write itself, Hono's response, reading the body and JSON of the envelope.`,
+    );
+  }
   if (r.cpu?.ours && r.cpu.bare) {
     const c = r.cpu;
     out.push(
