@@ -12,6 +12,7 @@ import { createMasker } from "./engine/mask.ts";
 import { validateJson } from "./engine/schema.ts";
 import { requireAuth } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
+import { readDecision } from "./http/decision.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import type { RunIndexRpc } from "./run/run-index.ts";
@@ -70,6 +71,7 @@ app.post("/invoke/:name", async (c) => {
     bodyHash: idempotencyKey === null ? null : await canonicalHash(params),
     idempotencyKey,
     waitMs: waitS * 1000,
+    origin: new URL(c.req.url).origin,
   });
   if (result.outcome === "conflict") {
     throw new HttpProblem(
@@ -123,6 +125,40 @@ app.post("/runs/:id/cancel", async (c) => {
     throw new HttpProblem("run_not_active", "the run has already finished");
   return c.json(result.envelope, 202);
 });
+
+// ---- Approvals (SPEC 9): the run object owns them; the same credentials as the run's workflow.
+
+app.get("/runs/:id/approvals", async (c) => {
+  const { stub } = await viewRun(c);
+  const approvals = await stub.approvals();
+  if (!approvals) throw new HttpProblem("run_not_found", "no run with this id");
+  return c.json({ approvals });
+});
+
+app.post("/runs/:id/approvals/:approval", async (c) => {
+  const { stub } = await viewRun(c);
+  const { decision, comment } = await readDecision(c.req.raw);
+  return decided(await stub.decide({ id: c.req.param("approval") }, decision, comment));
+});
+
+// ktsu's form: POST /runs/{run_id}/steps/{step}/approval/decide decides the step's pending approval
+// (`{step}` a slash path, its slashes as they are or percent-encoded).
+app.post("/runs/:id/steps/*", async (c) => {
+  const rest = c.req.path.slice(`/runs/${c.req.param("id")}/steps/`.length);
+  const m = /^(.+)\/approval\/decide$/.exec(rest);
+  if (!m?.[1]) throw new HttpProblem("not_found", "no such route");
+  const { stub } = await viewRun(c);
+  const { decision, comment } = await readDecision(c.req.raw);
+  return decided(await stub.decide({ step: decodeURIComponent(m[1]) }, decision, comment));
+});
+
+function decided(result: Awaited<ReturnType<RunRpc["decide"]>>): Response {
+  if (result.outcome === "not_found") throw new HttpProblem("approval_not_found", "no such approval in this run");
+  if (result.outcome === "already_decided") {
+    throw new HttpProblem("approval_already_decided", `the approval is already ${result.approval.status}`);
+  }
+  return Response.json(result.approval);
+}
 
 app.delete("/runs/:id", async (c) => {
   const { stub, view } = await viewRun(c);

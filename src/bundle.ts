@@ -85,6 +85,11 @@ export interface AgentStep extends StepBase {
   /** Step override of the agent's group, already checked to exist. */
   group: string | null;
   maxTokens: number | null;
+  /**
+   * `confidence_threshold` (0..1): an output whose `ktsu_confidence` is below it is reflected on
+   * (with `prompt.reflect`) or fails the step. Absent or null: no threshold.
+   */
+  confidenceThreshold?: number | null;
 }
 
 export interface WorkflowStep extends StepBase {
@@ -155,6 +160,62 @@ export interface CompiledAgent {
   /** User prompt template with `{{ params.X }}`; null: params are sent as JSON. */
   user: Template | null;
   outputSchema: JsonSchema | null;
+  /** `prompt.reflect` (`{{ params.X }}` allowed); absent or null: no reflect call. */
+  reflect?: Template | null;
+  /**
+   * The tool servers the agent may call (`servers:`). Absent in definitions compiled before
+   * tools existed (a run stays pinned to the definition it started with), which means none.
+   */
+  servers?: CompiledServerRef[];
+  /** Params whose schema says `secret: true`: never sent to the model (ktsu's secret marking). */
+  secretParams?: string[];
+}
+
+/** One entry of an agent's `servers:` block, with the server file it points to compiled in. */
+export interface CompiledServerRef {
+  /** The agent's name for the server (`servers[].name`); tool_calls[].server shows it. */
+  name: string;
+  server: CompiledServer;
+  /** Values for the server's params: literals or `{{ params.X }}` of the agent. */
+  params: Record<string, Template>;
+  /** `access.allowlist`; null: no `access`, every tool of the server is allowed. */
+  allow: CompiledAllowEntry[] | null;
+}
+
+export interface CompiledAllowEntry {
+  /** An exact tool name, `prefix*` or `*`. */
+  pattern: string;
+  approval: CompiledApprovalPolicy | null;
+}
+
+export interface CompiledApprovalPolicy {
+  onReject: "fail" | "recover";
+  /** Seconds; null: until the run's deadline. */
+  timeoutS: number | null;
+  timeoutBehavior: "fail" | "reject";
+  /** Where the approval is POSTed when it is requested; templates read the agent's params. */
+  notify: { url: Template; signSecret: Template | null } | null;
+}
+
+/** A compiled `*.server.yaml` (ktsu format): an MCP endpoint and how to reach it. */
+export interface CompiledServer {
+  /** Path relative to workflows/. */
+  key: string;
+  name: string;
+  description: string | null;
+  /** The MCP endpoint; `{{ params.X }}` reads the server's own params. */
+  url: Template;
+  auth: { header: string; scheme: "raw" | "bearer"; secret: Template } | null;
+  params: Record<string, CompiledServerParam>;
+  /** Per tool call (default 30). */
+  timeoutS: number;
+}
+
+export interface CompiledServerParam {
+  secret: boolean;
+  /** The default; absent when the param has none (then the agent must give it). */
+  default?: Json;
+  description: string | null;
 }
 
 export interface CompiledGateway {

@@ -39,7 +39,7 @@ export const FORMAT_SCHEMA: FormatSchema = JSON.parse(
   readFileSync(new URL("../../schema/workflow.schema.json", import.meta.url), "utf8"),
 );
 
-export type FileKind = "workflowFile" | "agentFile" | "gatewayFile";
+export type FileKind = "workflowFile" | "agentFile" | "gatewayFile" | "serverFile";
 
 /** Step field -> the step kinds it belongs to (from `x-applies-to`; absent = every kind). */
 export function stepFieldKinds(): Map<string, string[]> {

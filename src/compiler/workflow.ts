@@ -356,6 +356,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       params: s.params === undefined ? { t: "lit", v: {} } : template(i, s.params, at("params")),
       group: stepGroup,
       maxTokens,
+      ...(typeof s.confidence_threshold === "number" ? { confidenceThreshold: s.confidence_threshold } : {}),
     };
   }
 

@@ -13,13 +13,17 @@ import type { Masker } from "./mask.ts";
 import { validateJson } from "./schema.ts";
 import { render } from "./substitute.ts";
 import {
+  type ApprovalHost,
   type BudgetLedger,
   type EvalScope,
   emptyMetrics,
+  type StepCheckpoint,
   type StepContext,
   StepError,
   type StepExecutor,
   type StepRecord,
+  StepSkipped,
+  type ToolHost,
 } from "./types.ts";
 
 /** Largest step output we record (its JSON, in UTF-8 bytes). */
@@ -58,6 +62,12 @@ export interface RunHost {
   onStepStarted?(path: string, record: StepRecord): void;
   /** Called once per step that finished (complete, failed, skipped by condition): persist it. */
   onStepFinished(path: string, record: StepRecord): void;
+  /** MCP tool servers (agent steps with `servers:`). */
+  tools?: ToolHost;
+  /** Human approvals, per step path. */
+  approvals?(path: string): ApprovalHost;
+  /** Resumable state of a step (an agent's conversation), per step path. */
+  checkpoint?(path: string): StepCheckpoint;
 }
 
 export interface PipelineOptions {
@@ -94,6 +104,8 @@ export function pendingRecord(id: string): StepRecord {
     started_at: null,
     finished_at: null,
     metrics: emptyMetrics(),
+    tool_calls: [],
+    annotations: null,
     steps: [],
   };
 }
@@ -235,6 +247,8 @@ async function runStep(
   rec.error = null;
   rec.output = null;
   rec.metrics = emptyMetrics();
+  rec.tool_calls = [];
+  rec.annotations = null;
   host.onStepStarted?.(path, rec);
 
   const finish = (status: StepRecord["status"]) => {
@@ -242,6 +256,13 @@ async function runStep(
     rec.status = status;
     rec.finished_at = iso(t1);
     rec.metrics.duration_ms = t1 - t0;
+    // Tool arguments and results can hold a secret (one passed to a tool server): masked as recorded.
+    if (rec.tool_calls.length > 0) {
+      rec.tool_calls = host.masker.maskJson(rec.tool_calls as unknown as Json) as unknown as StepRecord["tool_calls"];
+    }
+    if (rec.annotations !== null) {
+      rec.annotations = host.masker.maskJson(rec.annotations as unknown as Json) as unknown as StepRecord["annotations"];
+    }
   };
   const skip = (reason: string) => {
     rec.output = { skipped: true, reason };
@@ -275,6 +296,13 @@ async function runStep(
         metrics: rec.metrics,
         budget: opts.budget,
         ai: host.ai,
+        toolCalls: rec.tool_calls,
+        annotate: (a) => {
+          rec.annotations = a;
+        },
+        tools: host.tools,
+        approvals: host.approvals?.(path),
+        checkpoint: host.checkpoint?.(path),
       };
       const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
       output = await executor(step, ctx);
@@ -289,6 +317,7 @@ async function runStep(
     host.onStepFinished(path, rec);
     return output;
   } catch (err) {
+    if (err instanceof StepSkipped && !signal.aborted) return skip(err.reason);
     const stopped = signal.aborted && (err === signal.reason || !(err instanceof StepError));
     if (stopped || host.now() >= opts.deadline) {
       // Stopped from outside (deadline, cancel, a sibling failed): not this step's failure.
@@ -374,5 +403,6 @@ function aggregateChildMetrics(host: RunHost, child: CompiledWorkflow, prefix: s
     rec.metrics.cost_usd += r.metrics.cost_usd;
     rec.metrics.llm_calls += r.metrics.llm_calls;
     rec.metrics.attempts += r.metrics.attempts;
+    rec.metrics.tool_calls += r.metrics.tool_calls ?? 0;
   }
 }

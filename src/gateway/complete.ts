@@ -12,7 +12,14 @@ import { type StepContext, StepError } from "../engine/types.ts";
 import { prepareAnthropic } from "./anthropic.ts";
 import { prepareOpenAi } from "./openai.ts";
 import { costUsd, priceOf, worstCaseUsd } from "./pricing.ts";
-import { type ModelRequest, type PrepareCall, ProviderError, type Usage, utf8Length } from "./provider.ts";
+import {
+  type ModelRequest,
+  type PrepareCall,
+  ProviderError,
+  type ToolCall,
+  type Usage,
+  utf8Length,
+} from "./provider.ts";
 import { type GroupModel, modelOrder } from "./select.ts";
 import { prepareWorkersAi } from "./workers-ai.ts";
 
@@ -29,6 +36,8 @@ export function adapterFor(type: CompiledProvider["type"]): PrepareCall {
 
 export interface GroupCompletion {
   text: string;
+  /** Tool calls of the reply ([] for a final answer). */
+  toolCalls: ToolCall[];
   model: GroupModel;
   /** As reported, or the worst case when the provider reported none. */
   usage: Usage;
@@ -57,7 +66,7 @@ export async function completeInGroup(
   ctx: GatewayContext,
   preferred: GroupModel | null = null,
 ): Promise<GroupCompletion> {
-  const promptBytes = utf8Length(JSON.stringify({ system: req.system, messages: req.messages }));
+  const promptBytes = utf8Length(JSON.stringify({ system: req.system, messages: req.messages, tools: req.tools }));
   let order = modelOrder(group, promptBytes, req.maxTokens);
   if (preferred) {
     const same = (m: GroupModel) => m.provider === preferred.provider && m.model === preferred.model;
@@ -112,7 +121,7 @@ export async function completeInGroup(
     ctx.metrics.tokens_out += usage.output_tokens;
     ctx.metrics.cost_usd += cost;
     ctx.metrics.llm_calls += 1;
-    return { text: completion.text, model: m, usage, costUsd: cost };
+    return { text: completion.text, toolCalls: completion.toolCalls ?? [], model: m, usage, costUsd: cost };
   }
   const detail = failures.length > 0 ? failures.join("; ") : "the group has no models";
   throw new StepError("agent_failed", `model group ${group.name}: every model failed: ${detail}`);

@@ -17,6 +17,9 @@ export const PROBLEMS = {
   idempotency_conflict: [409, "Idempotency conflict"],
   run_not_active: [409, "Run not active"],
   run_active: [409, "Run still active"],
+  invalid_decision: [400, "Invalid decision"],
+  approval_not_found: [404, "Approval not found"],
+  approval_already_decided: [409, "Approval already decided"],
   server_misconfigured: [500, "Server misconfigured"],
   internal_error: [500, "Internal error"],
 } as const satisfies Record<string, readonly [number, string]>;

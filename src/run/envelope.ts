@@ -31,6 +31,8 @@ export interface RunDoc {
   def: Bundle;
   /** Budget ledger state (reservations are persisted with the run). */
   ledger: Json;
+  /** Origin of the invoke that started the run (approvals' `decide_url`); absent in older runs. */
+  origin?: string | null;
 }
 
 export interface Envelope {
@@ -58,7 +60,19 @@ function nest(
   return wf.steps.map((s) => {
     const rec = records.get(prefix + s.id) ?? pendingRecord(s.id);
     const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
-    return { ...rec, steps: child ? nest(def, child, `${prefix}${s.id}/`, records) : [] };
+    // Every key always present, in SPEC's order (records stored before tools existed lack some).
+    return {
+      id: rec.id,
+      status: rec.status,
+      output: rec.output,
+      error: rec.error,
+      started_at: rec.started_at,
+      finished_at: rec.finished_at,
+      metrics: { ...rec.metrics, tool_calls: rec.metrics.tool_calls ?? 0 },
+      tool_calls: rec.tool_calls ?? [],
+      annotations: rec.annotations ?? null,
+      steps: child ? nest(def, child, `${prefix}${s.id}/`, records) : [],
+    };
   });
 }
 

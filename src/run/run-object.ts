@@ -15,6 +15,7 @@ import { createMasker, type Masker } from "../engine/mask.ts";
 import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
+import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
 import {
   buildEnvelope,
   type Envelope,
@@ -25,9 +26,10 @@ import {
   type RunError,
   runGraph,
 } from "./envelope.ts";
-import { EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
+import { approvalEvent, EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
 import { OutboundLimiter } from "./outbound.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
+import { mcpToolHost } from "./tool-host.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
 const HEARTBEAT_MS = 60_000;
@@ -42,6 +44,8 @@ export interface StartRequest {
   bodyHash: string | null;
   idempotencyKey: string | null;
   waitMs: number;
+  /** Origin of the invoke (`https://host`): approvals' `decide_url` is built on it. */
+  origin?: string | null;
 }
 
 export type StartResult =
@@ -61,6 +65,10 @@ export interface RunRpc {
   cancel(): Promise<CancelResult>;
   remove(): Promise<"deleted" | "active" | "not_found">;
   fetch(request: Request): Promise<Response>;
+  /** Every approval of the run (null: no such run). */
+  approvals(): Promise<ApprovalRecord[] | null>;
+  /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */
+  decide(target: { id: string } | { step: string }, decision: "approved" | "rejected", comment: string | null): Promise<DecideResult>;
 }
 
 export type CancelResult =
@@ -71,8 +79,14 @@ export type CancelResult =
 /** Storage keys: the run document, and one key per step record by slash path. */
 const RUN_KEY = "run";
 const STEP_PREFIX = "step/";
+/** One row per approval, by id. */
+const APPROVAL_PREFIX = "approval/";
+/** An agent step's conversation while it runs, by step path (deleted when the step finishes). */
+const CHECKPOINT_PREFIX = "checkpoint/";
 
 const TERMINAL = new Set(["complete", "failed", "canceled"]);
+/** Statuses of a step that is under way (the engine may still change its record). */
+const IN_FLIGHT = new Set(["running", "pending_approval"]);
 /** Step statuses after which the engine no longer writes to the record. */
 const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
 
@@ -86,6 +100,8 @@ export class RunObject extends DurableObject<Env> {
   private waiters = new Set<() => void>();
   private masker: Masker = createMasker([]);
   private readonly hub = new EventHub();
+  private approvalRows = new Map<string, ApprovalRecord>();
+  private book: ApprovalBook | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -100,6 +116,10 @@ export class RunObject extends DurableObject<Env> {
         const path = key.slice(STEP_PREFIX.length);
         this.records.set(path, JSON.parse(json) as StepRecord);
         this.stored.set(path, json);
+      }
+      for (const [, json] of kv.list<string>({ prefix: APPROVAL_PREFIX })) {
+        const rec = JSON.parse(json) as ApprovalRecord;
+        this.approvalRows.set(rec.id, rec);
       }
       this.masker = this.makeMasker(this.doc);
       if (!TERMINAL.has(this.doc.status)) this.resume();
@@ -134,6 +154,7 @@ export class RunObject extends DurableObject<Env> {
       idempotency_key: req.idempotencyKey,
       def,
       ledger: { spent: 0, outstanding: {} },
+      origin: req.origin ?? null,
     };
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
@@ -166,7 +187,11 @@ export class RunObject extends DurableObject<Env> {
   override async fetch(_request: Request): Promise<Response> {
     const doc = this.doc;
     if (!doc) return new Response("no run", { status: 404 });
-    const history = replayEvents(this.pathsInOrder(), doc.finished_at ?? new Date().toISOString());
+    const history = replayEvents(
+      this.pathsInOrder(),
+      doc.finished_at ?? new Date().toISOString(),
+      this.approvalBook().list().map(publicApproval),
+    );
     const ended = TERMINAL.has(doc.status);
     if (ended) history.push(this.runCompletedEvent());
     return this.hub.subscribe(history, ended);
@@ -183,6 +208,36 @@ export class RunObject extends DurableObject<Env> {
     if (TERMINAL.has(this.doc.status)) return { outcome: "not_active" };
     this.abortRun(new RunAbort("canceled"));
     return { outcome: "canceled", envelope: this.envelope() };
+  }
+
+  async approvals(): Promise<ApprovalRecord[] | null> {
+    if (!this.doc) return null;
+    return this.approvalBook().list().map(publicApproval);
+  }
+
+  async decide(
+    target: { id: string } | { step: string },
+    decision: "approved" | "rejected",
+    comment: string | null,
+  ): Promise<DecideResult> {
+    if (!this.doc) return { outcome: "not_found" };
+    const book = this.approvalBook();
+    let id: string;
+    if ("id" in target) id = target.id;
+    else {
+      const mine = book.list().filter((a) => a.step === target.step);
+      const open = mine.find((a) => a.status === "pending");
+      const last = mine[mine.length - 1];
+      if (!open) return last ? { outcome: "already_decided", approval: publicApproval(last) } : { outcome: "not_found" };
+      id = open.id;
+    }
+    const result = book.decide(id, decision, comment);
+    if (result.outcome === "decided" && !TERMINAL.has(this.doc.status)) {
+      // Evicted while waiting: the step resumes, asks again with the same key and finds the decision.
+      if (!this.engine) this.resume();
+      this.armAlarm();
+    }
+    return result.outcome === "not_found" ? result : { ...result, approval: publicApproval(result.approval) };
   }
 
   async remove(): Promise<"deleted" | "active" | "not_found"> {
@@ -214,8 +269,96 @@ export class RunObject extends DurableObject<Env> {
       this.abortRun(new RunAbort("timeout"));
       return;
     }
+    this.approvalBook().expire(now);
     if (!this.engine) this.resume();
-    await this.ctx.storage.setAlarm(Math.min(deadline, now + HEARTBEAT_MS));
+    await this.ctx.storage.setAlarm(this.nextAlarm(now));
+  }
+
+  /**
+   * The deadline, the earliest approval timeout, and — only while some step is actually working —
+   * the heartbeat that resumes an evicted run. A run whose steps all wait for humans sleeps until
+   * a decision (a request wakes it), an approval's timeout or the deadline.
+   */
+  private nextAlarm(now: number): number {
+    const doc = this.doc;
+    if (!doc) return now + HEARTBEAT_MS;
+    let next = Date.parse(doc.deadline);
+    const expiry = this.approvalBook().nextExpiry();
+    if (expiry !== null) next = Math.min(next, expiry);
+    if (this.working()) next = Math.min(next, now + HEARTBEAT_MS);
+    return next;
+  }
+
+  /** Whether a step other than a workflow step (whose children say it) is running, or the run has not started one yet. */
+  private working(): boolean {
+    if (!this.doc || this.doc.status === "pending") return true;
+    const workflowSteps = this.workflowStepPaths();
+    let any = false;
+    for (const [path, rec] of this.records) {
+      if (rec.status === "pending_approval") any = true;
+      if (rec.status === "running" && !workflowSteps.has(path)) return true;
+    }
+    // Nothing running and nothing waiting: a step is about to start (or the engine is off), keep the heartbeat.
+    return !any;
+  }
+
+  private workflowStepPaths(): Set<string> {
+    const out = new Set<string>();
+    if (!this.doc) return out;
+    for (const n of runGraph(this.doc.def, this.rootWorkflow())) if (n.kind === "workflow") out.add(n.path);
+    return out;
+  }
+
+  private armAlarm(): void {
+    if (!this.doc || TERMINAL.has(this.doc.status)) return;
+    this.ctx.storage.setAlarm(this.nextAlarm(Date.now())).catch(() => {});
+  }
+
+  /** The run's approvals, created once per incarnation over the rows loaded from storage. */
+  private approvalBook(): ApprovalBook {
+    if (this.book) return this.book;
+    const doc = this.doc;
+    if (!doc) throw new Error("no run");
+    const rows = this.approvalRows;
+    const kv = this.ctx.storage.kv;
+    this.book = new ApprovalBook(
+      {
+        get: (id) => rows.get(id),
+        put: (rec) => {
+          rows.set(rec.id, rec);
+          kv.put(APPROVAL_PREFIX + rec.id, JSON.stringify(rec));
+        },
+        all: () => [...rows.values()],
+      },
+      {
+        runId: doc.run_id,
+        deadline: Date.parse(doc.deadline),
+        masker: this.masker,
+        now: () => Date.now(),
+        origin: doc.origin ?? null,
+        allowPrivate: this.env.ALLOW_PRIVATE_WEBHOOKS === "true",
+        fetch: (input, init) => fetch(input, init),
+        requested: (rec, created) => {
+          const step = this.records.get(rec.step);
+          if (step && step.status === "running") {
+            step.status = "pending_approval";
+            this.publishStep(rec.step, step);
+          }
+          if (created && this.hub.listening) this.hub.publish(approvalEvent("approval.requested", publicApproval(rec)));
+          this.armAlarm();
+        },
+        decided: (rec) => {
+          const step = this.records.get(rec.step);
+          const stillWaiting = [...rows.values()].some((a) => a.step === rec.step && a.status === "pending");
+          if (step && step.status === "pending_approval" && !stillWaiting) {
+            step.status = "running";
+            this.publishStep(rec.step, step);
+          }
+          if (this.hub.listening) this.hub.publish(approvalEvent("approval.decided", publicApproval(rec)));
+        },
+      },
+    );
+    return this.book;
   }
 
   // ---- Engine ------------------------------------------------------------------------------
@@ -246,13 +389,27 @@ export class RunObject extends DurableObject<Env> {
       },
     );
     const limiter = new OutboundLimiter(MAX_OUTBOUND);
+    const outbound = (input: string | Request, init?: RequestInit) =>
+      limiter.run(() => fetch(input, init), init?.signal ?? undefined);
+    const book = this.approvalBook();
+    const kv = this.ctx.storage.kv;
     const host: RunHost = {
       bundle: doc.def,
       runId: doc.run_id,
       env: stringEnv(this.env),
       executors,
       masker: this.masker,
-      fetch: (input, init) => limiter.run(() => fetch(input, init), init?.signal ?? undefined),
+      fetch: outbound,
+      tools: mcpToolHost(outbound, this.env.ALLOW_PRIVATE_WEBHOOKS === "true"),
+      approvals: (path) => ({ request: (req, signal) => book.request(path, req, signal) }),
+      checkpoint: (path) => ({
+        load: () => {
+          const json = kv.get<string>(CHECKPOINT_PREFIX + path);
+          return json === undefined ? null : (JSON.parse(json) as Json);
+        },
+        // Masked like everything stored: a conversation can quote a secret passed to a tool server.
+        save: (state) => kv.put(CHECKPOINT_PREFIX + path, JSON.stringify(this.masker.maskJson(state))),
+      }),
       ai: (this.env as unknown as { AI?: RunHost["ai"] }).AI,
       now: () => Date.now(),
       restored,
@@ -264,6 +421,7 @@ export class RunObject extends DurableObject<Env> {
       onStepFinished: (path, rec) => {
         if (TERMINAL.has(doc.status)) return;
         this.writeStep(path, rec);
+        kv.delete(CHECKPOINT_PREFIX + path);
         this.publishStep(path, rec);
       },
     };
@@ -310,7 +468,7 @@ export class RunObject extends DurableObject<Env> {
       return;
     }
     const wf = this.rootWorkflow();
-    const running = [...this.records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
+    const running = [...this.records.entries()].find(([, r]) => IN_FLIGHT.has(r.status))?.[0] ?? null;
     this.finish("failed", {
       code: "timeout",
       message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
@@ -333,11 +491,13 @@ export class RunObject extends DurableObject<Env> {
       // Only records still in flight can be touched by late results; finished ones are final
       // already, and cloning them costs a structured clone per step of every run.
       const rec: StepRecord = SETTLED.has(current.status) ? current : structuredClone(current);
-      if (rec.status === "running") {
+      if (IN_FLIGHT.has(rec.status)) {
         rec.status = "canceled";
         rec.output = null;
         rec.finished_at = new Date(now).toISOString();
         if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
+        // Tool calls of a step cut short are stored too: masked as the scheduler masks finished ones.
+        rec.tool_calls = this.masker.maskJson((rec.tool_calls ?? []) as unknown as Json) as unknown as StepRecord["tool_calls"];
       } else if (rec.status === "pending") {
         // Inside a skipped workflow step the steps share its reason (condition_false, ...).
         const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
@@ -359,6 +519,12 @@ export class RunObject extends DurableObject<Env> {
     }
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
+    // Nobody will decide for a run that has ended; its conversations are no longer needed.
+    if (this.approvalRows.size > 0) {
+      const book = this.approvalBook();
+      for (const a of book.pending()) book.decide(a.id, "timeout", null);
+    }
+    for (const [key] of this.ctx.storage.kv.list({ prefix: CHECKPOINT_PREFIX })) this.ctx.storage.kv.delete(key);
     this.writeDoc();
     this.ctx.storage.setAlarm(this.expiresAt(doc)).catch(() => {});
     this.controller = null;
@@ -384,6 +550,8 @@ export class RunObject extends DurableObject<Env> {
 
   private reset(): void {
     this.doc = null;
+    this.approvalRows = new Map();
+    this.book = null;
     this.records = new Map();
     this.stored = new Map();
     this.engine = null;
@@ -446,8 +614,21 @@ export class RunObject extends DurableObject<Env> {
 
   private envelope(): Envelope {
     if (!this.doc) throw new Error("no run");
-    return this.masker.maskJson(
-      buildEnvelope(this.doc, this.records, Date.now()) as unknown as Json,
-    ) as unknown as Envelope;
+    let records: ReadonlyMap<string, StepRecord> = this.records;
+    if (!TERMINAL.has(this.doc.status)) {
+      // Right after a wake-up the resumed step has not asked again yet: storage says it waits.
+      const waiting = new Set([...this.approvalRows.values()].filter((a) => a.status === "pending").map((a) => a.step));
+      if (waiting.size > 0) {
+        const view = new Map(this.records);
+        for (const path of waiting) {
+          const rec = view.get(path);
+          if (rec && rec.status !== "pending_approval" && !SETTLED.has(rec.status)) {
+            view.set(path, { ...rec, status: "pending_approval" });
+          }
+        }
+        records = view;
+      }
+    }
+    return this.masker.maskJson(buildEnvelope(this.doc, records, Date.now()) as unknown as Json) as unknown as Envelope;
   }
 }
