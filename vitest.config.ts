@@ -34,6 +34,8 @@ export default defineConfig({
                 ALLOW_PRIVATE_WEBHOOKS: "true",
                 TARGET_URL: `http://127.0.0.1:${inject<number>("targetPort")}`,
                 MODEL_BASE_URL: `http://127.0.0.1:${inject<number>("modelPort")}`,
+                MCP_EVERYTHING_URL: inject<string>("mcpEverythingUrl"),
+                MCP_TOOLS_URL: inject<string>("mcpToolsUrl"),
                 ...inject<Record<string, string>>("testSecrets"),
               },
             },

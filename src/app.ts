@@ -153,7 +153,8 @@ app.post("/runs/:id/steps/*", async (c) => {
 });
 
 function decided(result: Awaited<ReturnType<RunRpc["decide"]>>): Response {
-  if (result.outcome === "not_found") throw new HttpProblem("approval_not_found", "no such approval in this run");
+  if (result.outcome === "not_found")
+    throw new HttpProblem("approval_not_found", "no such approval in this run");
   if (result.outcome === "already_decided") {
     throw new HttpProblem("approval_already_decided", `the approval is already ${result.approval.status}`);
   }

@@ -9,7 +9,9 @@ import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { compileProject } from "../src/compiler/index.ts";
 import { TEST_SECRETS } from "./fixtures/secrets.ts";
+import { startMcpTools } from "./servers/mcp-tools.ts";
 import { startModelStub } from "./servers/model-stub.ts";
+import { startServerEverything } from "./servers/server-everything.ts";
 import { startWebhookTarget } from "./servers/webhook-target.ts";
 
 declare module "vitest" {
@@ -17,6 +19,10 @@ declare module "vitest" {
     targetPort: number;
     modelPort: number;
     testSecrets: Record<string, string>;
+    /** server-everything's Streamable HTTP endpoint. */
+    mcpEverythingUrl: string;
+    /** Our logging MCP server (test/servers/mcp-tools.ts), both transports. */
+    mcpToolsUrl: string;
   }
 }
 
@@ -33,11 +39,17 @@ export default async function setup(project: TestProject) {
 
   const target = await startWebhookTarget();
   const model = await startModelStub();
+  const everything = await startServerEverything();
+  const tools = await startMcpTools();
   project.provide("targetPort", target.port);
   project.provide("modelPort", model.port);
   project.provide("testSecrets", TEST_SECRETS);
+  project.provide("mcpEverythingUrl", everything.url);
+  project.provide("mcpToolsUrl", `http://127.0.0.1:${tools.port}`);
   return async () => {
     await target.close();
     await model.close();
+    await everything.close();
+    await tools.close();
   };
 }

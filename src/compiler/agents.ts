@@ -11,7 +11,7 @@ import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
-import { secretParamNames, ServerCompiler } from "./servers.ts";
+import { ServerCompiler, secretParamNames } from "./servers.ts";
 import { checkStructure } from "./structure-check.ts";
 import { compileTemplate, hasTemplate } from "./templates.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
@@ -175,7 +175,10 @@ export class AgentResolver {
             if (p[0] !== "params")
               err(path, `\`{{ ${e} }}\`: an agent prompt can only read \`params\`, not \`${p[0] ?? "$"}\``);
             else if (p[1] !== undefined && secretParams.includes(p[1]))
-              err(path, `\`{{ ${e} }}\`: param \`${p[1]}\` is \`secret: true\`; a prompt would send it to the model`);
+              err(
+                path,
+                `\`{{ ${e} }}\`: param \`${p[1]}\` is \`secret: true\`; a prompt would send it to the model`,
+              );
           }
           return c.text;
         },

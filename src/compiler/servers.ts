@@ -49,7 +49,8 @@ export function parseDuration(v: unknown): number | null {
   if (!/^(\d+(\.\d+)?(ms|s|m|h|d))+$/.test(text)) return null;
   const unit: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
   let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) total += Number(m[1]) * (unit[m[2] as string] ?? 0);
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g))
+    total += Number(m[1]) * (unit[m[2] as string] ?? 0);
   return total > 0 ? total : null;
 }
 
@@ -97,7 +98,8 @@ export class ServerCompiler {
       const name = typeof raw.name === "string" ? raw.name : null;
       if (name !== null) {
         const first = names.get(name);
-        if (first !== undefined) err(at("name"), `server name \`${name}\` is used twice in this agent (also servers[${first}])`);
+        if (first !== undefined)
+          err(at("name"), `server name \`${name}\` is used twice in this agent (also servers[${first}])`);
         else names.set(name, i);
       }
       if (typeof raw.path !== "string") return;
@@ -107,7 +109,11 @@ export class ServerCompiler {
         return;
       }
       if (!abs.endsWith(".server.yaml")) {
-        this.sink.warning(file.display, file.at(at("path")), `\`${raw.path}\`: tool server files are named \`*.server.yaml\``);
+        this.sink.warning(
+          file.display,
+          file.at(at("path")),
+          `\`${raw.path}\`: tool server files are named \`*.server.yaml\``,
+        );
       }
       if (!this.cache.has(abs)) this.cache.set(abs, this.compileServer(this.files.load(abs)));
       const server = this.cache.get(abs);
@@ -177,7 +183,9 @@ export class ServerCompiler {
     const file = agent.file;
     const err = (msg: string) => this.sink.error(file.display, file.at(path), msg);
     if (typeof value === "string" && /^env:[A-Za-z_]/.test(value.trim())) {
-      err(`${what}: agent files never read env. Pass the value as a workflow step param (\`{{ env.X }}\` there) and use \`{{ params.X }}\` here`);
+      err(
+        `${what}: agent files never read env. Pass the value as a workflow step param (\`{{ env.X }}\` there) and use \`{{ params.X }}\` here`,
+      );
       return { t: "lit", v: null };
     }
     return compileTemplate(value, path, {
@@ -189,11 +197,15 @@ export class ServerCompiler {
         }
         for (const p of rootPaths(c.ast)) {
           if (p[0] === "env") {
-            err(`${what}: agent files never read env. Pass the value as a workflow step param (\`{{ env.X }}\` there) and use \`{{ params.X }}\` here`);
+            err(
+              `${what}: agent files never read env. Pass the value as a workflow step param (\`{{ env.X }}\` there) and use \`{{ params.X }}\` here`,
+            );
           } else if (p[0] !== "params") {
             err(`${what}: \`{{ ${e} }}\` can only read the agent's \`params\`, not \`${p[0] ?? "$"}\``);
           } else if (p[1] !== undefined && agent.params !== null && !agent.params.has(p[1])) {
-            err(`${what}: the agent declares no param \`${p[1]}\`${hint(p[1], agent.params)} in \`params.schema\``);
+            err(
+              `${what}: the agent declares no param \`${p[1]}\`${hint(p[1], agent.params)} in \`params.schema\``,
+            );
           }
         }
         return c.text;
@@ -207,7 +219,12 @@ export class ServerCompiler {
     const out: CompiledAllowEntry[] = [];
     list.forEach((entry, j) => {
       const p = [...path, j];
-      const pattern = typeof entry === "string" ? entry : isObj(entry) && typeof entry.name === "string" ? entry.name : null;
+      const pattern =
+        typeof entry === "string"
+          ? entry
+          : isObj(entry) && typeof entry.name === "string"
+            ? entry.name
+            : null;
       if (pattern === null) return;
       if (!isAllowPattern(pattern)) {
         this.sink.error(
@@ -217,7 +234,10 @@ export class ServerCompiler {
         );
         return;
       }
-      const approval = isObj(entry) && isObj(entry.require_approval) ? this.policy(agent, entry.require_approval, [...p, "require_approval"]) : null;
+      const approval =
+        isObj(entry) && isObj(entry.require_approval)
+          ? this.policy(agent, entry.require_approval, [...p, "require_approval"])
+          : null;
       out.push({ pattern, approval });
     });
     return out;
@@ -242,7 +262,12 @@ export class ServerCompiler {
       let signSecret: Template | null = null;
       const sign = raw.notify.sign;
       if (isObj(sign) && typeof sign.secret === "string") {
-        signSecret = this.agentTemplate(agent, sign.secret, [...path, "notify", "sign", "secret"], "`notify.sign.secret`");
+        signSecret = this.agentTemplate(
+          agent,
+          sign.secret,
+          [...path, "notify", "sign", "secret"],
+          "`notify.sign.secret`",
+        );
         if (signSecret.t !== "expr") {
           this.sink.error(
             file.display,
@@ -283,7 +308,10 @@ export class ServerCompiler {
     /** A server-file value: `{{ params.X }}` of the server's declared params only. */
     const own = (value: unknown, path: DataPath, what: string): Template => {
       if (typeof value === "string" && /^env:[A-Za-z_]/.test(value.trim())) {
-        err(path, `${what}: server files never read env. Declare a param (\`secret: true\` for a secret) and pass it from the agent`);
+        err(
+          path,
+          `${what}: server files never read env. Declare a param (\`secret: true\` for a secret) and pass it from the agent`,
+        );
         return { t: "lit", v: null };
       }
       return compileTemplate(value, path, {
@@ -295,11 +323,20 @@ export class ServerCompiler {
           }
           for (const p of rootPaths(c.ast)) {
             if (p[0] === "env") {
-              err(path, `${what}: server files never read env. Declare a param (\`secret: true\` for a secret) and pass it from the agent`);
+              err(
+                path,
+                `${what}: server files never read env. Declare a param (\`secret: true\` for a secret) and pass it from the agent`,
+              );
             } else if (p[0] !== "params") {
-              err(path, `${what}: \`{{ ${e} }}\` can only read the server's \`params\`, not \`${p[0] ?? "$"}\``);
+              err(
+                path,
+                `${what}: \`{{ ${e} }}\` can only read the server's \`params\`, not \`${p[0] ?? "$"}\``,
+              );
             } else if (p[1] !== undefined && !declared.has(p[1])) {
-              err(path, `${what}: the server declares no param \`${p[1]}\`${hint(p[1], declared)} under \`params\``);
+              err(
+                path,
+                `${what}: the server declares no param \`${p[1]}\`${hint(p[1], declared)} under \`params\``,
+              );
             }
           }
           return c.text;
@@ -317,7 +354,10 @@ export class ServerCompiler {
       const secret = own(d.auth.secret, ["auth", "secret"], "`auth.secret`");
       const m = /^\{\{\s*params\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/.exec(d.auth.secret.trim());
       if (!m) {
-        err(["auth", "secret"], "`auth.secret` must be `{{ params.NAME }}` of a param declared with `secret: true`");
+        err(
+          ["auth", "secret"],
+          "`auth.secret` must be `{{ params.NAME }}` of a param declared with `secret: true`",
+        );
       } else if (params[m[1] as string] && !params[m[1] as string]?.secret) {
         err(
           ["auth", "secret"],

@@ -258,10 +258,14 @@ async function runStep(
     rec.metrics.duration_ms = t1 - t0;
     // Tool arguments and results can hold a secret (one passed to a tool server): masked as recorded.
     if (rec.tool_calls.length > 0) {
-      rec.tool_calls = host.masker.maskJson(rec.tool_calls as unknown as Json) as unknown as StepRecord["tool_calls"];
+      rec.tool_calls = host.masker.maskJson(
+        rec.tool_calls as unknown as Json,
+      ) as unknown as StepRecord["tool_calls"];
     }
     if (rec.annotations !== null) {
-      rec.annotations = host.masker.maskJson(rec.annotations as unknown as Json) as unknown as StepRecord["annotations"];
+      rec.annotations = host.masker.maskJson(
+        rec.annotations as unknown as Json,
+      ) as unknown as StepRecord["annotations"];
     }
   };
   const skip = (reason: string) => {

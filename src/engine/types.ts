@@ -86,7 +86,15 @@ export interface StepMetrics {
 }
 
 export function emptyMetrics(): StepMetrics {
-  return { duration_ms: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, llm_calls: 0, attempts: 0, tool_calls: 0 };
+  return {
+    duration_ms: 0,
+    tokens_in: 0,
+    tokens_out: 0,
+    cost_usd: 0,
+    llm_calls: 0,
+    attempts: 0,
+    tool_calls: 0,
+  };
 }
 
 /** One tool call of an agent step, as the step record shows it (masked). SPEC 9. */

@@ -12,8 +12,8 @@ import {
   resolveApiKey,
   resolveBaseUrl,
   type ToolCall,
-  toolArguments,
   tokenCount,
+  toolArguments,
   utf8Length,
 } from "./provider.ts";
 

@@ -66,7 +66,9 @@ export async function completeInGroup(
   ctx: GatewayContext,
   preferred: GroupModel | null = null,
 ): Promise<GroupCompletion> {
-  const promptBytes = utf8Length(JSON.stringify({ system: req.system, messages: req.messages, tools: req.tools }));
+  const promptBytes = utf8Length(
+    JSON.stringify({ system: req.system, messages: req.messages, tools: req.tools }),
+  );
   let order = modelOrder(group, promptBytes, req.maxTokens);
   if (preferred) {
     const same = (m: GroupModel) => m.provider === preferred.provider && m.model === preferred.model;

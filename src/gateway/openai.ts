@@ -16,8 +16,8 @@ import {
   resolveApiKey,
   resolveBaseUrl,
   type ToolCall,
-  toolArguments,
   tokenCount,
+  toolArguments,
   utf8Length,
 } from "./provider.ts";
 
@@ -151,7 +151,11 @@ export function openAiMessages(system: string | null, messages: ChatMessage[]): 
     if (m.role === "tool") {
       for (const r of m.results) {
         // Chat Completions has no error flag on a tool message: the text says it.
-        out.push({ role: "tool", tool_call_id: r.callId, content: r.isError ? `ERROR: ${r.content}` : r.content });
+        out.push({
+          role: "tool",
+          tool_call_id: r.callId,
+          content: r.isError ? `ERROR: ${r.content}` : r.content,
+        });
       }
     } else if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) {
       out.push({
@@ -174,7 +178,11 @@ export function openAiTools(req: ModelRequest): unknown[] | null {
   if (!req.tools || req.tools.length === 0) return null;
   return req.tools.map((t) => ({
     type: "function",
-    function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters },
+    function: {
+      name: t.name,
+      ...(t.description ? { description: t.description } : {}),
+      parameters: t.parameters,
+    },
   }));
 }
 

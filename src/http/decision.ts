@@ -17,7 +17,10 @@ export async function readDecision(
     body = await readParams(req);
   } catch (e) {
     if (e instanceof HttpProblem && e.code === "payload_too_large") throw e;
-    throw new HttpProblem("invalid_decision", 'the body must be a JSON object {"decision": "approved" | "rejected"}');
+    throw new HttpProblem(
+      "invalid_decision",
+      'the body must be a JSON object {"decision": "approved" | "rejected"}',
+    );
   }
   const { decision, comment } = body;
   if (decision !== "approved" && decision !== "rejected") {

@@ -88,13 +88,20 @@ function timed<T>(
 }
 
 function rpcError(method: string, error: unknown): McpError {
-  const e = (typeof error === "object" && error !== null ? error : {}) as { code?: unknown; message?: unknown };
+  const e = (typeof error === "object" && error !== null ? error : {}) as {
+    code?: unknown;
+    message?: unknown;
+  };
   const message = typeof e.message === "string" ? e.message.slice(0, 300) : "error";
   return new McpError(`${method}: JSON-RPC error ${typeof e.code === "number" ? e.code : "?"}: ${message}`);
 }
 
 /** The result of response `id` among one or several JSON-RPC messages, or undefined. */
-function pick(message: unknown, id: number, method: string): { found: true; result: Json } | { found: false } {
+function pick(
+  message: unknown,
+  id: number,
+  method: string,
+): { found: true; result: Json } | { found: false } {
   const list = Array.isArray(message) ? message : [message];
   for (const m of list) {
     if (typeof m !== "object" || m === null) continue;
@@ -113,7 +120,8 @@ async function readJsonCapped(res: Response, what: string): Promise<unknown> {
     throw new McpError(`${what}: the answer is over ${MAX_MESSAGE_BYTES} bytes`);
   }
   const text = await res.text();
-  if (text.length > MAX_MESSAGE_BYTES) throw new McpError(`${what}: the answer is over ${MAX_MESSAGE_BYTES} bytes`);
+  if (text.length > MAX_MESSAGE_BYTES)
+    throw new McpError(`${what}: the answer is over ${MAX_MESSAGE_BYTES} bytes`);
   try {
     return JSON.parse(text);
   } catch {
@@ -303,7 +311,11 @@ class SseChannel implements Channel {
       (async () => {
         const tooLarge = () => new McpError(`event stream: an event is over ${MAX_MESSAGE_BYTES} bytes`);
         try {
-          for await (const ev of readSse(res.body as ReadableStream<Uint8Array>, MAX_MESSAGE_BYTES, tooLarge)) {
+          for await (const ev of readSse(
+            res.body as ReadableStream<Uint8Array>,
+            MAX_MESSAGE_BYTES,
+            tooLarge,
+          )) {
             if (ev.event === "endpoint") {
               const target = new URL(ev.data.trim(), url);
               // The official SDK's rule: messages go back to the origin the stream came from.
@@ -317,7 +329,10 @@ class SseChannel implements Channel {
           }
           throw new McpError("event stream: closed by the server");
         } catch (e) {
-          const err = e instanceof McpError ? e : new McpError(`event stream: ${e instanceof Error ? e.message : String(e)}`);
+          const err =
+            e instanceof McpError
+              ? e
+              : new McpError(`event stream: ${e instanceof Error ? e.message : String(e)}`);
           fail(err);
           holder.channel?.shutdown(err);
         } finally {
@@ -327,7 +342,9 @@ class SseChannel implements Channel {
       const target = await timed(signal, opts.timeoutMs, "endpoint event", (s) =>
         Promise.race([
           endpoint,
-          new Promise<never>((_, reject) => s.addEventListener("abort", () => reject(s.reason), { once: true })),
+          new Promise<never>((_, reject) =>
+            s.addEventListener("abort", () => reject(s.reason), { once: true }),
+          ),
         ]),
       ).catch((e: unknown) => {
         stream.abort();
@@ -451,19 +468,28 @@ function textOfContent(content: unknown): string {
   const parts: string[] = [];
   for (const block of content) {
     if (typeof block !== "object" || block === null) continue;
-    const b = block as { type?: unknown; text?: unknown; mimeType?: unknown; resource?: unknown; uri?: unknown };
+    const b = block as {
+      type?: unknown;
+      text?: unknown;
+      mimeType?: unknown;
+      resource?: unknown;
+      uri?: unknown;
+    };
     if (b.type === "text" && typeof b.text === "string") parts.push(b.text);
     else if (b.type === "resource") {
       const r = (b.resource ?? {}) as { uri?: unknown; text?: unknown };
       parts.push(typeof r.text === "string" ? r.text : `[resource ${String(r.uri ?? "")}]`);
     } else if (b.type === "resource_link") parts.push(`[resource link ${String(b.uri ?? "")}]`);
-    else parts.push(`[${String(b.type ?? "content")}${typeof b.mimeType === "string" ? ` ${b.mimeType}` : ""}]`);
+    else
+      parts.push(`[${String(b.type ?? "content")}${typeof b.mimeType === "string" ? ` ${b.mimeType}` : ""}]`);
   }
   return parts.join("\n");
 }
 
 export function toToolResult(result: Json): ToolResult {
-  const r = (typeof result === "object" && result !== null && !Array.isArray(result) ? result : {}) as JsonObject;
+  const r = (
+    typeof result === "object" && result !== null && !Array.isArray(result) ? result : {}
+  ) as JsonObject;
   let text = textOfContent(r.content);
   if (text.length > MAX_RESULT_CHARS) {
     text = `${text.slice(0, MAX_RESULT_CHARS)}\n[truncated: the tool returned ${text.length} characters]`;
@@ -497,8 +523,13 @@ export class McpSession implements ToolSession {
       } | null;
       const list = Array.isArray(result?.tools) ? result.tools : [];
       for (const t of list) {
-        if (typeof t !== "object" || t === null || typeof (t as { name?: unknown }).name !== "string") continue;
-        const { name, description, inputSchema } = t as { name: string; description?: unknown; inputSchema?: unknown };
+        if (typeof t !== "object" || t === null || typeof (t as { name?: unknown }).name !== "string")
+          continue;
+        const { name, description, inputSchema } = t as {
+          name: string;
+          description?: unknown;
+          inputSchema?: unknown;
+        };
         tools.push({
           name,
           description: typeof description === "string" ? description : null,

@@ -97,7 +97,9 @@ export class ApprovalBook {
   }
 
   list(): ApprovalRecord[] {
-    return this.store.all().sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+    return this.store
+      .all()
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
   pending(): ApprovalRecord[] {
@@ -223,7 +225,13 @@ export class ApprovalBook {
             headers["webhook-timestamp"] = timestamp;
             headers["webhook-signature"] = await signStandardWebhook(key, messageId, timestamp, body);
           }
-          const res = await hooks.fetch(url.href, { method: "POST", headers, body, redirect: "manual", signal });
+          const res = await hooks.fetch(url.href, {
+            method: "POST",
+            headers,
+            body,
+            redirect: "manual",
+            signal,
+          });
           await res.body?.cancel().catch(() => {});
           return res;
         },

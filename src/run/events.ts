@@ -37,7 +37,8 @@ export function stepEvent(path: string, rec: StepRecord, fallbackTime: string): 
   const type = TYPE_OF_STATUS[rec.status];
   if (!type) return null;
   const time =
-    (type === "step.started" || type === "step.pending_approval" ? rec.started_at : rec.finished_at) ?? fallbackTime;
+    (type === "step.started" || type === "step.pending_approval" ? rec.started_at : rec.finished_at) ??
+    fallbackTime;
   return {
     type,
     time,

@@ -68,7 +68,11 @@ export interface RunRpc {
   /** Every approval of the run (null: no such run). */
   approvals(): Promise<ApprovalRecord[] | null>;
   /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */
-  decide(target: { id: string } | { step: string }, decision: "approved" | "rejected", comment: string | null): Promise<DecideResult>;
+  decide(
+    target: { id: string } | { step: string },
+    decision: "approved" | "rejected",
+    comment: string | null,
+  ): Promise<DecideResult>;
 }
 
 export type CancelResult =
@@ -228,7 +232,10 @@ export class RunObject extends DurableObject<Env> {
       const mine = book.list().filter((a) => a.step === target.step);
       const open = mine.find((a) => a.status === "pending");
       const last = mine[mine.length - 1];
-      if (!open) return last ? { outcome: "already_decided", approval: publicApproval(last) } : { outcome: "not_found" };
+      if (!open)
+        return last
+          ? { outcome: "already_decided", approval: publicApproval(last) }
+          : { outcome: "not_found" };
       id = open.id;
     }
     const result = book.decide(id, decision, comment);
@@ -344,7 +351,8 @@ export class RunObject extends DurableObject<Env> {
             step.status = "pending_approval";
             this.publishStep(rec.step, step);
           }
-          if (created && this.hub.listening) this.hub.publish(approvalEvent("approval.requested", publicApproval(rec)));
+          if (created && this.hub.listening)
+            this.hub.publish(approvalEvent("approval.requested", publicApproval(rec)));
           this.armAlarm();
         },
         decided: (rec) => {
@@ -497,7 +505,9 @@ export class RunObject extends DurableObject<Env> {
         rec.finished_at = new Date(now).toISOString();
         if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
         // Tool calls of a step cut short are stored too: masked as the scheduler masks finished ones.
-        rec.tool_calls = this.masker.maskJson((rec.tool_calls ?? []) as unknown as Json) as unknown as StepRecord["tool_calls"];
+        rec.tool_calls = this.masker.maskJson(
+          (rec.tool_calls ?? []) as unknown as Json,
+        ) as unknown as StepRecord["tool_calls"];
       } else if (rec.status === "pending") {
         // Inside a skipped workflow step the steps share its reason (condition_false, ...).
         const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
@@ -524,7 +534,8 @@ export class RunObject extends DurableObject<Env> {
       const book = this.approvalBook();
       for (const a of book.pending()) book.decide(a.id, "timeout", null);
     }
-    for (const [key] of this.ctx.storage.kv.list({ prefix: CHECKPOINT_PREFIX })) this.ctx.storage.kv.delete(key);
+    for (const [key] of this.ctx.storage.kv.list({ prefix: CHECKPOINT_PREFIX }))
+      this.ctx.storage.kv.delete(key);
     this.writeDoc();
     this.ctx.storage.setAlarm(this.expiresAt(doc)).catch(() => {});
     this.controller = null;
@@ -617,7 +628,9 @@ export class RunObject extends DurableObject<Env> {
     let records: ReadonlyMap<string, StepRecord> = this.records;
     if (!TERMINAL.has(this.doc.status)) {
       // Right after a wake-up the resumed step has not asked again yet: storage says it waits.
-      const waiting = new Set([...this.approvalRows.values()].filter((a) => a.status === "pending").map((a) => a.step));
+      const waiting = new Set(
+        [...this.approvalRows.values()].filter((a) => a.status === "pending").map((a) => a.step),
+      );
       if (waiting.size > 0) {
         const view = new Map(this.records);
         for (const path of waiting) {
@@ -629,6 +642,8 @@ export class RunObject extends DurableObject<Env> {
         records = view;
       }
     }
-    return this.masker.maskJson(buildEnvelope(this.doc, records, Date.now()) as unknown as Json) as unknown as Envelope;
+    return this.masker.maskJson(
+      buildEnvelope(this.doc, records, Date.now()) as unknown as Json,
+    ) as unknown as Envelope;
   }
 }

@@ -4,8 +4,9 @@
  * outbound limit, and hands the rest to the MCP client (src/mcp/). Tests and the workflow-test
  * runner give the engine another `ToolHost` instead.
  */
-import type { ToolHost } from "../engine/types.ts";
+
 import { isPrivateHost } from "../engine/net.ts";
+import type { ToolHost } from "../engine/types.ts";
 import { connectMcp, type FetchLike, McpError } from "../mcp/client.ts";
 
 export function mcpToolHost(fetch: FetchLike, allowPrivate: boolean): ToolHost {

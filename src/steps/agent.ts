@@ -71,7 +71,8 @@ function withJson(system: string | null, schema: JsonSchema | null): string {
 
 /** Params marked `secret: true` in the agent's schema are for its tool servers, never for the model. */
 function withoutSecretParams(params: Json, secret: string[]): Json {
-  if (secret.length === 0 || typeof params !== "object" || params === null || Array.isArray(params)) return params;
+  if (secret.length === 0 || typeof params !== "object" || params === null || Array.isArray(params))
+    return params;
   return Object.fromEntries(Object.entries(params).filter(([k]) => !secret.includes(k)));
 }
 
@@ -274,7 +275,13 @@ export const executeAgent: StepExecutor<AgentStep> = async (step, ctx) => {
               const reflected = await completeInGroup(
                 gateway,
                 group,
-                { system: plan.system, messages: conversation, maxTokens, json: plan.json, jsonSchema: plan.schema },
+                {
+                  system: plan.system,
+                  messages: conversation,
+                  maxTokens,
+                  json: plan.json,
+                  jsonSchema: plan.schema,
+                },
                 ctx,
                 loop.state.model,
               );

@@ -99,10 +99,16 @@ export async function applyContracts(output: Json, opts: ContractOptions): Promi
     }
     note();
     if (o.ktsu_injection_attempt === true) {
-      throw new StepError("injection_detected", "the agent reported a prompt injection attempt (ktsu_injection_attempt)");
+      throw new StepError(
+        "injection_detected",
+        "the agent reported a prompt injection attempt (ktsu_injection_attempt)",
+      );
     }
     if (o.ktsu_untrusted_content === true) {
-      throw new StepError("untrusted_content", "the agent reported untrusted content (ktsu_untrusted_content)");
+      throw new StepError(
+        "untrusted_content",
+        "the agent reported untrusted content (ktsu_untrusted_content)",
+      );
     }
     if (o.ktsu_low_quality === true) {
       throw new StepError("low_quality", "the agent reported a low-quality output (ktsu_low_quality)");
@@ -115,7 +121,8 @@ export async function applyContracts(output: Json, opts: ContractOptions): Promi
           value = await opts.reflect(value);
           continue;
         }
-        const missing = typeof o.ktsu_confidence === "number" ? "" : " (ktsu_confidence missing: counted as 0)";
+        const missing =
+          typeof o.ktsu_confidence === "number" ? "" : " (ktsu_confidence missing: counted as 0)";
         throw new StepError(
           "low_confidence",
           `ktsu_confidence ${confidence}${missing} is below the step's confidence_threshold ${opts.threshold}${reflected ? " after one reflect call" : ""}`,

@@ -31,7 +31,13 @@ import {
   type ToolSession,
 } from "../engine/types.ts";
 import { completeInGroup, type GroupCompletion } from "../gateway/complete.ts";
-import type { ChatMessage, ModelRequest, ToolCall, ToolResultMessage, ToolSpec } from "../gateway/provider.ts";
+import type {
+  ChatMessage,
+  ModelRequest,
+  ToolCall,
+  ToolResultMessage,
+  ToolSpec,
+} from "../gateway/provider.ts";
 import type { GroupModel } from "../gateway/select.ts";
 
 /** What the model is told on its last turn, when no tools are offered any more. */
@@ -96,7 +102,10 @@ export function patternMatches(pattern: string, tool: string): boolean {
  * The allowlist entry that governs `tool`, or undefined when none admits it. An entry that asks
  * for approval wins over one that does not (the safer reading), then the most specific one.
  */
-export function governingEntry(allow: CompiledAllowEntry[] | null, tool: string): CompiledAllowEntry | undefined {
+export function governingEntry(
+  allow: CompiledAllowEntry[] | null,
+  tool: string,
+): CompiledAllowEntry | undefined {
   if (allow === null) return { pattern: "*", approval: null };
   const matching = allow.filter((e) => patternMatches(e.pattern, tool));
   const specificity = (e: CompiledAllowEntry) => (e.pattern.endsWith("*") ? e.pattern.length - 1 : 1e9);
@@ -151,7 +160,13 @@ export class ToolLoop {
   private readonly sessions = new Map<string, Promise<ToolSession>>();
   state: LoopState;
 
-  constructor(ctx: StepContext, refs: CompiledServerRef[], agentParams: Json, group: CompiledGroup, plan: LoopPlan) {
+  constructor(
+    ctx: StepContext,
+    refs: CompiledServerRef[],
+    agentParams: Json,
+    group: CompiledGroup,
+    plan: LoopPlan,
+  ) {
     this.ctx = ctx;
     this.refs = refs;
     this.agentParams = agentParams;
@@ -222,7 +237,10 @@ export class ToolLoop {
               `no final answer after max_turns = ${this.plan.maxTurns} model calls`,
             );
           }
-          throw new StepError("output_schema_mismatch", "the model replied with neither an answer nor a tool call");
+          throw new StepError(
+            "output_schema_mismatch",
+            "the model replied with neither an answer nor a tool call",
+          );
         }
         this.save();
         return { text: reply.text, model: reply.model, messages: conversation };
@@ -254,11 +272,12 @@ export class ToolLoop {
           tools = await session.listTools(this.ctx.signal);
         } catch (e) {
           if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
-          throw new StepError("tool_failed", `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`);
+          throw new StepError(
+            "tool_failed",
+            `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`,
+          );
         }
-        return tools
-          .filter((t) => governingEntry(ref.allow, t.name) !== undefined)
-          .map((t) => ({ ref, t }));
+        return tools.filter((t) => governingEntry(ref.allow, t.name) !== undefined).map((t) => ({ ref, t }));
       }),
     );
     const all = listed.flat();
@@ -280,12 +299,17 @@ export class ToolLoop {
     if (!s) {
       const host = this.ctx.tools;
       if (!host) throw new StepError("internal_error", "this run has no tool host");
-      s = host.connect(serverTarget(ref, this.agentParams, this.ctx.path), this.ctx.signal).catch((e: unknown) => {
-        this.sessions.delete(ref.name);
-        if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
-        if (e instanceof StepError) throw e;
-        throw new StepError("tool_failed", `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`);
-      });
+      s = host
+        .connect(serverTarget(ref, this.agentParams, this.ctx.path), this.ctx.signal)
+        .catch((e: unknown) => {
+          this.sessions.delete(ref.name);
+          if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+          if (e instanceof StepError) throw e;
+          throw new StepError(
+            "tool_failed",
+            `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`,
+          );
+        });
       this.sessions.set(ref.name, s);
     }
     return s;
@@ -317,7 +341,9 @@ export class ToolLoop {
     // Gated calls: every approval of the reply is asked at once; the turn waits for all of them.
     const outcomes = await Promise.all(
       resolved.map((r, i) =>
-        r.entry?.approval ? this.approve(r.offered as OfferedTool, r.call, r.entry.approval, `t${turn}.${i}`) : null,
+        r.entry?.approval
+          ? this.approve(r.offered as OfferedTool, r.call, r.entry.approval, `t${turn}.${i}`)
+          : null,
       ),
     );
     outcomes.forEach((o, i) => {
@@ -351,12 +377,17 @@ export class ToolLoop {
     const host = this.ctx.approvals;
     if (!host) throw new StepError("internal_error", "this run cannot ask for approvals");
     const scope = { params: this.agentParams, env: {}, step: {} };
-    const notify = policy.notify
-      ? {
-          url: stringify(render(policy.notify.url, scope)),
-          signSecret: policy.notify.signSecret ? stringify(render(policy.notify.signSecret, scope)) : null,
-        }
-      : null;
+    // A notify URL that renders empty (an optional param left out) means: no notification.
+    const url = policy.notify ? stringify(render(policy.notify.url, scope)) : "";
+    const notify =
+      policy.notify && url !== ""
+        ? {
+            url,
+            signSecret: policy.notify.signSecret
+              ? stringify(render(policy.notify.signSecret, scope)) || null
+              : null,
+          }
+        : null;
     return host.request(
       {
         key,
@@ -371,7 +402,11 @@ export class ToolLoop {
     );
   }
 
-  private async callOne(tool: OfferedTool, call: ToolCall, approval: ApprovalOutcome | null): Promise<ToolResultMessage> {
+  private async callOne(
+    tool: OfferedTool,
+    call: ToolCall,
+    approval: ApprovalOutcome | null,
+  ): Promise<ToolResultMessage> {
     const record: ToolCallRecord = {
       server: tool.server,
       name: tool.tool,
@@ -398,7 +433,8 @@ export class ToolLoop {
           : `A reviewer rejected this call; it was not made.${approval.comment ? ` Comment: ${approval.comment}` : ""}`;
       return answer(why, true);
     }
-    if (call.invalidArguments) return answer(`The call was not made: its arguments are ${call.invalidArguments}.`, true);
+    if (call.invalidArguments)
+      return answer(`The call was not made: its arguments are ${call.invalidArguments}.`, true);
 
     const ref = this.refs.find((r) => r.name === tool.server) as CompiledServerRef;
     try {

@@ -12,7 +12,11 @@ import { parseAiResult, prepareWorkersAi } from "../../src/gateway/workers-ai.ts
 
 const conversation: ChatMessage[] = [
   { role: "user", content: "add 2 and 3" },
-  { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "get-sum", arguments: { a: 2, b: 3 } }] },
+  {
+    role: "assistant",
+    content: "",
+    toolCalls: [{ id: "call_1", name: "get-sum", arguments: { a: 2, b: 3 } }],
+  },
   { role: "tool", results: [{ callId: "call_1", name: "get-sum", content: "5", isError: false }] },
   { role: "assistant", content: "checking", toolCalls: [{ id: "call_2", name: "delete", arguments: {} }] },
   { role: "tool", results: [{ callId: "call_2", name: "delete", content: "rejected", isError: true }] },
@@ -24,7 +28,13 @@ const request: ModelRequest = {
   maxTokens: 100,
   json: false,
   jsonSchema: null,
-  tools: [{ name: "get-sum", description: "Adds", parameters: { type: "object", properties: { a: { type: "number" } } } }],
+  tools: [
+    {
+      name: "get-sum",
+      description: "Adds",
+      parameters: { type: "object", properties: { a: { type: "number" } } },
+    },
+  ],
 };
 
 function provider(type: CompiledProvider["type"]): CompiledProvider {
@@ -37,7 +47,10 @@ async function sentBody(prepared: ReturnType<typeof prepareOpenAi>): Promise<Rec
     .send({
       fetch: async (_url, init) => {
         body = String(init?.body ?? "");
-        return Response.json({ choices: [{ message: { content: "ok" } }], content: [{ type: "text", text: "ok" }] });
+        return Response.json({
+          choices: [{ message: { content: "ok" } }],
+          content: [{ type: "text", text: "ok" }],
+        });
       },
       signal: new AbortController().signal,
       deadline: Date.now() + 10_000,
@@ -53,7 +66,11 @@ describe("OpenAI Chat Completions", () => {
     expect(body.tools).toEqual([
       {
         type: "function",
-        function: { name: "get-sum", description: "Adds", parameters: { type: "object", properties: { a: { type: "number" } } } },
+        function: {
+          name: "get-sum",
+          description: "Adds",
+          parameters: { type: "object", properties: { a: { type: "number" } } },
+        },
       },
     ]);
     expect(body.messages).toEqual([
@@ -62,7 +79,9 @@ describe("OpenAI Chat Completions", () => {
       {
         role: "assistant",
         content: null,
-        tool_calls: [{ id: "call_1", type: "function", function: { name: "get-sum", arguments: '{"a":2,"b":3}' } }],
+        tool_calls: [
+          { id: "call_1", type: "function", function: { name: "get-sum", arguments: '{"a":2,"b":3}' } },
+        ],
       },
       { role: "tool", tool_call_id: "call_1", content: "5" },
       {
@@ -104,12 +123,19 @@ describe("Anthropic Messages", () => {
   it("offers tools with input_schema and writes tool_use and tool_result blocks (is_error on failures)", async () => {
     const body = await sentBody(prepareAnthropic("m", request, provider("anthropic"), {}));
     expect(body.tools).toEqual([
-      { name: "get-sum", description: "Adds", input_schema: { type: "object", properties: { a: { type: "number" } } } },
+      {
+        name: "get-sum",
+        description: "Adds",
+        input_schema: { type: "object", properties: { a: { type: "number" } } },
+      },
     ]);
     expect(body.messages).toEqual(anthropicMessages(conversation));
     expect(body.messages).toEqual([
       { role: "user", content: "add 2 and 3" },
-      { role: "assistant", content: [{ type: "tool_use", id: "call_1", name: "get-sum", input: { a: 2, b: 3 } }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "call_1", name: "get-sum", input: { a: 2, b: 3 } }],
+      },
       { role: "user", content: [{ type: "tool_result", tool_use_id: "call_1", content: "5" }] },
       {
         role: "assistant",
@@ -118,7 +144,10 @@ describe("Anthropic Messages", () => {
           { type: "tool_use", id: "call_2", name: "delete", input: {} },
         ],
       },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "call_2", content: "rejected", is_error: true }] },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "call_2", content: "rejected", is_error: true }],
+      },
     ]);
   });
 
@@ -154,7 +183,11 @@ describe("Workers AI", () => {
     expect(input.tools).toEqual([
       {
         type: "function",
-        function: { name: "get-sum", description: "Adds", parameters: { type: "object", properties: { a: { type: "number" } } } },
+        function: {
+          name: "get-sum",
+          description: "Adds",
+          parameters: { type: "object", properties: { a: { type: "number" } } },
+        },
       },
     ]);
     expect(input.messages).toEqual(openAiMessages("sys", conversation));
