@@ -77,14 +77,18 @@ function timed<T>(
   what: string,
   work: (s: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  const timeout = AbortSignal.timeout(Math.max(1, ms));
-  const both = AbortSignal.any([signal, timeout]);
-  return work(both).catch((e: unknown) => {
-    if (signal.aborted) throw signal.reason ?? e;
-    if (timeout.aborted) throw new McpError(`${what}: no answer within ${Math.round(ms / 1000)} s`);
-    if (e instanceof McpError) throw e;
-    throw new McpError(`${what}: ${e instanceof Error ? e.message : String(e)}`);
-  });
+  // A timer that is cleared when the request settles: a pending timer keeps an idle object awake.
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(new McpError(`${what}: timeout`)), Math.max(1, ms));
+  const both = AbortSignal.any([signal, timeout.signal]);
+  return work(both)
+    .catch((e: unknown) => {
+      if (signal.aborted) throw signal.reason ?? e;
+      if (timeout.signal.aborted) throw new McpError(`${what}: no answer within ${Math.round(ms / 1000)} s`);
+      if (e instanceof McpError) throw e;
+      throw new McpError(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+    })
+    .finally(() => clearTimeout(timer));
 }
 
 function rpcError(method: string, error: unknown): McpError {
@@ -224,16 +228,20 @@ class StreamableChannel implements Channel {
   async close(): Promise<void> {
     if (this.sessionId === null) return;
     // Best effort: a server that does not support DELETE answers 405, and that is fine.
+    const closing = new AbortController();
+    const timer = setTimeout(() => closing.abort(), Math.min(this.opts.timeoutMs, 5_000));
     try {
       const res = await this.opts.fetch(this.opts.url, {
         method: "DELETE",
         headers: this.headers(),
         redirect: "manual",
-        signal: AbortSignal.timeout(Math.min(this.opts.timeoutMs, 5_000)),
+        signal: closing.signal,
       });
       res.body?.cancel().catch(() => {});
     } catch {
       // Already gone.
+    } finally {
+      clearTimeout(timer);
     }
   }
 }
