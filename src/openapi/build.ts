@@ -91,7 +91,7 @@ const RUN_ID = {
 function sharedSchemas(): Record<string, JsonObject> {
   const metrics = {
     type: "object",
-    required: ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls", "attempts"],
+    required: ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls", "attempts", "tool_calls"],
     properties: {
       duration_ms: { type: "number", minimum: 0 },
       tokens_in: { type: "integer", minimum: 0 },
@@ -99,6 +99,7 @@ function sharedSchemas(): Record<string, JsonObject> {
       cost_usd: { type: "number", minimum: 0 },
       llm_calls: { type: "integer", minimum: 0 },
       attempts: { type: "integer", minimum: 0 },
+      tool_calls: { type: "integer", minimum: 0 },
     },
   };
   const totals = {
@@ -164,15 +165,43 @@ function sharedSchemas(): Record<string, JsonObject> {
     },
     StepRecord: {
       type: "object",
-      required: ["id", "status", "output", "error", "started_at", "finished_at", "metrics", "steps"],
+      required: [
+        "id",
+        "status",
+        "output",
+        "error",
+        "started_at",
+        "finished_at",
+        "metrics",
+        "tool_calls",
+        "annotations",
+        "steps",
+      ],
       properties: {
         id: { type: "string" },
-        status: { enum: ["pending", "running", "complete", "failed", "skipped", "canceled"] },
+        status: {
+          enum: ["pending", "running", "pending_approval", "complete", "failed", "skipped", "canceled"],
+        },
         output: { description: "The step's output (secrets masked); null until it completes." },
         error: ref("StepError"),
         started_at: nullableTimestamp,
         finished_at: nullableTimestamp,
         metrics: ref("StepMetrics"),
+        tool_calls: {
+          type: "array",
+          description: "An agent step's tool calls (masked); [] for other steps.",
+          items: ref("ToolCall"),
+        },
+        annotations: {
+          type: ["object", "null"],
+          description: "`ktsu_flags`, `ktsu_rationale`, `ktsu_confidence` of an agent's final output.",
+          required: ["flags", "rationale", "confidence"],
+          properties: {
+            flags: { type: "array", items: { type: "string" } },
+            rationale: { type: ["string", "null"] },
+            confidence: { type: ["number", "null"] },
+          },
+        },
         steps: {
           type: "array",
           description: "Child steps of a workflow step; [] for other kinds.",
@@ -212,6 +241,72 @@ function sharedSchemas(): Record<string, JsonObject> {
         deadline: timestamp,
         created_at: timestamp,
         finished_at: nullableTimestamp,
+      },
+    },
+    ToolCall: {
+      type: "object",
+      required: ["server", "name", "arguments", "result", "error", "started_at", "finished_at", "approval"],
+      properties: {
+        server: { type: "string", description: "The agent's name for the server (`servers[].name`)." },
+        name: { type: "string" },
+        arguments: { type: "object" },
+        result: { description: "`structuredContent`, else the text content; null on error." },
+        error: { type: ["string", "null"] },
+        started_at: timestamp,
+        finished_at: nullableTimestamp,
+        approval: {
+          type: ["object", "null"],
+          required: ["id", "status", "comment"],
+          properties: {
+            id: { type: "string" },
+            status: { enum: ["pending", "approved", "rejected", "timeout"] },
+            comment: { type: ["string", "null"] },
+          },
+        },
+      },
+    },
+    Approval: {
+      type: "object",
+      required: [
+        "id",
+        "run_id",
+        "step",
+        "kind",
+        "server",
+        "tool",
+        "arguments",
+        "status",
+        "comment",
+        "created_at",
+        "decided_at",
+        "expires_at",
+      ],
+      properties: {
+        id: { type: "string" },
+        run_id: { type: "string" },
+        step: { type: "string", description: "Slash path of the waiting step." },
+        kind: { enum: ["tool", "needs_human"] },
+        server: { type: ["string", "null"] },
+        tool: { type: ["string", "null"] },
+        arguments: { description: "The call's arguments, or the output under review (masked)." },
+        status: { enum: ["pending", "approved", "rejected", "timeout"] },
+        comment: { type: ["string", "null"] },
+        created_at: timestamp,
+        decided_at: nullableTimestamp,
+        expires_at: timestamp,
+      },
+    },
+    ApprovalList: {
+      type: "object",
+      required: ["approvals"],
+      properties: { approvals: { type: "array", items: ref("Approval") } },
+    },
+    Decision: {
+      type: "object",
+      required: ["decision"],
+      properties: {
+        decision: { enum: ["approved", "rejected"] },
+        comment: { type: "string", maxLength: 2000 },
       },
     },
     RunSummary: {
@@ -381,7 +476,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
     get: runOp("streamRunEvents", "Run events as Server-Sent Events", {
       "200": {
         description:
-          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, run.completed; each `data:` is one JSON object.",
+          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, approval.requested, approval.decided (data: `{approval}`), run.completed; each `data:` is one JSON object.",
         content: { "text/event-stream": { schema: { type: "string" } } },
       },
     }),
@@ -396,6 +491,53 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       "202": json("The run is canceled: its envelope.", ref("Envelope")),
       "409": problem("`run_not_active`: the run has already finished."),
     }),
+  };
+  const decisionBody = {
+    required: true,
+    content: { "application/json": { schema: ref("Decision") } },
+  };
+  const decideOp = (operationId: string, summary: string): JsonObject => {
+    const op = runOp(operationId, summary, {
+      "200": json("The decided approval.", ref("Approval")),
+      "400": problem("`invalid_decision`."),
+      "409": problem("`approval_already_decided`."),
+    });
+    return {
+      ...op,
+      requestBody: decisionBody,
+      responses: {
+        ...(op.responses as JsonObject),
+        "404": problem(
+          "`run_not_found`, or `approval_not_found` (no such approval / no approval of that step).",
+        ),
+      },
+    };
+  };
+  paths["/runs/{run_id}/approvals"] = {
+    get: runOp("listApprovals", "Every approval of the run (pending and decided)", {
+      "200": json("The run's approvals, oldest first.", ref("ApprovalList")),
+    }),
+  };
+  paths["/runs/{run_id}/approvals/{approval_id}"] = {
+    post: {
+      ...decideOp("decideApproval", "Approve or reject a pending approval"),
+      parameters: [RUN_ID, { name: "approval_id", in: "path", required: true, schema: { type: "string" } }],
+    },
+  };
+  paths["/runs/{run_id}/steps/{step}/approval/decide"] = {
+    post: {
+      ...decideOp("decideStepApproval", "Decide a step's oldest pending approval (ktsu-compatible)"),
+      parameters: [
+        RUN_ID,
+        {
+          name: "step",
+          in: "path",
+          required: true,
+          description: "The step's slash path (`notify/post`; `/` may be sent as is or as %2F).",
+          schema: { type: "string" },
+        },
+      ],
+    },
   };
   paths["/runs"] = {
     get: {
