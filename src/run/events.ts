@@ -96,7 +96,11 @@ export function replayEvents(
       const started = stepEvent(path, asStarted, fallbackTime);
       if (started) events.push(started);
     }
-    if (rec.status !== "running" && rec.status !== "pending" && rec.status !== "pending_approval") {
+    if (rec.status === "pending_approval") {
+      // Still waiting: a new listener learns it, or it would take the step for running.
+      const waiting = stepEvent(path, rec, fallbackTime);
+      if (waiting) events.push(waiting);
+    } else if (rec.status !== "running" && rec.status !== "pending") {
       const done = stepEvent(path, rec, fallbackTime);
       if (done) events.push(done);
     }

@@ -8,7 +8,9 @@
  * Elements tests rely on: `[data-step="<path>"]` (a graph node, with `data-status` and
  * `data-kind`), `#run-status[data-status]`, `#timeline tr[data-step]`, `#details`
  * (`#details-output`, `#details-error`), and `body[data-live]` ("open" while following events,
- * "closed" after).
+ * "closed" after). Approvals (SPEC 9): `#approvals` lists the run's approvals as
+ * `[data-approval="<id>"][data-status]`; a pending one has a comment field
+ * (`.approval-comment`) and `button[data-decision="approved"]` / `"rejected"`.
  */
 import { htmlResponse } from "./page-shell.ts";
 
@@ -20,6 +22,10 @@ const BODY = `<header>
 </header>
 <div id="notice" class="notice" hidden></div>
 <dl class="summary" id="summary"></dl>
+<section id="approvals" class="approvals" aria-live="polite" hidden>
+  <h2>Approvals</h2>
+  <div id="approval-list"></div>
+</section>
 <div class="layout">
   <main>
     <h2>Pipeline</h2>
@@ -281,6 +287,55 @@ function select(path) {
   render();
 }
 
+// ---- approvals ---------------------------------------------------------------------------------
+
+let approvalList = [];
+
+async function loadApprovals() {
+  const res = await apiFetch(runPath + "/approvals");
+  if (!res.ok) return;
+  approvalList = (await res.json()).approvals || [];
+  renderApprovals();
+}
+
+function renderApprovals() {
+  const items = approvalList.map((a) => {
+    const what = a.kind === "tool" ? "call " + a.tool + " on " + a.server : "its output (the agent asked for a human)";
+    const item = el("div", { class: "approval", "data-approval": a.id, "data-status": a.status },
+      el("div", null,
+        el("span", { class: "status approval-status", "data-status": a.status }, a.status), " ",
+        el("span", { class: "mono" }, a.step), " wants to ", what),
+      el("pre", { class: "approval-args" }, json(a.arguments)));
+    if (a.status === "pending") {
+      const comment = el("input", { class: "approval-comment", placeholder: "Comment (optional)", "aria-label": "Comment", autocomplete: "off" });
+      const button = (decision, label) => {
+        const b = el("button", { type: "button", "data-decision": decision }, label);
+        b.addEventListener("click", () => decideApproval(a.id, decision, comment.value, item));
+        return b;
+      };
+      item.append(el("div", { class: "approval-actions" }, comment, button("approved", "Approve"), button("rejected", "Reject")),
+        el("small", { class: "muted" }, "Expires " + formatTime(a.expires_at)));
+    } else {
+      item.append(el("small", { class: "muted" },
+        (a.status === "timeout" ? "Timed out " : a.status + " ") + formatTime(a.decided_at) + (a.comment ? ": " + a.comment : "")));
+    }
+    return item;
+  });
+  document.getElementById("approval-list").replaceChildren(...items);
+  const section = document.getElementById("approvals");
+  section.hidden = approvalList.length === 0;
+  section.dataset.pending = String(approvalList.filter((a) => a.status === "pending").length);
+}
+
+async function decideApproval(id, decision, comment, item) {
+  for (const b of item.querySelectorAll("button")) b.disabled = true;
+  const body = comment ? { decision, comment } : { decision };
+  const res = await apiFetch(runPath + "/approvals/" + encodeURIComponent(id), {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!res.ok) showNotice("The decision was not recorded (" + await problemText(res) + ").", "error");
+  await loadApprovals();
+}
+
 // ---- live events -------------------------------------------------------------------------------
 
 function setLive(state) {
@@ -289,6 +344,10 @@ function setLive(state) {
 }
 
 function applyEvent(ev) {
+  if (typeof ev.type === "string" && ev.type.startsWith("approval.")) {
+    loadApprovals();
+    return;
+  }
   if (ev.type === "run.completed") {
     envelope.status = ev.status;
     envelope.error = ev.error === undefined ? envelope.error : ev.error;
@@ -349,6 +408,7 @@ async function follow() {
   }
   // The stream closes when the run ends; reload the envelope so the page matches it exactly.
   await load();
+  await loadApprovals();
   if (isActive()) {
     setTimeout(follow, 1000);
   } else {
@@ -375,6 +435,7 @@ async function start() {
   }
   try {
     const [graphRes] = await Promise.all([apiFetch(runPath + "/graph"), load()]);
+    await loadApprovals();
     if (!graphRes.ok) throw new Error(await problemText(graphRes));
     const graph = await graphRes.json();
     for (const n of graph.nodes) nodes.set(n.path, n);

@@ -53,9 +53,12 @@ export function e2eWranglerConfig(projectToml: string, bundlePath: string): stri
   return out.join("\n");
 }
 
-export async function startWorker(vars: Record<string, string>): Promise<WorkerProcess> {
+export async function startWorker(
+  vars: Record<string, string>,
+  opts: { workflowsDir?: string } = {},
+): Promise<WorkerProcess> {
   const dir = mkdtempSync(join(tmpdir(), "workflow-edge-e2e-"));
-  const compiled = compileProject(join(ROOT, "test/e2e/workflows"));
+  const compiled = compileProject(opts.workflowsDir ?? join(ROOT, "test/e2e/workflows"));
   if (!compiled.bundle) {
     throw new Error(`e2e workflows do not compile:\n${compiled.diagnostics.map((d) => d.text).join("\n")}`);
   }
