@@ -10,6 +10,7 @@ import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startMcpTools } from "../servers/mcp-tools.ts";
 import { startModelStub } from "../servers/model-stub.ts";
+import { startServerEverything } from "../servers/server-everything.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
 import { startWorker, type WorkerProcess } from "./worker-process.ts";
 
@@ -18,6 +19,7 @@ const MODEL_API_KEY = "sk-e2e-approvals-key-1234";
 
 let model: { port: number; close(): Promise<void> };
 let mcp: { port: number; close(): Promise<void> };
+let everything: { url: string; close(): Promise<void> };
 let worker: WorkerProcess;
 let browser: Browser;
 let pageProblems: string[] = [];
@@ -26,6 +28,7 @@ const pages: Page[] = [];
 beforeAll(async () => {
   model = await startModelStub();
   mcp = await startMcpTools();
+  everything = await startServerEverything();
   worker = await startWorker(
     {
       E2E_TOKEN,
@@ -42,6 +45,7 @@ afterAll(async () => {
   await browser?.close();
   await worker?.stop();
   await mcp?.close();
+  await everything?.close();
   await model?.close();
 });
 
@@ -140,4 +144,29 @@ describe("a run waiting for approval", () => {
     });
     expect(await toolCalls(key)).toEqual([]);
   }, 60_000);
+});
+
+describe("the MCP client in workerd under wrangler dev", () => {
+  async function runTools(mcpUrl: string): Promise<Envelope> {
+    const script = `SCRIPT=${JSON.stringify([[{ name: "echo", arguments: { message: "from wrangler dev" } }], "$results"])}`;
+    const res = await fetch(`${worker.url}/invoke/e2e-tools`, {
+      method: "POST",
+      headers: { "content-type": "application/json", prefer: "wait=30" },
+      body: JSON.stringify({ script: `${crypto.randomUUID()}\n${script}`, mcp_url: mcpUrl }),
+    });
+    expect(res.status).toBe(200);
+    return res.json();
+  }
+
+  it("calls server-everything over Streamable HTTP", async () => {
+    const e = await runTools(everything.url);
+    expect(e.error).toBeNull();
+    expect(e.output).toEqual({ results: ["Echo: from wrangler dev"] });
+  });
+
+  it("falls back to HTTP+SSE", async () => {
+    const e = await runTools(`http://127.0.0.1:${mcp.port}/sse/${crypto.randomUUID()}`);
+    expect(e.error).toBeNull();
+    expect(e.output).toEqual({ results: ["Echo: from wrangler dev"] });
+  });
 });
