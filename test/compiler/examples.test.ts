@@ -18,7 +18,19 @@ describe("workflows/ examples", () => {
   });
 
   it("are invocable by name", () => {
-    expect(Object.keys(bundle?.invocable ?? {})).toEqual(["hello", "order-events", "support-triage"]);
+    expect(Object.keys(bundle?.invocable ?? {})).toEqual(["account-cleanup", "hello", "order-events", "support-triage"]);
+  });
+
+  it("include an agent with an MCP tool server and an approval-gated tool", () => {
+    const agent = bundle?.agents["agents/account-janitor.agent.yaml"];
+    const ref = agent?.servers?.[0];
+    expect(ref?.server.key).toBe("servers/accounts.server.yaml");
+    expect(ref?.allow?.find((e) => e.pattern === "disable-account")?.approval).toMatchObject({
+      onReject: "recover",
+      timeoutS: 4 * 3600,
+      timeoutBehavior: "reject",
+    });
+    expect(agent?.secretParams).toEqual(["mcp_token"]);
   });
 
   it("include a hello workflow that needs no secret, no auth and no model", () => {
