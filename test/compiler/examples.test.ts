@@ -18,7 +18,12 @@ describe("workflows/ examples", () => {
   });
 
   it("are invocable by name", () => {
-    expect(Object.keys(bundle?.invocable ?? {})).toEqual(["account-cleanup", "hello", "order-events", "support-triage"]);
+    expect(Object.keys(bundle?.invocable ?? {})).toEqual([
+      "account-cleanup",
+      "hello",
+      "order-events",
+      "support-triage",
+    ]);
   });
 
   it("include an agent with an MCP tool server and an approval-gated tool", () => {
