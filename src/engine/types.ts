@@ -66,6 +66,8 @@ export interface EvalScope {
   params: Json;
   env: JsonObject;
   step: JsonObject;
+  /** The root workflow's recorded request (`{headers}`); absent inside sub-workflows. */
+  request?: Json;
 }
 
 /**
