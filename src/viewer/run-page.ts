@@ -7,7 +7,7 @@
  *
  * Elements tests rely on: `[data-step="<path>"]` (a graph node, with `data-status` and
  * `data-kind`), `#run-status[data-status]`, `#timeline tr[data-step]`, `#details`
- * (`#details-output`, `#details-error`), and `body[data-live]` ("open" while following events,
+ * (`#details-output`, `#details-request` with the recorded request headers, `#details-error`), and `body[data-live]` ("open" while following events,
  * "closed" after).
  */
 import { htmlResponse } from "./page-shell.ts";
@@ -35,6 +35,8 @@ const BODY = `<header>
     <dl id="details-fields"></dl>
     <h3 id="details-output-title">Params</h3>
     <pre id="details-output"></pre>
+    <h3 id="details-request-title" hidden>Request headers</h3>
+    <pre id="details-request" hidden></pre>
     <h3>Error</h3>
     <pre id="details-error"></pre>
   </aside>
@@ -240,6 +242,12 @@ function renderDetails() {
     const outTitle = isActive() ? "" : "\n\nOutput:\n" + json(envelope.output);
     document.getElementById("details-output").textContent = json(envelope.params) + outTitle;
     document.getElementById("details-error").textContent = envelope.error ? json(envelope.error) : "none";
+    // The request headers the workflow declared (invoke.headers), as the run recorded them.
+    const headers = envelope.request && envelope.request.headers ? envelope.request.headers : {};
+    const hasHeaders = Object.keys(headers).length > 0;
+    document.getElementById("details-request-title").hidden = !hasHeaders;
+    document.getElementById("details-request").hidden = !hasHeaders;
+    document.getElementById("details-request").textContent = hasHeaders ? json(headers) : "";
     fields.replaceChildren(
       el("dt", null, "Status"), el("dd", null, envelope.status),
       el("dt", null, "Steps"), el("dd", null, String(nodes.size)));
@@ -249,6 +257,8 @@ function renderDetails() {
   const rec = records.get(selected) || { status: "pending", output: null, error: null, metrics: {} };
   const m = rec.metrics || {};
   document.getElementById("details-title").textContent = selected;
+  document.getElementById("details-request-title").hidden = true;
+  document.getElementById("details-request").hidden = true;
   document.getElementById("details-output-title").textContent = "Output";
   document.getElementById("details-output").textContent = rec.status === "complete" || rec.output !== null ? json(rec.output) : "(no output yet)";
   document.getElementById("details-error").textContent = rec.error ? json(rec.error) : "none";

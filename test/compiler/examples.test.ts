@@ -18,7 +18,14 @@ describe("workflows/ examples", () => {
   });
 
   it("are invocable by name", () => {
-    expect(Object.keys(bundle?.invocable ?? {})).toEqual(["hello", "order-events", "support-triage"]);
+    expect(Object.keys(bundle?.invocable ?? {})).toEqual([
+      "github-events",
+      "hello",
+      "nightly-digest",
+      "order-events",
+      "slack-app",
+      "support-triage",
+    ]);
   });
 
   it("include a hello workflow that needs no secret, no auth and no model", () => {

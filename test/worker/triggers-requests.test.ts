@@ -172,8 +172,13 @@ describe("invoke.response", () => {
 });
 
 describe("schedules", () => {
+  // The Worker's own entry, as a cron event reaches it (its `scheduled` handler).
   const scheduled = (cron: string, scheduledTime: number) =>
-    (exports as unknown as { default: Fetcher }).default.scheduled({ cron, scheduledTime });
+    (
+      exports as unknown as {
+        default: { scheduled(o: { cron: string; scheduledTime: number }): Promise<unknown> };
+      }
+    ).default.scheduled({ cron, scheduledTime });
 
   async function scheduledRun(cron: string, time: number, n = 0): Promise<Envelope> {
     const key = `schedule:${cron}:${new Date(time).toISOString()}${n > 0 ? `:${n}` : ""}`;

@@ -434,7 +434,7 @@ describe("reading runs of signed workflows", () => {
       expect(res.status).toBe(200);
     }
     for (const headers of [
-      {},
+      {} as Record<string, string>,
       { authorization: "Bearer nope-nope-nope" },
       { authorization: SECRETS.GITHUB_SECRET as string },
     ]) {
