@@ -82,7 +82,9 @@ model_policy: {cost_budget_usd: 1}
         "kind: workflow\nname: child\nparams:\n  schema: {type: object}\npipeline:\n  - id: x\n    transform: {ops: []}\n",
     });
     expect(p.errors).toEqual([]);
-    expect((p.result.bundle?.workflows[T]?.steps[1] as WorkflowStep).forEach?.from).toBe("step.list.result");
+    expect((p.result.bundle?.workflows[T]?.steps[1] as WorkflowStep | undefined)?.forEach?.from).toBe(
+      "step.list.result",
+    );
   });
 });
 

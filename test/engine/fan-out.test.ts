@@ -156,7 +156,7 @@ describe("fan-out in the engine", () => {
   it("with max_failures 0 fails at the first failure: in-flight items canceled, the rest never started", async () => {
     const w = wf([fanOutStep("a", forEach({ concurrency: 3 }))]);
     const h = harness([w]);
-    const list = [{ ms: 200 }, { ms: 5, fail: true }, { ms: 200 }, { ms: 1 }, { ms: 1 }];
+    const list: Json[] = [{ ms: 200 }, { ms: 5, fail: true }, { ms: 200 }, { ms: 1 }, { ms: 1 }];
     const err = await runPipeline(h.host, w, options({ items: list })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StepError);
     expect(err).toMatchObject({ code: "fanout_failed", subPath: "a" });
@@ -194,7 +194,7 @@ describe("fan-out in the engine", () => {
   it("with max_failures N fails once N + 1 items failed, naming the count and the first failure", async () => {
     const w = wf([fanOutStep("a", forEach({ maxFailures: 1, concurrency: 1 }))]);
     const h = harness([w]);
-    const list = [{ fail: true }, { v: 1 }, { fail: true }, { v: 3 }, { v: 4 }];
+    const list: Json[] = [{ fail: true }, { v: 1 }, { fail: true }, { v: 3 }, { v: 4 }];
     const err = await runPipeline(h.host, w, options({ items: list })).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "fanout_failed" });
     expect((err as Error).message).toMatch(
