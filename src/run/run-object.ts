@@ -311,7 +311,10 @@ export class RunObject extends DurableObject<Env> {
       return;
     }
     const wf = this.rootWorkflow();
-    const running = [...this.records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
+    // A step whose own deadline handling beat the alarm is already `canceled`: it is the one too.
+    const running =
+      [...this.records.entries()].find(([, r]) => r.status === "running" || r.status === "canceled")?.[0] ??
+      null;
     this.finish("failed", {
       code: "timeout",
       message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
