@@ -618,10 +618,20 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     }
     if (sign && secretNames.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
     const tainted = hostSource(url);
-    if (leaks.length > 0 && tainted) {
+    let hostFrom = tainted === null ? null : `\`${tainted}\``;
+    // An item is caller data only when `for_each.from` reads some (a list of URLs in env is not).
+    if (tainted !== null && /^item(_index)?(\.|$)/.test(tainted)) {
+      const from = isObj(s.for_each) ? s.for_each.from : undefined;
+      const fromSource =
+        typeof from === "string"
+          ? hostSource({ t: "expr", e: from.replace(/^\s*\{\{|\}\}\s*$/g, "") })
+          : null;
+      hostFrom = fromSource === null ? null : `${hostFrom} (items of \`${fromSource}\`)`;
+    }
+    if (leaks.length > 0 && hostFrom) {
       err(
         at("webhook", "url"),
-        `${label} uses secret ${leaks.join(" and ")}, but its url host comes from \`${tainted}\`: a caller could send the secret to any host. Take the host from a literal or an env var`,
+        `${label} uses secret ${leaks.join(" and ")}, but its url host comes from ${hostFrom}: a caller could send the secret to any host. Take the host from a literal or an env var`,
       );
     }
     return {

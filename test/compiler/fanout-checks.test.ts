@@ -293,6 +293,38 @@ describe("item and item_index", () => {
   });
 });
 
+describe("secrets and caller-chosen hosts", () => {
+  const head = HEAD.replace(
+    "  - {name: TOKEN, secret: true}\n",
+    "  - {name: TOKEN, secret: true}\n  - {name: URLS, secret: false}\n",
+  );
+  it("lets a fan-out sign requests to URLs listed in env", () => {
+    const p = compileFiles({
+      [T]: `${head}  - id: post
+    webhook: {url: "{{ item }}", headers: {Authorization: "Bearer {{ env.TOKEN }}"}}
+    for_each: {from: "split(env.URLS, ',')"}
+`,
+    });
+    expect(p.errors).toEqual([]);
+  });
+
+  it("refuses a secret sent to URLs the caller lists in params", () => {
+    const p = compileFiles({
+      [T]: `${head}  - id: post
+    webhook: {url: "{{ item.url }}", headers: {Authorization: "Bearer {{ env.TOKEN }}"}}
+    for_each: {from: params.targets}
+`,
+    });
+    expectOnlyError(
+      p,
+      T,
+      12,
+      20,
+      /^step `post` uses secret `env\.TOKEN` in its headers, but its url host comes from `item\.url` \(items of `params\.targets`\): a caller could send the secret to any host/,
+    );
+  });
+});
+
 describe("warnings", () => {
   it("warns about an agent fan-out without concurrency in a workflow without budget", () => {
     const p = compileFiles({
