@@ -24,7 +24,7 @@ import { validateJson } from "../engine/schema.ts";
 import { cronProblem } from "./cron.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
-import { envRefName } from "./env-refs.ts";
+import { envRefName, envShorthandName, envShorthandWarning } from "./env-refs.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { compileTemplate } from "./templates.ts";
 import { cronsLine, rateLimitBlock, type WranglerFacts } from "./wrangler-config.ts";
@@ -330,6 +330,9 @@ function compileAuth(
     const n = envRefName(v);
     if (n === null) continue; // the format check reported the shape
     ctx.useEnv(n, p);
+    if (envShorthandName(v) !== null && ctx.declared.some((e) => e.name === n)) {
+      ctx.sink.warning(ctx.file.display, ctx.file.at(p), envShorthandWarning(n));
+    }
     if (secretEnvs.includes(n)) err(p, `\`env.${n}\` is listed twice in \`invoke.auth.secret\``);
     else secretEnvs.push(n);
   }

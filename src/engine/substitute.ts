@@ -11,7 +11,16 @@ import type { EvalScope } from "./types.ts";
 
 /** The value an expression sees: exactly the scope's namespaces, nothing else. */
 export function expressionData(scope: EvalScope): JsonObject {
-  return { params: scope.params, env: scope.env, step: scope.step, request: scope.request ?? null };
+  const data: JsonObject = {
+    params: scope.params,
+    env: scope.env,
+    step: scope.step,
+    request: scope.request ?? null,
+  };
+  // Only a fan-out item's substitutions see these (the compiler allows them nowhere else).
+  if (scope.item !== undefined) data.item = scope.item;
+  if (scope.item_index !== undefined) data.item_index = scope.item_index;
+  return data;
 }
 
 /** How a value reads inside a string: null is empty, strings as is, anything else compact JSON. */

@@ -17,6 +17,8 @@ export const STEP_ERROR_CODES = [
   "webhook_failed",
   "agent_failed",
   "budget_exceeded",
+  "fanout_failed",
+  "too_many_items",
   "timeout",
   "canceled",
   "internal_error",
@@ -57,7 +59,7 @@ export interface StepRecord {
   started_at: string | null;
   finished_at: string | null;
   metrics: StepMetrics;
-  /** Child step records of a workflow step ([] for other kinds). */
+  /** Child step records of a workflow step, or the started items of a fan-out ([] otherwise). */
   steps: StepRecord[];
 }
 
@@ -68,6 +70,9 @@ export interface EvalScope {
   step: JsonObject;
   /** The root workflow's recorded request (`{headers}`); absent inside sub-workflows. */
   request?: Json;
+  /** Inside one item of a fan-out (`for_each`): the item and its index; absent elsewhere. */
+  item?: Json;
+  item_index?: number;
 }
 
 /**

@@ -18,7 +18,7 @@ import { executors } from "../steps/index.ts";
 import {
   buildEnvelope,
   type Envelope,
-  forEachStepPath,
+  forEachRecordPath,
   type GraphNode,
   pinDefinition,
   type RunDoc,
@@ -261,6 +261,7 @@ export class RunObject extends DurableObject<Env> {
       now: () => Date.now(),
       restored,
       records: this.records,
+      outboundLimit: MAX_OUTBOUND,
       onStepStarted: (path, rec) => {
         if (doc.status === "pending") doc.status = "running";
         this.publishStep(path, rec);
@@ -315,7 +316,10 @@ export class RunObject extends DurableObject<Env> {
       return;
     }
     const wf = this.rootWorkflow();
-    const running = [...this.records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
+    // A step whose own deadline handling beat the alarm is already `canceled`: it is the one too.
+    const running =
+      [...this.records.entries()].find(([, r]) => r.status === "running" || r.status === "canceled")?.[0] ??
+      null;
     this.finish("failed", {
       code: "timeout",
       message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
@@ -333,7 +337,7 @@ export class RunObject extends DurableObject<Env> {
     const now = Date.now();
     // Whatever did not finish is settled here, so the stored envelope is final.
     const finalRecords = new Map<string, StepRecord>();
-    forEachStepPath(doc.def, this.rootWorkflow(), (path, id) => {
+    forEachRecordPath(doc.def, this.rootWorkflow(), this.records, (path, id) => {
       const current = this.records.get(path) ?? pendingRecord(id);
       // Only records still in flight can be touched by late results; finished ones are final
       // already, and cloning them costs a structured clone per step of every run.
@@ -442,7 +446,7 @@ export class RunObject extends DurableObject<Env> {
   private pathsInOrder(): Array<[string, StepRecord]> {
     const out: Array<[string, StepRecord]> = [];
     if (!this.doc) return out;
-    forEachStepPath(this.doc.def, this.rootWorkflow(), (path) => {
+    forEachRecordPath(this.doc.def, this.rootWorkflow(), this.records, (path) => {
       const rec = this.records.get(path);
       if (rec) out.push([path, rec]);
     });
