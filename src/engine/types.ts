@@ -25,6 +25,8 @@ export const STEP_ERROR_CODES = [
   "webhook_failed",
   "agent_failed",
   "budget_exceeded",
+  "fanout_failed",
+  "too_many_items",
   "timeout",
   "canceled",
   "internal_error",
@@ -134,7 +136,7 @@ export interface StepRecord {
   tool_calls: ToolCallRecord[];
   /** An agent step's reserved annotations, or null. */
   annotations: Annotations | null;
-  /** Child step records of a workflow step ([] for other kinds). */
+  /** Child step records of a workflow step, or the started items of a fan-out ([] otherwise). */
   steps: StepRecord[];
 }
 
@@ -143,6 +145,11 @@ export interface EvalScope {
   params: Json;
   env: JsonObject;
   step: JsonObject;
+  /** The root workflow's recorded request (`{headers}`); absent inside sub-workflows. */
+  request?: Json;
+  /** Inside one item of a fan-out (`for_each`): the item and its index; absent elsewhere. */
+  item?: Json;
+  item_index?: number;
 }
 
 /**

@@ -19,7 +19,7 @@ import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } 
 import {
   buildEnvelope,
   type Envelope,
-  forEachStepPath,
+  forEachRecordPath,
   type GraphNode,
   pinDefinition,
   type RunDoc,
@@ -40,6 +40,8 @@ export const MAX_OUTBOUND = 6;
 export interface StartRequest {
   workflowKey: string;
   params: JsonObject;
+  /** The recorded request: `{headers}` with the workflow's declared headers (SPEC section 5). */
+  request: JsonObject;
   /** Canonical hash of the body, for Idempotency-Key replays (null without a key). */
   bodyHash: string | null;
   idempotencyKey: string | null;
@@ -151,6 +153,7 @@ export class RunObject extends DurableObject<Env> {
       status: "pending",
       error: null,
       params: req.params,
+      request: req.request,
       created_at: new Date(now).toISOString(),
       deadline: new Date(deadline).toISOString(),
       finished_at: null,
@@ -162,6 +165,7 @@ export class RunObject extends DurableObject<Env> {
     };
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
+    doc.request = this.masker.maskJson(req.request);
     this.doc = doc;
     this.writeDoc();
     // Not awaited: storage writes are ordered and the output gate holds replies until they land.
@@ -422,6 +426,7 @@ export class RunObject extends DurableObject<Env> {
       now: () => Date.now(),
       restored,
       records: this.records,
+      outboundLimit: MAX_OUTBOUND,
       onStepStarted: (path, rec) => {
         if (doc.status === "pending") doc.status = "running";
         this.publishStep(path, rec);
@@ -436,6 +441,7 @@ export class RunObject extends DurableObject<Env> {
     this.engine = runPipeline(host, wf, {
       prefix: "",
       params: doc.params,
+      request: doc.request ?? { headers: {} },
       env: declaredEnv(wf, this.env as unknown as Record<string, unknown>),
       deadline,
       signal: controller.signal,
@@ -476,7 +482,10 @@ export class RunObject extends DurableObject<Env> {
       return;
     }
     const wf = this.rootWorkflow();
-    const running = [...this.records.entries()].find(([, r]) => IN_FLIGHT.has(r.status))?.[0] ?? null;
+    // A step whose own deadline handling beat the alarm is already `canceled`: it is the one too.
+    const running =
+      [...this.records.entries()].find(([, r]) => IN_FLIGHT.has(r.status) || r.status === "canceled")?.[0] ??
+      null;
     this.finish("failed", {
       code: "timeout",
       message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
@@ -494,7 +503,7 @@ export class RunObject extends DurableObject<Env> {
     const now = Date.now();
     // Whatever did not finish is settled here, so the stored envelope is final.
     const finalRecords = new Map<string, StepRecord>();
-    forEachStepPath(doc.def, this.rootWorkflow(), (path, id) => {
+    forEachRecordPath(doc.def, this.rootWorkflow(), this.records, (path, id) => {
       const current = this.records.get(path) ?? pendingRecord(id);
       // Only records still in flight can be touched by late results; finished ones are final
       // already, and cloning them costs a structured clone per step of every run.
@@ -616,7 +625,7 @@ export class RunObject extends DurableObject<Env> {
   private pathsInOrder(): Array<[string, StepRecord]> {
     const out: Array<[string, StepRecord]> = [];
     if (!this.doc) return out;
-    forEachStepPath(this.doc.def, this.rootWorkflow(), (path) => {
+    forEachRecordPath(this.doc.def, this.rootWorkflow(), this.records, (path) => {
       const rec = this.records.get(path);
       if (rec) out.push([path, rec]);
     });

@@ -5,7 +5,6 @@
  * approval with its arguments; Approve lets the call happen and the run complete, Reject (with
  * a comment) tells the model and the call never happens.
  */
-import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startMcpTools } from "../servers/mcp-tools.ts";
@@ -36,7 +35,7 @@ beforeAll(async () => {
       MODEL_BASE_URL: `http://127.0.0.1:${model.port}`,
       ALLOW_PRIVATE_WEBHOOKS: "true",
     },
-    { workflowsDir: fileURLToPath(new URL("./tools-workflows", import.meta.url)) },
+    "test/e2e/tools-workflows",
   );
   browser = await launchBrowser();
 });
