@@ -382,11 +382,17 @@ function select(path) {
 // ---- approvals ---------------------------------------------------------------------------------
 
 let approvalList = [];
+let approvalsShown = "";
+/** Comments being typed, by approval id: a re-render (a live event) must not lose them. */
+const drafts = new Map();
 
 async function loadApprovals() {
   const res = await apiFetch(runPath + "/approvals");
   if (!res.ok) return;
   approvalList = (await res.json()).approvals || [];
+  const shown = JSON.stringify(approvalList);
+  if (shown === approvalsShown) return;
+  approvalsShown = shown;
   renderApprovals();
 }
 
@@ -400,6 +406,8 @@ function renderApprovals() {
       el("pre", { class: "approval-args" }, json(a.arguments)));
     if (a.status === "pending") {
       const comment = el("input", { class: "approval-comment", placeholder: "Comment (optional)", "aria-label": "Comment", autocomplete: "off" });
+      comment.value = drafts.get(a.id) || "";
+      comment.addEventListener("input", () => drafts.set(a.id, comment.value));
       const button = (decision, label) => {
         const b = el("button", { type: "button", "data-decision": decision }, label);
         b.addEventListener("click", () => decideApproval(a.id, decision, comment.value, item));
