@@ -8,8 +8,8 @@
  *
  * Why not the official `@modelcontextprotocol/client`: it runs in workerd unchanged, but the client
  * with both transports bundles to about 89 KiB gzip (zod included), which would take the Worker
- * with 50 workflows from 83 KiB to over the 150 KiB budget; this file does the tools subset in a
- * few KiB. It sits behind `ToolHost`/`ToolSession` (src/engine/types.ts), so swapping it for the
+ * with 50 workflows (112 KiB with this file) to about 200 KiB, over the 150 KiB budget; this file
+ * does the tools subset in a few KiB. It sits behind `ToolHost`/`ToolSession` (src/engine/types.ts), so swapping it for the
  * official client later touches src/run/tool-host.ts only.
  *
  * Every request goes through the run's `fetch` (its outbound limit), with `redirect: "manual"`;
