@@ -19,6 +19,7 @@ import { compileGateway, EMPTY_GATEWAY } from "./gateway.ts";
 import { warnUnknownFields } from "./output-shapes.ts";
 import { analyseGraph, type Edge } from "./project-graph.ts";
 import { checkStructure } from "./structure-check.ts";
+import { compileTestFiles, findTestFiles, type TestSuite } from "./test-files.ts";
 import { compileWorkflow, type FieldRead } from "./workflow.ts";
 import { loadYaml, type SourceFile } from "./yaml-source.ts";
 
@@ -38,6 +39,8 @@ export interface CompileResult {
   bundle: Bundle | null;
   diagnostics: Diagnostic[];
   stats: { workflows: number; steps: number; agents: number; ms: number };
+  /** The `*.test.yaml` files anywhere under the directory (never part of the bundle). */
+  tests: TestSuite[];
 }
 
 /** Compiles every `*.workflow.yaml` directly in `workflowsDir` and everything they reference. */
@@ -51,6 +54,7 @@ export function compileProject(workflowsDir: string): CompileResult {
   };
   const keyOf = (abs: string) => relative(dir, abs).split(sep).join("/");
   const load = (abs: string) => loadYaml(abs, display(abs), keyOf(abs), sink);
+  let tests: TestSuite[] = [];
 
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     sink.error(display(dir), { line: 1, col: 1 }, "workflows directory not found");
@@ -150,6 +154,7 @@ export function compileProject(workflowsDir: string): CompileResult {
   };
   checkCalls(body, files, sink);
   warnUnknownFields(body, fieldReads, sink);
+  tests = compileTestFiles(findTestFiles(dir).map(load), body, sink);
   if (sink.errorCount > 0) return finish(null);
   const hash = createHash("sha256").update(JSON.stringify(body)).digest("hex");
   const { format, ...rest } = body;
@@ -166,6 +171,7 @@ export function compileProject(workflowsDir: string): CompileResult {
         agents: bundle ? Object.keys(bundle.agents).length : 0,
         ms: Math.round(performance.now() - started),
       },
+      tests,
     };
   }
 }

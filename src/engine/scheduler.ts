@@ -8,6 +8,7 @@
  * through `RunHost`, so the scheduler is tested without a Durable Object.
  */
 import type { Bundle, CompiledStep, CompiledWorkflow, Json, JsonObject, WorkflowStep } from "../bundle.ts";
+import { type Clock, systemClock } from "./clock.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
 import type { Masker } from "./mask.ts";
 import { validateJson } from "./schema.ts";
@@ -50,6 +51,8 @@ export interface RunHost {
   fetch: StepContext["fetch"];
   ai?: StepContext["ai"];
   now(): number;
+  /** Timers and the time executors see (retries, back-offs); default the system clock. `now()` agrees with it. */
+  clock?: Clock;
   /** Records persisted by an earlier incarnation of this run, by slash path. */
   restored: ReadonlyMap<string, StepRecord>;
   /** The live record of every step, by slash path (the envelope reads it). */
@@ -275,6 +278,7 @@ async function runStep(
         metrics: rec.metrics,
         budget: opts.budget,
         ai: host.ai,
+        clock: host.clock,
       };
       const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
       output = await executor(step, ctx);
@@ -340,7 +344,9 @@ async function runWorkflowStep(
   else signal.addEventListener("abort", onParent, { once: true });
   const tighter = deadline < opts.deadline;
   const childTimeout = () => new StepError("timeout", `${child.name} reached its timeout_s`);
-  const timer = tighter ? setTimeout(() => childAbort.abort(childTimeout()), deadline - now) : undefined;
+  const cancelTimer = tighter
+    ? (host.clock ?? systemClock).setTimer(() => childAbort.abort(childTimeout()), deadline - now)
+    : undefined;
   const budget = opts.budget.child(child.policy.costBudgetUsd, path);
   try {
     return await runPipeline(host, child, {
@@ -358,7 +364,7 @@ async function runWorkflowStep(
     if (err instanceof StepError && !signal.aborted) throw err;
     throw signal.aborted ? signal.reason : err;
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    cancelTimer?.();
     signal.removeEventListener("abort", onParent);
     aggregateChildMetrics(host, child, `${path}/`, rec);
   }

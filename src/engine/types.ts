@@ -4,6 +4,7 @@
  * closed list of codes, and the context an executor gets. No Worker APIs here.
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import type { Clock } from "./clock.ts";
 
 export type StepStatus = "pending" | "running" | "complete" | "failed" | "skipped" | "canceled";
 export type RunStatus = "pending" | "running" | "complete" | "failed" | "canceled";
@@ -20,6 +21,8 @@ export const STEP_ERROR_CODES = [
   "timeout",
   "canceled",
   "internal_error",
+  // Only in workflow tests (npm run test:workflows): a webhook or agent step without a mock.
+  "unmocked_step",
 ] as const;
 export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
 
@@ -108,6 +111,8 @@ export interface StepContext {
   budget: BudgetLedger;
   /** Optional Workers AI binding (gateway providers of type workers-ai). */
   ai?: { run(model: string, input: unknown, options?: unknown): Promise<unknown> };
+  /** Time and timers (retries, back-offs, signature timestamps); default the system clock. */
+  clock?: Clock;
 }
 
 export type StepExecutor<S> = (step: S, ctx: StepContext) => Promise<Json>;

@@ -3,6 +3,7 @@
  * key; the binding must be configured in wrangler.toml, which is off by default because Workers
  * AI always runs remotely (also under `wrangler dev`).
  */
+import { systemClock } from "../engine/clock.ts";
 import {
   type Completion,
   PROVIDER_ATTEMPT_TIMEOUT_MS,
@@ -34,11 +35,15 @@ export function parseAiResult(result: unknown): Completion | null {
 /** ai.run takes no signal: race it against the run signal, the deadline and the attempt timeout. */
 function bounded<T>(work: Promise<T>, io: ProviderIo): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const ms = Math.max(0, Math.min(PROVIDER_ATTEMPT_TIMEOUT_MS, io.deadline - Date.now()));
-    const timer = setTimeout(() => done(() => reject(new Error(`no response within ${ms} ms`))), ms);
+    const clock = io.clock ?? systemClock;
+    const ms = Math.max(0, Math.min(PROVIDER_ATTEMPT_TIMEOUT_MS, io.deadline - clock.now()));
+    const cancelTimer = clock.setTimer(
+      () => done(() => reject(new Error(`no response within ${ms} ms`))),
+      ms,
+    );
     const onAbort = () => done(() => reject(io.signal.reason));
     const done = (fn: () => void) => {
-      clearTimeout(timer);
+      cancelTimer();
       io.signal.removeEventListener("abort", onAbort);
       fn();
     };

@@ -11,9 +11,10 @@ import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createLedger, type Ledger, type LedgerState } from "../engine/budget.ts";
+import { systemClock } from "../engine/clock.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
-import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
-import { StepError, type StepRecord } from "../engine/types.ts";
+import { RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
+import type { StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
 import {
   buildEnvelope,
@@ -26,14 +27,13 @@ import {
   runGraph,
 } from "./envelope.ts";
 import { EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
-import { OutboundLimiter } from "./outbound.ts";
+import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
+import { deadlineError, failureError, settleRecords } from "./settle.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
 const HEARTBEAT_MS = 60_000;
 const DEFAULT_RETENTION_S = 7 * 24 * 3600;
-/** Outbound requests in flight per run (the Workers limit of simultaneous connections). */
-export const MAX_OUTBOUND = 6;
 
 export interface StartRequest {
   workflowKey: string;
@@ -73,8 +73,6 @@ const RUN_KEY = "run";
 const STEP_PREFIX = "step/";
 
 const TERMINAL = new Set(["complete", "failed", "canceled"]);
-/** Step statuses after which the engine no longer writes to the record. */
-const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
 
 export class RunObject extends DurableObject<Env> {
   private doc: RunDoc | null = null;
@@ -254,7 +252,8 @@ export class RunObject extends DurableObject<Env> {
       masker: this.masker,
       fetch: (input, init) => limiter.run(() => fetch(input, init), init?.signal ?? undefined),
       ai: (this.env as unknown as { AI?: RunHost["ai"] }).AI,
-      now: () => Date.now(),
+      now: () => systemClock.now(),
+      clock: systemClock,
       restored,
       records: this.records,
       onStepStarted: (path, rec) => {
@@ -282,12 +281,7 @@ export class RunObject extends DurableObject<Env> {
           this.abortRun(err); // finishes the run unless onAbort already has
           return;
         }
-        const e = err instanceof StepError ? err : new StepError("internal_error", String(err));
-        this.finish("failed", {
-          code: e.code,
-          message: this.masker.maskText(e.message),
-          step: e.subPath,
-        });
+        this.finish("failed", failureError(err, this.masker));
       },
     );
   }
@@ -309,13 +303,7 @@ export class RunObject extends DurableObject<Env> {
       );
       return;
     }
-    const wf = this.rootWorkflow();
-    const running = [...this.records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
-    this.finish("failed", {
-      code: "timeout",
-      message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
-      step: running,
-    });
+    this.finish("failed", deadlineError(this.rootWorkflow(), this.records));
   }
 
   private finish(
@@ -327,27 +315,7 @@ export class RunObject extends DurableObject<Env> {
     if (!doc || TERMINAL.has(doc.status)) return;
     const now = Date.now();
     // Whatever did not finish is settled here, so the stored envelope is final.
-    const finalRecords = new Map<string, StepRecord>();
-    forEachStepPath(doc.def, this.rootWorkflow(), (path, id) => {
-      const current = this.records.get(path) ?? pendingRecord(id);
-      // Only records still in flight can be touched by late results; finished ones are final
-      // already, and cloning them costs a structured clone per step of every run.
-      const rec: StepRecord = SETTLED.has(current.status) ? current : structuredClone(current);
-      if (rec.status === "running") {
-        rec.status = "canceled";
-        rec.output = null;
-        rec.finished_at = new Date(now).toISOString();
-        if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
-      } else if (rec.status === "pending") {
-        // Inside a skipped workflow step the steps share its reason (condition_false, ...).
-        const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
-        const inherited =
-          parent?.status === "skipped" ? (parent.output as { reason?: string } | null)?.reason : null;
-        rec.status = "skipped";
-        rec.output = { skipped: true, reason: inherited ?? skipReason };
-      }
-      finalRecords.set(path, rec);
-    });
+    const finalRecords = settleRecords(doc.def, this.rootWorkflow(), this.records, now, skipReason);
     doc.status = status;
     doc.error = error;
     doc.finished_at = new Date(now).toISOString();
