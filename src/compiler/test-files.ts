@@ -429,7 +429,7 @@ function checkMockAnswer(
       if (!isObj(out) || typeof out.text !== "string") {
         err(
           [...path, "output"],
-          `\`${agent.name}\` (core/chat) outputs \`{text: "…"}\`: the mock's output needs a string \`text\``,
+          `\`${step.agent}\` outputs \`{text: "…"}\`: the mock's output needs a string \`text\``,
         );
       }
       return;

@@ -112,6 +112,12 @@ async function runOne(bundle: Bundle, suite: TestSuite, tc: TestCase, write: (li
   } catch (e) {
     failures = [{ at: tc.path, message: e instanceof Error ? e.message : String(e), detail: [] }];
   }
+  // In the order they are written in the file.
+  failures.sort((a, b) => {
+    const pa = file.at(a.at);
+    const pb = file.at(b.at);
+    return pa.line - pb.line || pa.col - pb.col;
+  });
   const real = duration(performance.now() - started);
   if (failures.length === 0) {
     write(`  ✓ ${tc.name} (${real}${virtual})`);
