@@ -77,7 +77,13 @@ if (total.errors > 0) {
   );
   process.exit(1);
 }
-console.log(
-  `${plural(total.cases, "case")} in ${plural(total.files, "file")}: ${total.passed} passed, ${total.failed} failed (${seconds} s)`,
-);
-if (total.failed > 0 || total.cases === 0) process.exit(1);
+if (total.files === 0) {
+  console.log(
+    `no *.test.yaml file in ${[...groups.keys()].map((d) => relative(process.cwd(), d) || ".").join(", ")}`,
+  );
+} else {
+  console.log(
+    `${plural(total.cases, "case")} in ${plural(total.files, "file")}: ${total.passed} passed, ${total.failed} failed (${seconds} s)`,
+  );
+}
+if (total.failed > 0) process.exit(1);

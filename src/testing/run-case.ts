@@ -121,10 +121,15 @@ export async function runCase(
   const params = masker.maskJson(tc.params);
   // How the run ended: set once, by the first of its pipeline's end and its deadline.
   const outcome: { ended: Ended | null } = { ended: null };
+  let signalEnd: () => void = () => {};
+  const ended = new Promise<void>((resolve) => {
+    signalEnd = resolve;
+  });
   const end = (status: Ended["status"], error: RunError | null) => {
     if (outcome.ended) return;
     const at = clock.now();
     outcome.ended = { status, error, at, records: settleRecords(def, wf, host.records, at, "run_failed") };
+    signalEnd();
   };
 
   // The run object's alarm: at the deadline the run ends at once, whatever its steps are doing.
@@ -143,12 +148,14 @@ export async function runCase(
     budget: createLedger(wf.policy.costBudgetUsd),
     webhooksAllowed: true,
   };
-  const work = runPipeline(host, wf, options).then(
+  runPipeline(host, wf, options).then(
     () => end("complete", null),
     (err: unknown) =>
       end("failed", err instanceof RunAbort ? deadlineError(wf, host.records) : failureError(err, masker)),
   );
-  await clock.run(work, REAL_LIMIT_MS);
+  // Until the run has ended (at its deadline that is at once, as in the Worker: steps still
+  // unwinding cannot change the settled records).
+  await clock.run(ended, REAL_LIMIT_MS);
   cancelDeadline();
 
   const final = outcome.ended;
