@@ -74,7 +74,14 @@ const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !
 
 /** What a slash path in a test names. */
 export type PathTarget =
-  | { ok: true; step: CompiledStep; item: boolean; tool: string | null }
+  | {
+      ok: true;
+      step: CompiledStep;
+      item: boolean;
+      tool: string | null;
+      /** The workflow step whose `webhooks: suppress` (or its file's) skips webhooks here, or null. */
+      suppressedBy: string | null;
+    }
   | { ok: false; message: string };
 
 /** Whether `step` fans out (`for_each`, SPEC section 8): its items are `<path>/<index>`. */
@@ -100,6 +107,7 @@ export function resolveStepPath(
   const segs = path.split("/");
   let current = wf;
   let prefix = "";
+  let suppressedBy: string | null = null;
   for (let i = 0; i < segs.length; ) {
     const id = segs[i] as string;
     const step = current.steps.find((s) => s.id === id);
@@ -127,7 +135,7 @@ export function resolveStepPath(
       item = true;
       i++;
     }
-    if (i === segs.length) return { ok: true, step, item, tool: null };
+    if (i === segs.length) return { ok: true, step, item, tool: null, suppressedBy };
     const next = segs[i] as string;
     if (step.kind === "agent" && next === "tools") {
       const tool = segs.slice(i + 1).join("/");
@@ -139,7 +147,7 @@ export function resolveStepPath(
           message: `agent step \`${here}\` has no tool servers, so it makes no tool calls`,
         };
       }
-      return { ok: true, step, item, tool };
+      return { ok: true, step, item, tool, suppressedBy };
     }
     const child = step.kind === "workflow" ? bundle.workflows[step.workflow] : undefined;
     if (!child) {
@@ -147,6 +155,15 @@ export function resolveStepPath(
         ok: false,
         message: `\`${here}\` is a ${step.kind} step: it has no steps inside (\`${path}\`)`,
       };
+    }
+    // SPEC section 3: webhooks run only if every workflow step on the way says `execute` (and,
+    // ktsu's dual opt-in, the child file does not say `suppress`).
+    const fileSuppresses = (child as { webhooks?: string }).webhooks === "suppress";
+    if (
+      suppressedBy === null &&
+      (step.kind !== "workflow" || step.webhooks !== "execute" || fileSuppresses)
+    ) {
+      suppressedBy = here;
     }
     current = child;
     prefix = `${here}/${item ? `${segs[i - 1]}/` : ""}`;
@@ -289,6 +306,13 @@ function compileTestFile(
             "key",
           );
           continue;
+        }
+        if (step.kind === "webhook" && target.suppressedBy !== null) {
+          warn(
+            path,
+            `mocks: \`${key}\` never runs: webhooks inside \`${target.suppressedBy}\` are suppressed (give that workflow step \`webhooks: execute\` to run them)`,
+            "key",
+          );
         }
         const answers = Array.isArray(value) ? value : [value];
         if (!answers.every(isObj)) continue; // the schema check reported it

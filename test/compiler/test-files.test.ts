@@ -366,6 +366,24 @@ cases:
     expectDiagnostic(p, "error", F, 5, 12, /^duplicate case name `one` \(also case #1, line 4\)$/);
   });
 
+  it("warns about a webhook mock inside a sub-workflow whose webhooks are suppressed", () => {
+    const p = compileFiles({
+      "gateway.yaml": GATEWAY,
+      "t.workflow.yaml": WORKFLOW.replace("    webhooks: execute\n", ""),
+      "child.yaml": CHILD,
+      [F]: oneCase("    mocks:\n      notify/post: {status: 200}\n"),
+    });
+    expectDiagnostic(
+      p,
+      "warning",
+      F,
+      8,
+      7,
+      /^mocks: `notify\/post` never runs: webhooks inside `notify` are suppressed \(give that workflow step `webhooks: execute` to run them\)$/,
+    );
+    expect(p.errors).toEqual([]);
+  });
+
   it("warns that request headers have no effect when the workflow records none", () => {
     const p = project(oneCase("    request: {headers: {X-Event: push}}\n"));
     expectDiagnostic(
