@@ -55,6 +55,12 @@ export interface CompiledWorkflow {
   };
   /** In pipeline order. The run's output is the output of the last one. */
   steps: CompiledStep[];
+  /**
+   * Top-level `webhooks:` of the file (ktsu's side of the dual opt-in): `suppress` silences this
+   * file's webhooks when it runs as a sub-workflow, whatever the calling step says. Absent or
+   * `execute`: the calling step decides. No effect on a root run.
+   */
+  webhooks?: "execute" | "suppress";
 }
 
 export interface CompiledAuth {
@@ -73,11 +79,33 @@ interface StepBase {
   ancestors: string[];
   /** JMESPath (ids already quoted), evaluated against {params, env, step}. */
   condition: string | null;
+  /**
+   * The step's `output.schema` (ktsu's air-lock), validated against its output (a fan-out's
+   * `{results}`); a mismatch fails the step with `output_schema_mismatch`. Absent: none.
+   */
+  outputSchema?: JsonSchema | null;
+}
+
+/**
+ * `for_each` of an agent, webhook or workflow step (SPEC section 8): the step runs once per item
+ * of the array `from` evaluates to; its output is `{"results": [...]}` in input order.
+ */
+export interface ForEach {
+  /** JMESPath over {params, env, step, request} (ids quoted); must give an array. */
+  from: string;
+  /** Items in flight at once; null: all (always within the run's outbound limit). */
+  concurrency: number | null;
+  /** Keep the first N items; null: up to 1000, more fails the step (`too_many_items`). */
+  maxItems: number | null;
+  /** 0: fail at the first failed item; N: tolerate N; -1: tolerate all. */
+  maxFailures: number;
 }
 
 export type CompiledStep = AgentStep | WorkflowStep | TransformStep | WebhookStep;
 
 export interface AgentStep extends StepBase {
+  /** Fan-out over an array; absent: the step runs once. */
+  forEach?: ForEach;
   kind: "agent";
   /** Key into Bundle.agents. */
   agent: string;
@@ -88,6 +116,8 @@ export interface AgentStep extends StepBase {
 }
 
 export interface WorkflowStep extends StepBase {
+  /** Fan-out over an array; absent: the step runs once. */
+  forEach?: ForEach;
   kind: "workflow";
   /** Key into Bundle.workflows. */
   workflow: string;
@@ -114,6 +144,8 @@ export type TransformOp =
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface WebhookStep extends StepBase {
+  /** Fan-out over an array; absent: the step runs once. */
+  forEach?: ForEach;
   kind: "webhook";
   url: Template;
   method: HttpMethod;

@@ -7,11 +7,21 @@
  * Pure TypeScript: everything the Worker provides (storage, fetch, env, the clock) comes in
  * through `RunHost`, so the scheduler is tested without a Durable Object.
  */
-import type { Bundle, CompiledStep, CompiledWorkflow, Json, JsonObject, WorkflowStep } from "../bundle.ts";
+import type {
+  Bundle,
+  CompiledStep,
+  CompiledWorkflow,
+  ForEach,
+  Json,
+  JsonObject,
+  JsonSchema,
+  WorkflowStep,
+} from "../bundle.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
+import { type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
 import type { Masker } from "./mask.ts";
-import { validateJson } from "./schema.ts";
+import { describeViolations, validateJson } from "./schema.ts";
 import { render } from "./substitute.ts";
 import {
   type BudgetLedger,
@@ -61,6 +71,8 @@ export interface RunHost {
   onStepStarted?(path: string, record: StepRecord): void;
   /** Called once per step that finished (complete, failed, skipped by condition): persist it. */
   onStepFinished(path: string, record: StepRecord): void;
+  /** Outbound requests the run may have in flight (fan-out items in flight never exceed it). */
+  outboundLimit?: number;
 }
 
 export interface PipelineOptions {
@@ -202,7 +214,8 @@ function markUnstarted(
 
 function skipChildTree(host: RunHost, step: WorkflowStep, prefix: string, reason: string) {
   const child = host.bundle.workflows[step.workflow];
-  if (!child) return;
+  // A fan-out's children live under its items, which exist only once started.
+  if (!child || step.forEach) return;
   for (const s of child.steps) {
     const rec = host.records.get(prefix + s.id) ?? pendingRecord(s.id);
     if (rec.status === "pending") {
@@ -262,32 +275,17 @@ async function runStep(
       return skip("condition_false");
     }
     let output: Json;
-    if (step.kind === "workflow") {
+    if (step.kind !== "transform" && step.forEach) {
+      output = await runFanOutStep(host, wf, step, step.forEach, scope, opts, path, rec, signal);
+    } else if (step.kind === "workflow") {
       output = await runWorkflowStep(host, step, scope, opts, path, rec, signal);
     } else {
-      const ctx: StepContext = {
-        bundle: host.bundle,
-        runId: host.runId,
-        path,
-        workflow: wf,
-        scope,
-        signal,
-        deadline: opts.deadline,
-        env: host.env,
-        fetch: host.fetch,
-        metrics: rec.metrics,
-        budget: opts.budget,
-        ai: host.ai,
-        clock: host.clock,
-      };
       const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
-      output = await executor(step, ctx);
+      output = await executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
     }
     if (signal.aborted) throw signal.reason;
-    output = host.masker.maskJson(output);
-    if (jsonOver(output, MAX_OUTPUT_BYTES)) {
-      throw new StepError("output_too_large", `the step output is over ${MAX_OUTPUT_BYTES} bytes`);
-    }
+    if (step.kind !== "transform" && step.outputSchema) checkOutputSchema(step.outputSchema, output);
+    output = recordable(host, output);
     rec.output = output;
     finish("complete");
     host.onStepFinished(path, rec);
@@ -307,6 +305,51 @@ async function runStep(
     host.onStepFinished(path, rec);
     throw new StepError(e.code, rec.error.message, e.subPath ? `${step.id}/${e.subPath}` : step.id);
   }
+}
+
+function stepContext(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  path: string,
+  scope: EvalScope,
+  signal: AbortSignal,
+  opts: PipelineOptions,
+  rec: StepRecord,
+): StepContext {
+  return {
+    bundle: host.bundle,
+    runId: host.runId,
+    path,
+    workflow: wf,
+    scope,
+    signal,
+    deadline: opts.deadline,
+    env: host.env,
+    fetch: host.fetch,
+    metrics: rec.metrics,
+    budget: opts.budget,
+    ai: host.ai,
+    clock: host.clock,
+  };
+}
+
+/** The output as recorded: masked, and within MAX_OUTPUT_BYTES. */
+function recordable(host: RunHost, output: Json): Json {
+  const masked = host.masker.maskJson(output);
+  if (jsonOver(masked, MAX_OUTPUT_BYTES)) {
+    throw new StepError("output_too_large", `the step output is over ${MAX_OUTPUT_BYTES} bytes`);
+  }
+  return masked;
+}
+
+/** A step's `output.schema` (transforms check theirs on their result, in the executor). */
+function checkOutputSchema(schema: JsonSchema, output: Json): void {
+  const violations = validateJson(schema, output);
+  if (violations.length === 0) return;
+  throw new StepError(
+    "output_schema_mismatch",
+    `the step output does not match its output.schema: ${describeViolations(violations)}`,
+  );
 }
 
 function toStepError(err: unknown): StepError {
@@ -357,7 +400,8 @@ async function runWorkflowStep(
       deadlineReason: tighter ? childTimeout : opts.deadlineReason,
       signal: childAbort.signal,
       budget: budget as PipelineOptions["budget"],
-      webhooksAllowed: opts.webhooksAllowed && step.webhooks === "execute",
+      // Dual opt-in: the step says `execute`, and the child file does not say `suppress`.
+      webhooksAllowed: opts.webhooksAllowed && step.webhooks === "execute" && child.webhooks !== "suppress",
     });
   } catch (err) {
     // A child's own timeout is this step's failure; the run's deadline or cancel is not.
@@ -367,6 +411,88 @@ async function runWorkflowStep(
     cancelTimer?.();
     signal.removeEventListener("abort", onParent);
     aggregateChildMetrics(host, child, `${path}/`, rec);
+  }
+}
+
+/** A `for_each` step: its items run through `runFanOutItem` (see fan-out.ts for the rest). */
+function runFanOutStep(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  step: Exclude<CompiledStep, { kind: "transform" }>,
+  forEach: ForEach,
+  scope: EvalScope,
+  opts: PipelineOptions,
+  path: string,
+  rec: StepRecord,
+  signal: AbortSignal,
+): Promise<Json> {
+  return runFanOut(host, {
+    path,
+    forEach,
+    scope,
+    record: rec,
+    signal,
+    runItem: (item) => runFanOutItem(host, wf, step, scope, opts, item),
+  });
+}
+
+/**
+ * One item of a fan-out, recorded like a step (id = its index, path `<step>/<index>`) and
+ * persisted when it finishes; its substitutions see `item` and `item_index`.
+ */
+async function runFanOutItem(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  step: Exclude<CompiledStep, { kind: "transform" }>,
+  stepScope: EvalScope,
+  opts: PipelineOptions,
+  item: FanOutItem,
+): Promise<ItemOutcome> {
+  const { path, signal } = item;
+  const rec = pendingRecord(String(item.index));
+  host.records.set(path, rec);
+  const t0 = host.now();
+  rec.status = "running";
+  rec.started_at = iso(t0);
+  host.onStepStarted?.(path, rec);
+  const finish = (status: StepRecord["status"]) => {
+    const t1 = host.now();
+    rec.status = status;
+    rec.finished_at = iso(t1);
+    rec.metrics.duration_ms = t1 - t0;
+  };
+  const scope: EvalScope = { ...stepScope, item: item.value, item_index: item.index };
+  try {
+    if (signal.aborted) throw signal.reason;
+    let output: Json;
+    if (step.kind === "workflow") {
+      output = await runWorkflowStep(host, step, scope, opts, path, rec, signal);
+    } else {
+      const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
+      output = await executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
+    }
+    if (signal.aborted) throw signal.reason;
+    output = recordable(host, output);
+    rec.output = output;
+    finish("complete");
+    host.onStepFinished(path, rec);
+    return { status: "complete", output };
+  } catch (err) {
+    const stopped = signal.aborted && (err === signal.reason || !(err instanceof StepError));
+    if (stopped || host.now() >= opts.deadline) {
+      rec.output = null;
+      finish("canceled");
+      const reason = signal.aborted
+        ? signal.reason
+        : (opts.deadlineReason ?? (() => new RunAbort("timeout")))();
+      return { status: "canceled", reason };
+    }
+    const e = toStepError(err);
+    rec.output = null;
+    rec.error = { code: e.code, message: host.masker.maskText(e.message) };
+    finish("failed");
+    host.onStepFinished(path, rec);
+    return { status: "failed", error: rec.error };
   }
 }
 

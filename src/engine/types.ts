@@ -18,6 +18,8 @@ export const STEP_ERROR_CODES = [
   "webhook_failed",
   "agent_failed",
   "budget_exceeded",
+  "fanout_failed",
+  "too_many_items",
   "timeout",
   "canceled",
   "internal_error",
@@ -60,7 +62,7 @@ export interface StepRecord {
   started_at: string | null;
   finished_at: string | null;
   metrics: StepMetrics;
-  /** Child step records of a workflow step ([] for other kinds). */
+  /** Child step records of a workflow step, or the started items of a fan-out ([] otherwise). */
   steps: StepRecord[];
 }
 
@@ -69,6 +71,9 @@ export interface EvalScope {
   params: Json;
   env: JsonObject;
   step: JsonObject;
+  /** Inside one item of a fan-out (`for_each`): the item and its index; absent elsewhere. */
+  item?: Json;
+  item_index?: number;
 }
 
 /**

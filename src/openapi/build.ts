@@ -175,7 +175,8 @@ function sharedSchemas(): Record<string, JsonObject> {
         metrics: ref("StepMetrics"),
         steps: {
           type: "array",
-          description: "Child steps of a workflow step; [] for other kinds.",
+          description:
+            "Child steps of a workflow step, or the started items of a fan-out (id = the index); [] otherwise.",
           items: ref("StepRecord"),
         },
       },
@@ -241,7 +242,7 @@ function sharedSchemas(): Record<string, JsonObject> {
           type: "array",
           items: {
             type: "object",
-            required: ["path", "id", "kind", "deps", "parent", "condition"],
+            required: ["path", "id", "kind", "deps", "parent", "condition", "for_each"],
             properties: {
               path: { type: "string" },
               id: { type: "string" },
@@ -249,6 +250,17 @@ function sharedSchemas(): Record<string, JsonObject> {
               deps: { type: "array", items: { type: "string" } },
               parent: { type: ["string", "null"] },
               condition: { type: ["string", "null"] },
+              for_each: {
+                description: "The step's fan-out (its items are step records, not nodes), or null.",
+                type: ["object", "null"],
+                required: ["from", "concurrency", "max_items", "max_failures"],
+                properties: {
+                  from: { type: "string" },
+                  concurrency: { type: ["integer", "null"] },
+                  max_items: { type: ["integer", "null"] },
+                  max_failures: { type: "integer" },
+                },
+              },
             },
           },
         },

@@ -3,7 +3,8 @@
  * and the step records by walking the pinned definition, so steps come in pipeline order, child
  * steps nest under their workflow step, and every key is always present.
  */
-import type { Bundle, CompiledWorkflow, Json } from "../bundle.ts";
+import type { Bundle, CompiledStep, CompiledWorkflow, Json } from "../bundle.ts";
+import { fanOutItemIndices } from "../engine/fan-out.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 
@@ -56,10 +57,23 @@ function nest(
   records: ReadonlyMap<string, StepRecord>,
 ): StepRecord[] {
   return wf.steps.map((s) => {
-    const rec = records.get(prefix + s.id) ?? pendingRecord(s.id);
+    const path = prefix + s.id;
+    const rec = records.get(path) ?? pendingRecord(s.id);
     const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
-    return { ...rec, steps: child ? nest(def, child, `${prefix}${s.id}/`, records) : [] };
+    if (isFanOut(s)) {
+      // One record per started item; a workflow item holds its child's steps.
+      const items = fanOutItemIndices(records, path).map((i) => {
+        const item = records.get(`${path}/${i}`) as StepRecord;
+        return { ...item, steps: child ? nest(def, child, `${path}/${i}/`, records) : [] };
+      });
+      return { ...rec, steps: items };
+    }
+    return { ...rec, steps: child ? nest(def, child, `${path}/`, records) : [] };
   });
+}
+
+function isFanOut(s: CompiledStep): boolean {
+  return s.kind !== "transform" && s.forEach !== undefined;
 }
 
 export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepRecord>, now: number): Envelope {
@@ -105,6 +119,13 @@ export interface GraphNode {
   /** Path of the enclosing workflow step, or null at the top level. */
   parent: string | null;
   condition: string | null;
+  /** The step's `for_each` (its items are records under its path, not graph nodes), or null. */
+  for_each: {
+    from: string;
+    concurrency: number | null;
+    max_items: number | null;
+    max_failures: number;
+  } | null;
 }
 
 /** The dependency graph of a run's pinned definition, for the viewer. */
@@ -124,24 +145,47 @@ export function runGraph(
       deps: s.deps.map((d) => prefix + d),
       parent,
       condition: s.condition,
+      for_each:
+        s.kind !== "transform" && s.forEach
+          ? {
+              from: s.forEach.from,
+              concurrency: s.forEach.concurrency,
+              max_items: s.forEach.maxItems,
+              max_failures: s.forEach.maxFailures,
+            }
+          : null,
     });
-    const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
+    const child = s.kind === "workflow" && !s.forEach ? def.workflows[s.workflow] : undefined;
     if (child) nodes.push(...runGraph(def, child, `${path}/`, path));
   }
   return nodes;
 }
 
-/** Visits every step of `wf` and of its sub-workflows, parents first, in pipeline order. */
+/**
+ * Visits every step of `wf` and of its sub-workflows, parents first, in pipeline order. Fan-out
+ * items exist only as records: with `records`, the started items of each fan-out step (and a
+ * workflow item's child steps) are visited after the step, in index order.
+ */
 export function forEachStepPath(
   def: Bundle,
   wf: CompiledWorkflow,
   visit: (path: string, id: string) => void,
   prefix = "",
+  records?: ReadonlyMap<string, StepRecord>,
 ) {
   for (const s of wf.steps) {
-    visit(prefix + s.id, s.id);
+    const path = prefix + s.id;
+    visit(path, s.id);
     const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
-    if (child) forEachStepPath(def, child, visit, `${prefix}${s.id}/`);
+    if (isFanOut(s)) {
+      if (!records) continue;
+      for (const i of fanOutItemIndices(records, path)) {
+        visit(`${path}/${i}`, String(i));
+        if (child) forEachStepPath(def, child, visit, `${path}/${i}/`, records);
+      }
+    } else if (child) {
+      forEachStepPath(def, child, visit, `${path}/`, records);
+    }
   }
 }
 
@@ -170,4 +214,14 @@ export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
     agents,
     gateway: bundle.gateway,
   };
+}
+
+/** Every step record path of a run, fan-out items included (see forEachStepPath). */
+export function forEachRecordPath(
+  def: Bundle,
+  wf: CompiledWorkflow,
+  records: ReadonlyMap<string, StepRecord>,
+  visit: (path: string, id: string) => void,
+) {
+  forEachStepPath(def, wf, visit, "", records);
 }

@@ -19,7 +19,7 @@ import { executors } from "../steps/index.ts";
 import {
   buildEnvelope,
   type Envelope,
-  forEachStepPath,
+  forEachRecordPath,
   type GraphNode,
   pinDefinition,
   type RunDoc,
@@ -256,6 +256,7 @@ export class RunObject extends DurableObject<Env> {
       clock: systemClock,
       restored,
       records: this.records,
+      outboundLimit: MAX_OUTBOUND,
       onStepStarted: (path, rec) => {
         if (doc.status === "pending") doc.status = "running";
         this.publishStep(path, rec);
@@ -405,7 +406,7 @@ export class RunObject extends DurableObject<Env> {
   private pathsInOrder(): Array<[string, StepRecord]> {
     const out: Array<[string, StepRecord]> = [];
     if (!this.doc) return out;
-    forEachStepPath(this.doc.def, this.rootWorkflow(), (path) => {
+    forEachRecordPath(this.doc.def, this.rootWorkflow(), this.records, (path) => {
       const rec = this.records.get(path);
       if (rec) out.push([path, rec]);
     });

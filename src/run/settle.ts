@@ -7,13 +7,14 @@ import type { Bundle, CompiledWorkflow } from "../bundle.ts";
 import type { Masker } from "../engine/mask.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
-import { forEachStepPath, type RunError } from "./envelope.ts";
+import { forEachRecordPath, type RunError } from "./envelope.ts";
 
 /** Step statuses after which the engine no longer writes to the record. */
 const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
 
 /**
- * The final record of every step of `wf` and its sub-workflows at `now`. Records still in flight
+ * The final record of every step of `wf` and its sub-workflows (and of every started fan-out
+ * item) at `now`. Records still in flight
  * are copies, so late results of aborted steps cannot change them; `skipReason` is given to
  * steps that never started (`run_failed`, `run_canceled`).
  */
@@ -25,7 +26,7 @@ export function settleRecords(
   skipReason: string,
 ): Map<string, StepRecord> {
   const finalRecords = new Map<string, StepRecord>();
-  forEachStepPath(def, wf, (path, id) => {
+  forEachRecordPath(def, wf, records, (path, id) => {
     const current = records.get(path) ?? pendingRecord(id);
     // Only records still in flight can be touched by late results; finished ones are final
     // already, and cloning them costs a structured clone per step of every run.
@@ -50,7 +51,9 @@ export function settleRecords(
 
 /** The run's error when its deadline passed: it names the step that was running, if any. */
 export function deadlineError(wf: CompiledWorkflow, records: ReadonlyMap<string, StepRecord>): RunError {
-  const running = [...records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
+  // A step whose own deadline handling beat the alarm is already `canceled`: it is the one too.
+  const running =
+    [...records.entries()].find(([, r]) => r.status === "running" || r.status === "canceled")?.[0] ?? null;
   return {
     code: "timeout",
     message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,

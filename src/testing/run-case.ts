@@ -113,6 +113,7 @@ export async function runCase(
     clock,
     restored: new Map(),
     records: new Map(),
+    outboundLimit: MAX_OUTBOUND,
     onStepFinished: () => {},
   };
 

@@ -132,6 +132,9 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 .bar[data-status="failed"] { background: var(--failed); } .bar[data-status="canceled"] { background: var(--canceled); }
 .timeline tr { cursor: pointer; } .timeline tr.selected td { background: var(--panel); }
 .details { position: sticky; top: 1rem; border: 1px solid var(--line); border-radius: 8px; padding: .25rem 1rem 1rem; }
+.node .items { font-size: 11px; color: var(--muted); }
+.items-box { overflow-x: auto; } .items-table { font-size: 12.5px; }
+.items-table tr { cursor: pointer; } .items-table th, .items-table td { padding: .2rem .35rem; }
 .details dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem .75rem; margin: .5rem 0; } .details dt { color: var(--muted); } .details dd { margin: 0; }
 `;
 

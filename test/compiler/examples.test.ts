@@ -18,7 +18,12 @@ describe("workflows/ examples", () => {
   });
 
   it("are invocable by name", () => {
-    expect(Object.keys(bundle?.invocable ?? {})).toEqual(["hello", "order-events", "support-triage"]);
+    expect(Object.keys(bundle?.invocable ?? {})).toEqual([
+      "feedback-digest",
+      "hello",
+      "order-events",
+      "support-triage",
+    ]);
   });
 
   it("include a hello workflow that needs no secret, no auth and no model", () => {
@@ -41,6 +46,18 @@ describe("workflows/ examples", () => {
       ["notify-warehouse", ["summarize"]],
       ["notify-billing", ["summarize"]],
       ["report", ["notify-warehouse", "notify-billing"]],
+    ]);
+  });
+
+  it("fan an agent out under a budget and a webhook out to several URLs in feedback-digest", () => {
+    const wf = bundle?.workflows["feedback-digest.workflow.yaml"];
+    expect(wf?.policy.costBudgetUsd).toBeGreaterThan(0);
+    const fanOuts = (wf?.steps ?? []).flatMap((s) =>
+      s.kind !== "transform" && s.forEach ? [[s.id, s.kind]] : [],
+    );
+    expect(fanOuts).toEqual([
+      ["classify", "agent"],
+      ["notify", "webhook"],
     ]);
   });
 
