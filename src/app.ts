@@ -1,18 +1,24 @@
 /**
  * HTTP routes (SPEC section 4). The invoke path checks, in this order: the workflow exists, the
- * caller's credentials, the body (size, JSON object), `params.schema`, the secrets' configuration;
- * only then is a run created in its own Durable Object. Every error leaves as
+ * caller's credentials or the sender's signature, the body (size, content type, JSON object or
+ * form), `params.schema`, the secrets' configuration, the rate limit; only then is a run created
+ * in its own Durable Object. Every route that reads runs checks `requireReader`. Every error leaves as
  * application/problem+json through `HttpProblem`, never with a stack or a secret.
  */
 
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
-import type { Bundle, CompiledWorkflow, Json, JsonObject } from "./bundle.ts";
+import type { Bundle, CompiledWorkflow } from "./bundle.ts";
 import { createMasker } from "./engine/mask.ts";
 import { validateJson } from "./engine/schema.ts";
-import { requireAuth } from "./http/auth.ts";
-import { readParams } from "./http/body.ts";
+import { authenticatedBody, isSignature, requireReader } from "./http/auth.ts";
 import { HttpProblem } from "./http/problem.ts";
+import { startRun } from "./http/start-run.ts";
+import { decodeParams } from "./http/triggers/body.ts";
+import { enforceRateLimit } from "./http/triggers/rate-limit.ts";
+import { recordRequest } from "./http/triggers/request-headers.ts";
+import { invokeResponse } from "./http/triggers/response.ts";
+import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import type { RunIndexRpc } from "./run/run-index.ts";
 import type { RunRpc } from "./run/run-object.ts";
@@ -31,9 +37,12 @@ app.post("/invoke/:name", async (c) => {
   const name = c.req.param("name");
   const { key, wf } = invocable(name, "");
   const env = c.env as unknown as Record<string, unknown>;
-  await requireAuth(wf.auth, c.req.raw.headers, env);
-
-  const params = await readParams(c.req.raw);
+  const req = c.req.raw;
+  // The triggers pipeline (SPEC section 5): credentials or signature (on the raw bytes), the body
+  // by its content type, the declared request headers, params.schema, the rate limit, the run.
+  const body = await authenticatedBody(wf.auth, req, env);
+  const params = decodeParams(body, req.headers.get("content-type"));
+  const request = recordRequest(wf.invoke.headers, req.headers);
   const secrets = collectSecrets(bundle, wf, env);
   const violations = validateJson(wf.paramsSchema, params);
   if (violations.length > 0) {
@@ -59,17 +68,18 @@ app.post("/invoke/:name", async (c) => {
       `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
     );
   }
+  await enforceRateLimit(wf, { params, request }, env);
 
-  const waitS = requestedWait(c.req.raw);
-  const ns = c.env.RUNS;
-  const id = idempotencyKey === null ? ns.newUniqueId() : ns.idFromName(`${wf.name}\n${idempotencyKey}`);
-  const stub = ns.get(id) as unknown as RunRpc;
-  const result = await stub.start({
-    workflowKey: key,
+  const requested = requestedWait(req);
+  const response = wf.invoke.response;
+  const waitS = requested > 0 ? requested : (response?.waitS ?? 0);
+  const result = await startRun(c.env, key, wf, {
     params,
-    bodyHash: idempotencyKey === null ? null : await canonicalHash(params),
-    idempotencyKey,
-    waitMs: waitS * 1000,
+    request,
+    // A sender's redelivery carries the same delivery id: it reaches the same run.
+    idempotencyKey:
+      idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null),
+    waitS,
   });
   if (result.outcome === "conflict") {
     throw new HttpProblem(
@@ -86,6 +96,7 @@ app.post("/invoke/:name", async (c) => {
     );
   }
   const location = `/runs/${result.runId}`;
+  if (response && result.envelope) return invokeResponse(wf, response, result.envelope, env);
   // Without a requested wait the answer is 202 even for a run that has already finished (a
   // replayed Idempotency-Key), as SPEC's "answers as an invoke of that run would".
   if (result.envelope && waitS > 0) {
@@ -98,7 +109,7 @@ async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Reques
   const stub = runStub(c.env, c.req.param("id"));
   const view = stub ? await stub.view() : null;
   if (!stub || !view) throw new HttpProblem("run_not_found", "no run with this id");
-  await requireAuth(view.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  await requireReader(view.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   return { stub, view };
 }
 
@@ -137,7 +148,7 @@ app.delete("/runs/:id", async (c) => {
 app.get("/runs", async (c) => {
   const name = c.req.query("workflow") ?? "";
   const { wf } = invocable(name, " (use ?workflow=NAME)");
-  await requireAuth(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   const limit = Number.parseInt(c.req.query("limit") ?? "50", 10);
   const ids = await runIndex(c.env, wf.name).list(Number.isFinite(limit) ? limit : 50);
   const views = await Promise.all(ids.map((r) => runStub(c.env, r.run_id)?.view() ?? null));
@@ -200,17 +211,4 @@ function requestedWait(req: Request): number {
   const raw = fromQuery ?? m?.[1] ?? null;
   const n = raw === null ? 0 : Number.parseInt(raw, 10);
   return Number.isFinite(n) && n > 0 ? Math.min(n, MAX_WAIT_S) : 0;
-}
-
-/** Canonical JSON (sorted keys) so that equal bodies hash equal whatever their key order. */
-function canonical(v: Json): string {
-  if (v === null || typeof v !== "object") return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
-  const keys = Object.keys(v).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as JsonObject)[k] ?? null)}`).join(",")}}`;
-}
-
-async function canonicalHash(v: Json): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonical(v)));
-  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -45,6 +45,10 @@ export interface CompiledWorkflow {
   /** Declared env (root workflows only; always [] for files used as sub-workflows). */
   env: EnvDecl[];
   auth: CompiledAuth | null;
+  /** `invoke.headers`, `invoke.response`, `invoke.rate_limit` (SPEC section 5). */
+  invoke: CompiledInvoke;
+  /** `schedule` entries: one run per entry whose cron fires (root workflows only). */
+  schedule: CompiledSchedule[];
   policy: {
     /** null: no budget. */
     costBudgetUsd: number | null;
@@ -63,12 +67,78 @@ export interface CompiledWorkflow {
   webhooks?: "execute" | "suppress";
 }
 
-export interface CompiledAuth {
+/** `invoke.auth`: a credential header (`raw`, `bearer`) or a sender's signature scheme. */
+export type CompiledAuth = TokenAuth | SignatureAuth;
+
+export interface TokenAuth {
+  scheme: "raw" | "bearer";
   /** Header name, lower-cased. Default `authorization`. */
   header: string;
-  scheme: "raw" | "bearer";
-  /** Name of the declared env var holding the expected secret. */
-  secretEnv: string;
+  /** Env vars holding accepted secrets (one, or several while a secret is rotated). */
+  secretEnvs: string[];
+}
+
+export const SIGNATURE_SCHEMES = [
+  "hmac",
+  "github",
+  "stripe",
+  "slack",
+  "standard-webhooks",
+  "shopify",
+  "linear",
+  "twilio",
+  "discord",
+] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+export interface SignatureAuth {
+  scheme: SignatureScheme;
+  /** Env vars holding the signing secrets (any one verifying is enough); [] for `discord`. */
+  secretEnvs: string[];
+  /** Largest distance in seconds between a signed timestamp and now (default 300). */
+  toleranceS: number;
+  /** `hmac` only: where the signature is and how it is written. */
+  hmac: {
+    header: string;
+    prefix: string;
+    algorithm: "sha1" | "sha256" | "sha512";
+    encoding: "hex" | "base64";
+  } | null;
+  /** `twilio` only: the public URL configured at Twilio (null: the URL the Worker sees). */
+  url: string | null;
+  /** `discord` only: the application's Ed25519 public key, as hex or as an env var holding it. */
+  publicKey: { hex: string } | { env: string } | null;
+}
+
+export interface CompiledInvoke {
+  /** Declared request headers: `name` as sent (lower-cased), `key` as read (`x_github_event`). */
+  headers: Array<{ name: string; key: string }>;
+  response: CompiledResponse | null;
+  rateLimit: CompiledRateLimit | null;
+}
+
+export interface CompiledResponse {
+  /** How long an invoke without `Prefer: wait` waits for the run (1..60). */
+  waitS: number;
+  status: number;
+  contentType: "application/json" | "text/plain" | "text/xml";
+  /** Rendered against {params, env, step, request} once the run completed. */
+  body: Template;
+}
+
+export interface CompiledRateLimit {
+  /** Name of the `[[ratelimits]]` binding in wrangler.toml. */
+  binding: string;
+  /** null: the workflow name. Reads only `params` and `request`. */
+  key: Template | null;
+  /** The binding's period in seconds (10 or 60): what `Retry-After` says. */
+  periodS: number;
+}
+
+export interface CompiledSchedule {
+  /** Exactly as in wrangler.toml `[triggers] crons` (the event's `cron` is compared to it). */
+  cron: string;
+  params: JsonObject;
 }
 
 interface StepBase {

@@ -331,6 +331,13 @@ function compileTestFile(
     // ---- expect ----------------------------------------------------------------------------
     const ex = tc.expect;
     checkExpectedError(ex.error, at("expect", "error"), err, (p) => resolveStepPath(bundle, w, p), true);
+    if (ex.response !== undefined && w.invoke.response === null) {
+      err(
+        at("expect", "response"),
+        `workflow \`${w.name}\` has no \`invoke.response\`: its invoke answers with the run`,
+        "key",
+      );
+    }
     if (isObj(ex.steps)) {
       for (const [key, value] of Object.entries(ex.steps)) {
         const path = at("expect", "steps", key);
@@ -508,7 +515,7 @@ function checkRequestHeaders(
   err: Report,
   warn: Report,
 ): void {
-  const declared = (wf as { invoke?: { headers?: Array<{ name: string }> } }).invoke?.headers ?? [];
+  const declared = wf.invoke.headers;
   if (declared.length === 0) {
     warn(
       path,

@@ -1,14 +1,13 @@
 /**
  * Compiles one workflow file into a CompiledWorkflow: step kinds and the fields each kind
  * accepts, ids and dependencies (implicit previous-step edges, cycles, ancestors), every
- * expression (quoted ids, syntax, which steps and env vars it reads), templates, env and auth,
- * and the webhook rule that keeps secrets away from caller-chosen hosts. Project-wide facts
+ * expression (quoted ids, syntax, which steps, env vars and request headers it reads), templates,
+ * env (triggers — auth, headers, response, rate limit, schedule — are in invoke.ts), and the webhook rule that keeps secrets away from caller-chosen hosts. Project-wide facts
  * (is this file used as a sub-workflow, is it under a budget, which agents and groups exist)
  * come in through WorkflowContext.
  */
 import type {
   AgentStep,
-  CompiledAuth,
   CompiledGateway,
   CompiledStep,
   CompiledWorkflow,
@@ -33,9 +32,11 @@ import {
 } from "./env-refs.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { unpricedModels } from "./gateway.ts";
+import { compileTriggers } from "./invoke.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
 import { stepFieldKinds, stepLabel } from "./structure-check.ts";
 import { compileTemplate, splitTemplate, templateExprs } from "./templates.ts";
+import type { WranglerFacts } from "./wrangler-config.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 export const MAX_STEPS = 200;
@@ -70,6 +71,8 @@ export interface WorkflowContext {
   /** This file or some workflow that runs it has `cost_budget_usd`. */
   underBudget: boolean;
   fieldReads: FieldRead[];
+  /** wrangler.toml's crons and rate limit bindings (read on first use). */
+  wrangler: () => WranglerFacts;
 }
 
 type Obj = Record<string, unknown>;
@@ -128,31 +131,6 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   if (isObj(params) && params.schema !== undefined)
     checkUserSchema(file, ["params", "schema"], params.schema, "params.schema", sink);
 
-  let auth: CompiledAuth | null = null;
-  const invoke = d.invoke as Obj | undefined;
-  const rawAuth = isObj(invoke) ? invoke.auth : undefined;
-  if (isObj(rawAuth)) {
-    const header = typeof rawAuth.header === "string" ? rawAuth.header.toLowerCase() : "authorization";
-    const scheme =
-      rawAuth.scheme === "raw" || rawAuth.scheme === "bearer"
-        ? rawAuth.scheme
-        : header === "authorization"
-          ? "bearer"
-          : "raw";
-    const secretEnv = envRefName(rawAuth.secret);
-    if (secretEnv !== null) useEnv(secretEnv, ["invoke", "auth", "secret"]);
-    if (secretEnv !== null && envShorthandName(rawAuth.secret) !== null && isDeclared(secretEnv)) {
-      sink.warning(file.display, file.at(["invoke", "auth", "secret"]), envShorthandWarning(secretEnv));
-    }
-    if (secretEnv !== null) auth = { header, scheme, secretEnv };
-  } else if (ctx.invocable) {
-    sink.warning(
-      file.display,
-      file.at(d.name !== undefined ? ["name"] : []),
-      `workflow \`${name}\` has no \`invoke.auth\`: anyone who can reach the Worker can invoke it`,
-    );
-  }
-
   const policy = isObj(d.model_policy) ? d.model_policy : {};
   const costBudgetUsd =
     typeof policy.cost_budget_usd === "number" && policy.cost_budget_usd > 0 ? policy.cost_budget_usd : null;
@@ -206,6 +184,20 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   ids.forEach((id, i) => {
     if (id !== null && !indexOf.has(id)) indexOf.set(id, i);
   });
+  // ---- triggers: auth, request headers, response, rate limit, schedule ----------------------
+  const triggers = compileTriggers(d, {
+    file,
+    sink,
+    name,
+    invocable: ctx.invocable,
+    subNote: isSub ? subNote : null,
+    declared,
+    useEnv,
+    stepIds: idSet,
+    paramsSchema,
+    wrangler: ctx.wrangler,
+  });
+
   reportCycles(ids, deps, indexOf, (i, cycle) =>
     err(
       ["pipeline", i, "depends_on"],
@@ -263,6 +255,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   };
   const checkRead = (i: number, p: string[], path: DataPath, expr?: string) => {
     if (p[0] === "env") useEnv(p[1], path);
+    if (p[0] === "request") triggers.checkRequestRead(p, path, stepLabel(d, i));
     if (p[0] !== "step" || p[1] === undefined) return;
     const id = p[1];
     const self = ids[i];
@@ -654,7 +647,9 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     visibility: d.visibility === "sub-workflow" ? "sub-workflow" : "root",
     paramsSchema,
     env: isSub ? [] : env,
-    auth,
+    auth: triggers.auth,
+    invoke: triggers.invoke,
+    schedule: triggers.schedule,
     policy: { costBudgetUsd, timeoutS, timeoutSet },
     steps: compiled,
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),

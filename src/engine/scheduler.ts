@@ -80,6 +80,8 @@ export interface PipelineOptions {
   prefix: string;
   params: Json;
   env: JsonObject;
+  /** The recorded request (`{headers}`) of a root pipeline; sub-workflows see none. */
+  request?: Json;
   deadline: number;
   /**
    * What a step that ends at or after `deadline` turns into: the executor's own deadline handling
@@ -230,7 +232,9 @@ function skipChildTree(host: RunHost, step: WorkflowStep, prefix: string, reason
 function scopeFor(step: CompiledStep, opts: PipelineOptions, outputs: Map<string, Json>): EvalScope {
   const stepOutputs: JsonObject = {};
   for (const a of step.ancestors) stepOutputs[a] = outputs.get(a) ?? null;
-  return { params: opts.params, env: opts.env, step: stepOutputs };
+  const scope: EvalScope = { params: opts.params, env: opts.env, step: stepOutputs };
+  if (opts.request !== undefined) scope.request = opts.request;
+  return scope;
 }
 
 async function runStep(

@@ -11,7 +11,12 @@ import type { EvalScope } from "./types.ts";
 
 /** The value an expression sees: exactly the scope's namespaces, nothing else. */
 export function expressionData(scope: EvalScope): JsonObject {
-  const data: JsonObject = { params: scope.params, env: scope.env, step: scope.step };
+  const data: JsonObject = {
+    params: scope.params,
+    env: scope.env,
+    step: scope.step,
+    request: scope.request ?? null,
+  };
   // Only a fan-out item's substitutions see these (the compiler allows them nowhere else).
   if (scope.item !== undefined) data.item = scope.item;
   if (scope.item_index !== undefined) data.item_index = scope.item_index;

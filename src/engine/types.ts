@@ -71,6 +71,8 @@ export interface EvalScope {
   params: Json;
   env: JsonObject;
   step: JsonObject;
+  /** The root workflow's recorded request (`{headers}`); absent inside sub-workflows. */
+  request?: Json;
   /** Inside one item of a fan-out (`for_each`): the item and its index; absent elsewhere. */
   item?: Json;
   item_index?: number;

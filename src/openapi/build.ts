@@ -5,7 +5,15 @@
  * shares. A pure function of the bundle, so the build can write it to a file and the Worker can
  * serve the same document computed from the bundle it imports.
  */
-import type { Bundle, CompiledAuth, CompiledWorkflow, JsonObject, JsonSchema } from "../bundle.ts";
+import type {
+  Bundle,
+  CompiledAuth,
+  CompiledWorkflow,
+  JsonObject,
+  JsonSchema,
+  SignatureAuth,
+} from "../bundle.ts";
+import { SCHEMES } from "../http/triggers/schemes.ts";
 
 export interface OpenApiOptions {
   /** `info.title`; default `workflow-edge`. */
@@ -23,6 +31,7 @@ const INVOKE_PROBLEMS: Array<[string, string]> = [
   ["404", "`workflow_not_found`."],
   ["409", "`idempotency_conflict`: the Idempotency-Key was used with a different body."],
   ["413", "`payload_too_large`: the body is over 1 MiB."],
+  ["415", "`unsupported_media_type`: the body is neither JSON nor a form."],
   ["422", "`invalid_params`: the body fails the workflow's params.schema; `errors` lists each violation."],
   ["500", "`server_misconfigured` (a secret is unset or too short) or `internal_error`."],
 ];
@@ -49,6 +58,15 @@ export function operationIdFor(name: string): string {
 }
 
 function securitySchemeFor(wf: CompiledWorkflow, auth: CompiledAuth): JsonObject {
+  if (isSignatureAuth(auth)) {
+    const [name, meaning] = signatureHeaders(auth)[0] ?? ["", ""];
+    return {
+      type: "apiKey",
+      in: "header",
+      name,
+      description: `Signed delivery (scheme \`${auth.scheme}\`) for workflow ${wf.name}: ${meaning}, verified on the raw body.`,
+    };
+  }
   if (auth.scheme === "bearer" && auth.header === "authorization") {
     return { type: "http", scheme: "bearer", description: `Invoke credentials of workflow ${wf.name}.` };
   }
@@ -61,6 +79,39 @@ function securitySchemeFor(wf: CompiledWorkflow, auth: CompiledAuth): JsonObject
         ? `Invoke credentials of workflow ${wf.name}: the header value is \`Bearer <token>\`.`
         : `Invoke credentials of workflow ${wf.name}: the header value is the secret itself.`,
   };
+}
+
+function isSignatureAuth(auth: CompiledAuth): auth is SignatureAuth {
+  return auth.scheme !== "raw" && auth.scheme !== "bearer";
+}
+
+/** The headers a signed delivery carries, signature first. */
+function signatureHeaders(auth: SignatureAuth): Array<[string, string]> {
+  if (auth.hmac) {
+    const what = `${auth.hmac.prefix ? `\`${auth.hmac.prefix}\` + ` : ""}${auth.hmac.encoding} HMAC-${auth.hmac.algorithm.toUpperCase()} of the body`;
+    return [[auth.hmac.header, what]];
+  }
+  return SCHEMES[auth.scheme].headers;
+}
+
+/** Header parameters of an invoke: the workflow's declared request headers, the sender's signature headers. */
+function invokeHeaderParams(wf: CompiledWorkflow): JsonObject[] {
+  const out: JsonObject[] = [];
+  const seen = new Set<string>();
+  const add = (name: string, description: string) => {
+    if (seen.has(name.toLowerCase())) return;
+    seen.add(name.toLowerCase());
+    out.push({ name, in: "header", required: false, description, schema: { type: "string" } });
+  };
+  if (wf.auth && isSignatureAuth(wf.auth)) {
+    // The first is the security scheme itself; the rest (timestamps, delivery ids) are parameters.
+    for (const [name, meaning] of signatureHeaders(wf.auth).slice(1))
+      add(name, `Sent by the sender: ${meaning}.`);
+  }
+  for (const h of wf.invoke.headers) {
+    add(h.name, `Recorded with the run; expressions read it as \`request.headers.${h.key}\`.`);
+  }
+  return out;
 }
 
 function containsRef(v: unknown): boolean {
@@ -192,6 +243,7 @@ function sharedSchemas(): Record<string, JsonObject> {
         "error",
         "params",
         "steps",
+        "request",
         "output",
         "totals",
         "budget_usd",
@@ -207,6 +259,18 @@ function sharedSchemas(): Record<string, JsonObject> {
         error: ref("RunError"),
         params: { description: "The invoke body (secrets masked)." },
         steps: { type: "array", items: ref("StepRecord") },
+        request: {
+          type: "object",
+          required: ["headers"],
+          properties: {
+            headers: {
+              type: "object",
+              additionalProperties: { type: ["string", "null"] },
+              description:
+                "The workflow's declared `invoke.headers`, keyed as expressions read them (`x_github_event`); a missing header is null.",
+            },
+          },
+        },
         output: { description: "The output of the last pipeline step; null unless complete." },
         totals: ref("RunTotals"),
         budget_usd: { type: ["number", "null"] },
@@ -289,20 +353,50 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       const scheme = `${componentName(name)}.auth`;
       securitySchemes[scheme] = securitySchemeFor(wf, wf.auth);
       security = [{ [scheme]: [] }];
-      anyWorkflowSecurity.push({ [scheme]: [] });
+      if (!isSignatureAuth(wf.auth)) {
+        anyWorkflowSecurity.push({ [scheme]: [] });
+      } else if (wf.auth.scheme !== "discord") {
+        // Runs of a signed workflow are read with `Authorization: Bearer <one of its secrets>`.
+        const reader = `${componentName(name)}.read`;
+        securitySchemes[reader] = {
+          type: "http",
+          scheme: "bearer",
+          description: `Reading runs of workflow ${name}: the token is one of its signing secrets.`,
+        };
+        anyWorkflowSecurity.push({ [reader]: [] });
+      }
     } else {
       security = [{}];
       anyPublic = true;
     }
+    const answer = wf.invoke.response;
     const responses: JsonObject = {
-      "200": {
-        description: "The run finished within the requested wait: its envelope.",
-        headers: {
-          Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" },
-          "Preference-Applied": { schema: { type: "string" }, description: "`wait=N`" },
-        },
-        content: { "application/json": { schema: ref("Envelope") } },
-      },
+      ...(answer
+        ? {
+            [String(answer.status)]: {
+              description: `The run completed within the wait (\`Prefer: wait=N\`, else ${answer.waitS} s): the workflow's \`invoke.response\`, rendered.`,
+              headers: { Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" } },
+              ...(answer.body.t === "lit" && answer.body.v === null
+                ? {}
+                : {
+                    content: {
+                      [answer.contentType]: {
+                        schema: answer.contentType === "application/json" ? {} : { type: "string" },
+                      },
+                    },
+                  }),
+            },
+          }
+        : {
+            "200": {
+              description: "The run finished within the requested wait: its envelope.",
+              headers: {
+                Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" },
+                "Preference-Applied": { schema: { type: "string" }, description: "`wait=N`" },
+              },
+              content: { "application/json": { schema: ref("Envelope") } },
+            },
+          }),
       "202": {
         description: "The run was created (or, with the same Idempotency-Key and body, already exists).",
         headers: { Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" } },
@@ -311,7 +405,18 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
     };
     for (const [status, text] of INVOKE_PROBLEMS) {
       if (status === "401" && !wf.auth) continue;
-      responses[status] = problem(text);
+      responses[status] ??= problem(text);
+    }
+    if (wf.invoke.rateLimit) {
+      responses["429"] = {
+        ...problem("`rate_limited`: over the workflow's rate limit; no run was created."),
+        headers: { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait." } },
+      };
+    }
+    if (answer) {
+      responses["500"] = problem(
+        "`run_failed` (the run failed or was canceled within the wait; `run_id` and `error` say how), `response_failed`, `server_misconfigured` or `internal_error`.",
+      );
     }
     const description = [
       wf.description ?? "",
@@ -352,18 +457,29 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
               "Scoped to this workflow: the same key with an equal body answers with the same run; with a different body, 409.",
             schema: { type: "string", minLength: 1, maxLength: 255 },
           },
+          ...invokeHeaderParams(wf),
         ],
         requestBody: {
           required: false,
-          description: "The workflow's params (an empty body is `{}`); at most 1 MiB.",
-          content: { "application/json": { schema: ref(paramsName) } },
+          description:
+            "The workflow's params (an empty body is `{}`); at most 1 MiB. A form becomes an object of strings (a repeated field: an array); a form whose only field is `payload` holding a JSON object is that object.",
+          content: {
+            "application/json": { schema: ref(paramsName) },
+            "application/x-www-form-urlencoded": { schema: { type: "object" } },
+          },
         },
         responses,
       },
     };
   }
 
-  const runSecurity = [...anyWorkflowSecurity, ...(anyPublic ? [{}] : [])];
+  // `Authorization: Bearer <ADMIN_TOKEN>` reads the runs of every workflow.
+  securitySchemes.admin = {
+    type: "http",
+    scheme: "bearer",
+    description: "The Worker's ADMIN_TOKEN secret (when set): reads the runs of every workflow.",
+  };
+  const runSecurity = [...anyWorkflowSecurity, { admin: [] }, ...(anyPublic ? [{}] : [])];
   const runProblems = {
     "401": problem("`unauthorized`: the run's workflow needs credentials."),
     "404": problem("`run_not_found`."),

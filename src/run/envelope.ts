@@ -22,6 +22,8 @@ export interface RunDoc {
   status: RunStatus;
   error: RunError | null;
   params: Json;
+  /** `{headers}`: the declared request headers as recorded (masked); absent in older runs. */
+  request?: Json;
   created_at: string;
   deadline: string;
   finished_at: string | null;
@@ -42,6 +44,7 @@ export interface Envelope {
   error: RunError | null;
   params: Json;
   steps: StepRecord[];
+  request: Json;
   output: Json;
   totals: { duration_ms: number; tokens_in: number; tokens_out: number; cost_usd: number; llm_calls: number };
   budget_usd: number | null;
@@ -98,6 +101,7 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
     error: doc.error,
     params: doc.params,
     steps,
+    request: doc.request ?? { headers: {} },
     // The last listed step's output, read from its record (not stored twice: a run row holding
     // params, definition and a copy of a 1 MiB output could pass the storage row limit).
     output: doc.status === "complete" ? (steps[steps.length - 1]?.output ?? null) : null,

@@ -38,6 +38,8 @@ const DEFAULT_RETENTION_S = 7 * 24 * 3600;
 export interface StartRequest {
   workflowKey: string;
   params: JsonObject;
+  /** The recorded request: `{headers}` with the workflow's declared headers (SPEC section 5). */
+  request: JsonObject;
   /** Canonical hash of the body, for Idempotency-Key replays (null without a key). */
   bodyHash: string | null;
   idempotencyKey: string | null;
@@ -125,6 +127,7 @@ export class RunObject extends DurableObject<Env> {
       status: "pending",
       error: null,
       params: req.params,
+      request: req.request,
       created_at: new Date(now).toISOString(),
       deadline: new Date(deadline).toISOString(),
       finished_at: null,
@@ -135,6 +138,7 @@ export class RunObject extends DurableObject<Env> {
     };
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
+    doc.request = this.masker.maskJson(req.request);
     this.doc = doc;
     this.writeDoc();
     // Not awaited: storage writes are ordered and the output gate holds replies until they land.
@@ -270,6 +274,7 @@ export class RunObject extends DurableObject<Env> {
     this.engine = runPipeline(host, wf, {
       prefix: "",
       params: doc.params,
+      request: doc.request ?? { headers: {} },
       env: declaredEnv(wf, this.env as unknown as Record<string, unknown>),
       deadline,
       signal: controller.signal,

@@ -220,6 +220,7 @@ export function checkExpectations(tc: TestCase, run: CaseRun): Failure[] {
   }
 
   if (ex.output !== undefined) compare([...base, "output"], ex.output, env.output, runContext());
+  if (ex.response !== undefined) compare([...base, "response"], ex.response, run.response, runContext());
 
   if (tc.asserts.length > 0) {
     const step: JsonObject = {};

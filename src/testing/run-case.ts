@@ -13,6 +13,9 @@ import { createMasker, type Masker } from "../engine/mask.ts";
 import { RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { resetModelRotation } from "../gateway/select.ts";
+import { HttpProblem } from "../http/problem.ts";
+import { recordRequest } from "../http/triggers/request-headers.ts";
+import { invokeResponse } from "../http/triggers/response.ts";
 import { buildEnvelope, type Envelope, pinDefinition, type RunDoc, type RunError } from "../run/envelope.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "../run/outbound.ts";
 import { collectSecrets, declaredEnv, usesAgents } from "../run/secrets.ts";
@@ -35,6 +38,8 @@ export interface CaseRun {
   env: JsonObject;
   /** Virtual ms from the invoke to the end of the run. */
   virtualMs: number;
+  /** What the invoke would answer with `invoke.response` (null without it): `{status, content_type, body}`. */
+  response: Json;
 }
 
 interface Ended {
@@ -67,17 +72,20 @@ function providerPlaceholders(bundle: Bundle, wf: CompiledWorkflow, env: Record<
   return out;
 }
 
-/**
- * `request.headers` as expressions read them (SPEC section 5): the headers the workflow records
- * (`invoke.headers`), under their lower-cased, `_` for `-` names; a missing one is null.
- */
-function requestScope(wf: CompiledWorkflow, given: Record<string, string> | null): JsonObject {
-  const declared =
-    (wf as { invoke?: { headers?: Array<{ name: string; key: string }> } }).invoke?.headers ?? [];
-  const lower = new Map(Object.entries(given ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  const headers: JsonObject = {};
-  for (const h of declared) headers[h.key] = lower.get(h.name.toLowerCase()) ?? null;
-  return { headers };
+/** The invoke's answer when the workflow has `invoke.response`, rendered as the Worker does. */
+async function renderedResponse(wf: CompiledWorkflow, envelope: Envelope, env: Record<string, string>) {
+  let res: Response;
+  try {
+    res = invokeResponse(wf, wf.invoke.response as NonNullable<typeof wf.invoke.response>, envelope, env);
+  } catch (e) {
+    if (!(e instanceof HttpProblem)) throw e;
+    res = e.toResponse();
+  }
+  const type = res.headers.get("content-type");
+  const text = await res.text();
+  let body: Json = text === "" ? null : text;
+  if (type?.includes("json") && text !== "") body = JSON.parse(text) as Json;
+  return { status: res.status, content_type: type, body };
 }
 
 export async function runCase(
@@ -119,7 +127,9 @@ export async function runCase(
 
   const created = clock.now();
   const deadline = created + wf.policy.timeoutS * 1000;
+  // As the run object stores them: masked, and that is what the pipeline reads.
   const params = masker.maskJson(tc.params);
+  const request = masker.maskJson(recordRequest(wf.invoke.headers, new Headers(tc.requestHeaders ?? {})));
   // How the run ended: set once, by the first of its pipeline's end and its deadline.
   const outcome: { ended: Ended | null } = { ended: null };
   let signalEnd: () => void = () => {};
@@ -143,7 +153,7 @@ export async function runCase(
     prefix: "",
     params,
     env: declaredEnv(wf, tc.env),
-    request: requestScope(wf, tc.requestHeaders),
+    request,
     deadline,
     signal: controller.signal,
     budget: createLedger(wf.policy.costBudgetUsd),
@@ -168,6 +178,7 @@ export async function runCase(
     status: final.status,
     error: final.error,
     params,
+    request,
     created_at: new Date(created).toISOString(),
     deadline: new Date(deadline).toISOString(),
     finished_at: new Date(finishedAt).toISOString(),
@@ -181,6 +192,7 @@ export async function runCase(
   ) as unknown as Envelope;
   return {
     envelope,
+    response: wf.invoke.response ? await renderedResponse(wf, envelope, tc.env) : null,
     records: final.records,
     log,
     masker,

@@ -11,8 +11,8 @@
  *
  * Elements tests rely on: `[data-step="<path>"]` (a graph node, with `data-status` and
  * `data-kind`), `#run-status[data-status]`, `#timeline tr[data-step]`, `#details`
- * (`#details-output`, `#details-error`, `#details-items`), and `body[data-live]` ("open" while
- * following events, "closed" after).
+ * (`#details-output`, `#details-request` with the recorded request headers, `#details-error`,
+ * `#details-items`), and `body[data-live]` ("open" while following events, "closed" after).
  */
 import { htmlResponse } from "./page-shell.ts";
 
@@ -46,6 +46,8 @@ const BODY = `<header>
     </div>
     <h3 id="details-output-title">Params</h3>
     <pre id="details-output"></pre>
+    <h3 id="details-request-title" hidden>Request headers</h3>
+    <pre id="details-request" hidden></pre>
     <h3>Error</h3>
     <pre id="details-error"></pre>
   </aside>
@@ -318,6 +320,12 @@ function renderDetails() {
     const outTitle = isActive() ? "" : "\n\nOutput:\n" + json(envelope.output);
     document.getElementById("details-output").textContent = json(envelope.params) + outTitle;
     document.getElementById("details-error").textContent = envelope.error ? json(envelope.error) : "none";
+    // The request headers the workflow declared (invoke.headers), as the run recorded them.
+    const headers = envelope.request && envelope.request.headers ? envelope.request.headers : {};
+    const hasHeaders = Object.keys(headers).length > 0;
+    document.getElementById("details-request-title").hidden = !hasHeaders;
+    document.getElementById("details-request").hidden = !hasHeaders;
+    document.getElementById("details-request").textContent = hasHeaders ? json(headers) : "";
     fields.replaceChildren(
       el("dt", null, "Status"), el("dd", null, envelope.status),
       el("dt", null, "Steps"), el("dd", null, String(nodes.size)));
@@ -329,6 +337,8 @@ function renderDetails() {
   document.getElementById("details-title").textContent = owner
     ? owner.path + " · item " + selected.slice(owner.path.length + 1)
     : selected;
+  document.getElementById("details-request-title").hidden = true;
+  document.getElementById("details-request").hidden = true;
   document.getElementById("details-output-title").textContent = "Output";
   document.getElementById("details-output").textContent = rec.status === "complete" || rec.output !== null ? json(rec.output) : "(no output yet)";
   document.getElementById("details-error").textContent = rec.error ? json(rec.error) : "none";

@@ -20,8 +20,11 @@ describe("workflows/ examples", () => {
   it("are invocable by name", () => {
     expect(Object.keys(bundle?.invocable ?? {})).toEqual([
       "feedback-digest",
+      "github-events",
       "hello",
+      "nightly-digest",
       "order-events",
+      "slack-app",
       "support-triage",
     ]);
   });

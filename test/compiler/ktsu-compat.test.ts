@@ -53,7 +53,7 @@ describe("ktsu's example files", () => {
 
   it("read env:NAME as {{ env.NAME }}, in invoke.auth.secret and in a step's values, with a warning each", () => {
     const bot = byName("slack-bot");
-    expect(bot.auth).toEqual({ header: "x-bot-token", scheme: "raw", secretEnv: "SLACK_BOT_TOKEN" });
+    expect(bot.auth).toEqual({ header: "x-bot-token", scheme: "raw", secretEnvs: ["SLACK_BOT_TOKEN"] });
     const reply = bot.steps[1] as WorkflowStep;
     expect(reply.input).toMatchObject({
       t: "obj",

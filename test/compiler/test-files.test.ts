@@ -384,6 +384,35 @@ cases:
     expect(p.errors).toEqual([]);
   });
 
+  it("checks request headers against invoke.headers, and response against invoke.response", () => {
+    const p = compileFiles({
+      "h.workflow.yaml": `kind: workflow
+name: h
+params: {schema: {type: object}}
+env:
+  - {name: TOKEN, secret: true}
+invoke:
+  auth: {secret: "{{ env.TOKEN }}"}
+  headers: [X-Event]
+pipeline:
+  - id: a
+    transform: {inputs: [{from: "{{ request.headers.x_event }}"}]}
+`,
+      "tests/h.test.yaml": `kind: test
+workflow: h
+cases:
+  - name: one
+    env: {TOKEN: token-12345}
+    request: {headers: {x-event: push, X-Evnet: typo}}
+    expect:
+      response: {status: 200}
+`,
+    });
+    expectDiagnostic(p, "error", "tests/h.test.yaml", 6, 40, /^header `X-Evnet` is not in `h`'s `invoke\.headers`; did you mean `x-event`\?$/);
+    expectDiagnostic(p, "error", "tests/h.test.yaml", 8, 7, /^workflow `h` has no `invoke\.response`: its invoke answers with the run$/);
+    expect(p.errors).toHaveLength(2);
+  });
+
   it("warns that request headers have no effect when the workflow records none", () => {
     const p = project(oneCase("    request: {headers: {X-Event: push}}\n"));
     expectDiagnostic(

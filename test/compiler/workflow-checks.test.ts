@@ -371,9 +371,15 @@ describe("env, auth and secrets", () => {
     expect(p.errors).toHaveLength(2);
   });
 
-  it("rejects an invoke.auth.scheme other than raw or bearer", () => {
+  it("rejects an invoke.auth.scheme that is neither a credential nor a signature scheme", () => {
     const p = compileFiles({ [T]: HEAD.replace("auth: {secret:", "auth: {scheme: basic, secret:") + step });
-    expectOnlyError(p, T, 6, 18, /^`invoke\.auth\.scheme` must be one of `raw`, `bearer`, got `basic`$/);
+    expectOnlyError(
+      p,
+      T,
+      6,
+      18,
+      /^`invoke\.auth\.scheme` must be one of `raw`, `bearer`, `hmac`, `github`, .*`discord`, got `basic`$/,
+    );
   });
 
   it("rejects an invoke.auth.secret written inline", () => {

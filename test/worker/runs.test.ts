@@ -21,6 +21,7 @@ describe("envelope", () => {
         "error",
         "params",
         "steps",
+        "request",
         "output",
         "totals",
         "budget_usd",

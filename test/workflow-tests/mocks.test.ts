@@ -38,7 +38,7 @@ describe("the fixture project", () => {
   it("compiles, and every case passes", async () => {
     expect(project.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     const { summary, out } = await runTests(FIXTURE);
-    expect(summary, out).toMatchObject({ files: 4, cases: 6, passed: 6, failed: 0, errors: 0 });
+    expect(summary, out).toMatchObject({ files: 5, cases: 7, passed: 7, failed: 0, errors: 0 });
   });
 });
 
@@ -167,6 +167,31 @@ describe("agent mocks", () => {
     expect(checkExpectations(fixtureCase("edge.test.yaml", "answers through the AI binding").tc, r)).toEqual(
       [],
     );
+  });
+});
+
+describe("request headers and invoke.response", () => {
+  const name = "reads the recorded header and answers with the rendered response";
+
+  it("give the declared headers to expressions, a missing one as null, and record them", async () => {
+    const r = await run("routed.test.yaml", name);
+    expect(r.envelope.output).toEqual({ result: { event: "push", other: null } });
+    expect(r.envelope.request).toEqual({ headers: { x_event: "push", x_other: null } });
+  });
+
+  it("render the invoke's answer as the Worker does, and a failed run's as a 500 problem", async () => {
+    expect((await run("routed.test.yaml", name)).response).toEqual({
+      status: 201,
+      content_type: "application/json",
+      body: { event: "push", other: null },
+    });
+    const failed = await run("routed.test.yaml", name, { requestHeaders: { "X-Event": "boom" } });
+    expect(failed.envelope.error?.code).toBe("output_schema_mismatch");
+    expect(failed.response).toMatchObject({
+      status: 500,
+      content_type: "application/problem+json",
+      body: { code: "run_failed", run_id: "r".repeat(64), error: { code: "output_schema_mismatch" } },
+    });
   });
 });
 

@@ -27,7 +27,7 @@ describe("the CLI", () => {
     expect(r.stdout).toContain("test/fixtures/wftest-project/tests/signed.test.yaml (signed)");
     expect(r.stdout).toMatch(/ {2}✓ retries through a mock list \(\d+ ms, 40 s virtual\)\n/);
     expect(r.stdout).toMatch(/ {2}✓ times out after 10 minutes \(\d+ ms, 10 min virtual\)\n/);
-    expect(r.stdout).toMatch(/6 cases in 4 files: 6 passed, 0 failed \(\d+\.\d+ s\)\n$/);
+    expect(r.stdout).toMatch(/7 cases in 5 files: 7 passed, 0 failed \(\d+\.\d+ s\)\n$/);
   });
 
   it("exits 1 and points at the expectation that failed, with expected and actual", () => {
