@@ -408,8 +408,22 @@ cases:
       response: {status: 200}
 `,
     });
-    expectDiagnostic(p, "error", "tests/h.test.yaml", 6, 40, /^header `X-Evnet` is not in `h`'s `invoke\.headers`; did you mean `x-event`\?$/);
-    expectDiagnostic(p, "error", "tests/h.test.yaml", 8, 7, /^workflow `h` has no `invoke\.response`: its invoke answers with the run$/);
+    expectDiagnostic(
+      p,
+      "error",
+      "tests/h.test.yaml",
+      6,
+      40,
+      /^header `X-Evnet` is not in `h`'s `invoke\.headers`; did you mean `x-event`\?$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      "tests/h.test.yaml",
+      8,
+      7,
+      /^workflow `h` has no `invoke\.response`: its invoke answers with the run$/,
+    );
     expect(p.errors).toHaveLength(2);
   });
 
