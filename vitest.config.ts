@@ -34,6 +34,7 @@ export default defineConfig({
             "test/gateway/**/*.test.ts",
             "test/scripts/**/*.test.ts",
             "test/reliability/compiler/**/*.test.ts",
+            "test/workflow-tests/**/*.test.ts",
           ],
         },
       },

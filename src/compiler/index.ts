@@ -19,6 +19,7 @@ import { compileGateway, EMPTY_GATEWAY } from "./gateway.ts";
 import { warnUnknownFields } from "./output-shapes.ts";
 import { analyseGraph, type Edge } from "./project-graph.ts";
 import { checkStructure } from "./structure-check.ts";
+import { compileTestFiles, findTestFiles, type TestSuite } from "./test-files.ts";
 import { compileWorkflow, type FieldRead } from "./workflow.ts";
 import { wranglerConfigReader } from "./wrangler-config.ts";
 import { loadYaml, type SourceFile } from "./yaml-source.ts";
@@ -39,6 +40,8 @@ export interface CompileResult {
   bundle: Bundle | null;
   diagnostics: Diagnostic[];
   stats: { workflows: number; steps: number; agents: number; ms: number };
+  /** The `*.test.yaml` files anywhere under the directory (never part of the bundle). */
+  tests: TestSuite[];
 }
 
 export interface CompileOptions {
@@ -60,6 +63,7 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
   };
   const keyOf = (abs: string) => relative(dir, abs).split(sep).join("/");
   const load = (abs: string) => loadYaml(abs, display(abs), keyOf(abs), sink);
+  let tests: TestSuite[] = [];
   const wranglerPath = resolve(opts.wranglerConfig ?? resolve(dir, "..", "wrangler.toml"));
   const wrangler = wranglerConfigReader(wranglerPath, display(wranglerPath), sink);
 
@@ -162,6 +166,7 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
   };
   checkCalls(body, files, sink);
   warnUnknownFields(body, fieldReads, sink);
+  tests = compileTestFiles(findTestFiles(dir).map(load), body, sink);
   if (sink.errorCount > 0) return finish(null);
   const hash = createHash("sha256").update(JSON.stringify(body)).digest("hex");
   const { format, ...rest } = body;
@@ -178,6 +183,7 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
         agents: bundle ? Object.keys(bundle.agents).length : 0,
         ms: Math.round(performance.now() - started),
       },
+      tests,
     };
   }
 }

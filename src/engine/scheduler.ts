@@ -17,6 +17,7 @@ import type {
   JsonSchema,
   WorkflowStep,
 } from "../bundle.ts";
+import { type Clock, systemClock } from "./clock.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
 import { type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
 import type { Masker } from "./mask.ts";
@@ -64,6 +65,8 @@ export interface RunHost {
   fetch: StepContext["fetch"];
   ai?: StepContext["ai"];
   now(): number;
+  /** Timers and the time executors see (retries, back-offs); default the system clock. `now()` agrees with it. */
+  clock?: Clock;
   /** Records persisted by an earlier incarnation of this run, by slash path. */
   restored: ReadonlyMap<string, StepRecord>;
   /** The live record of every step, by slash path (the envelope reads it). */
@@ -367,6 +370,7 @@ function stepContext(
     tools: host.tools,
     approvals: host.approvals?.(path),
     checkpoint: host.checkpoint?.(path),
+    clock: host.clock,
   };
 }
 
@@ -424,7 +428,9 @@ async function runWorkflowStep(
   else signal.addEventListener("abort", onParent, { once: true });
   const tighter = deadline < opts.deadline;
   const childTimeout = () => new StepError("timeout", `${child.name} reached its timeout_s`);
-  const timer = tighter ? setTimeout(() => childAbort.abort(childTimeout()), deadline - now) : undefined;
+  const cancelTimer = tighter
+    ? (host.clock ?? systemClock).setTimer(() => childAbort.abort(childTimeout()), deadline - now)
+    : undefined;
   const budget = opts.budget.child(child.policy.costBudgetUsd, path);
   try {
     return await runPipeline(host, child, {
@@ -443,7 +449,7 @@ async function runWorkflowStep(
     if (err instanceof StepError && !signal.aborted) throw err;
     throw signal.aborted ? signal.reason : err;
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    cancelTimer?.();
     signal.removeEventListener("abort", onParent);
     aggregateChildMetrics(host, child, `${path}/`, rec);
   }

@@ -4,6 +4,7 @@
  * closed list of codes, and the context an executor gets. No Worker APIs here.
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import type { Clock } from "./clock.ts";
 
 /** `pending_approval`: an agent step waiting for a human decision (SPEC 9); the run stays `running`. */
 export type StepStatus =
@@ -41,6 +42,8 @@ export const STEP_ERROR_CODES = [
   "low_quality",
   "low_confidence",
   "human_rejected",
+  // Only in workflow tests (npm run test:workflows): a webhook or agent step without a mock.
+  "unmocked_step",
 ] as const;
 export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
 
@@ -192,6 +195,8 @@ export interface StepContext {
   budget: BudgetLedger;
   /** Optional Workers AI binding (gateway providers of type workers-ai). */
   ai?: { run(model: string, input: unknown, options?: unknown): Promise<unknown> };
+  /** Time and timers (retries, back-offs, signature timestamps); default the system clock. */
+  clock?: Clock;
   /** The step record's tool calls: an agent step appends to it as calls happen. */
   toolCalls?: ToolCallRecord[];
   /** Sets the step record's annotations. */

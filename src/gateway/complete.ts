@@ -8,6 +8,7 @@
  * never quotes a response body. A budget refusal is final: no call is made.
  */
 import type { CompiledGateway, CompiledGroup, CompiledProvider } from "../bundle.ts";
+import { systemClock } from "../engine/clock.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
 import { prepareAnthropic } from "./anthropic.ts";
 import { prepareOpenAi } from "./openai.ts";
@@ -46,7 +47,7 @@ export interface GroupCompletion {
 
 export type GatewayContext = Pick<
   StepContext,
-  "env" | "fetch" | "signal" | "deadline" | "ai" | "budget" | "metrics"
+  "env" | "fetch" | "signal" | "deadline" | "ai" | "budget" | "metrics" | "clock"
 >;
 
 function failureText(e: unknown): string {
@@ -100,6 +101,7 @@ export async function completeInGroup(
         signal: ctx.signal,
         deadline: ctx.deadline,
         ai: ctx.ai,
+        clock: ctx.clock,
         onAttempt: () => {
           ctx.metrics.attempts += 1;
         },
@@ -109,7 +111,7 @@ export async function completeInGroup(
       reservation.settle(0);
       if (ctx.signal.aborted) throw ctx.signal.reason ?? e;
       if (e instanceof StepError) throw e;
-      if (Date.now() >= ctx.deadline) {
+      if ((ctx.clock ?? systemClock).now() >= ctx.deadline) {
         throw new StepError("timeout", `the run deadline passed during a call to ${m.provider}/${m.model}`);
       }
       failures.push(failureText(e));

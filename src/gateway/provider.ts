@@ -7,6 +7,7 @@
  * call's worst-case cost before it is made, and a configuration error must cost nothing.
  */
 import type { CompiledProvider, JsonObject, JsonSchema } from "../bundle.ts";
+import type { Clock } from "../engine/clock.ts";
 import { retryHttp } from "../engine/retry.ts";
 
 /**
@@ -94,6 +95,8 @@ export interface ProviderIo {
   ai?: { run(model: string, input: unknown, options?: unknown): Promise<unknown> };
   /** Called once per HTTP attempt (retries included), for metrics.attempts. */
   onAttempt: () => void;
+  /** Default the system clock. */
+  clock?: Clock;
 }
 
 export interface PreparedCall {
@@ -214,6 +217,7 @@ export async function postCompletion(
     deadline: io.deadline,
     signal: io.signal,
     onAttempt: io.onAttempt,
+    clock: io.clock,
   });
   if (!res.ok) throw await httpFailure(provider, model, res);
   let parsed: Completion | null = null;

@@ -8,6 +8,7 @@
  * `{name, arguments}` or the OpenAI shape) become tool calls. Models without function calling
  * ignore `tools` and answer in text, which the tool loop takes as the final answer.
  */
+import { systemClock } from "../engine/clock.ts";
 import { openAiMessages, openAiTools, parseOpenAiToolCalls } from "./openai.ts";
 import {
   type Completion,
@@ -47,11 +48,15 @@ export function parseAiResult(result: unknown): Completion | null {
 /** ai.run takes no signal: race it against the run signal, the deadline and the attempt timeout. */
 function bounded<T>(work: Promise<T>, io: ProviderIo): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const ms = Math.max(0, Math.min(PROVIDER_ATTEMPT_TIMEOUT_MS, io.deadline - Date.now()));
-    const timer = setTimeout(() => done(() => reject(new Error(`no response within ${ms} ms`))), ms);
+    const clock = io.clock ?? systemClock;
+    const ms = Math.max(0, Math.min(PROVIDER_ATTEMPT_TIMEOUT_MS, io.deadline - clock.now()));
+    const cancelTimer = clock.setTimer(
+      () => done(() => reject(new Error(`no response within ${ms} ms`))),
+      ms,
+    );
     const onAbort = () => done(() => reject(io.signal.reason));
     const done = (fn: () => void) => {
-      clearTimeout(timer);
+      cancelTimer();
       io.signal.removeEventListener("abort", onAbort);
       fn();
     };

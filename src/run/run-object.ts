@@ -11,9 +11,10 @@ import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createLedger, type Ledger, type LedgerState } from "../engine/budget.ts";
+import { systemClock } from "../engine/clock.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
-import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
-import { StepError, type StepRecord } from "../engine/types.ts";
+import { RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
+import type { StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
 import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
 import {
@@ -27,15 +28,14 @@ import {
   runGraph,
 } from "./envelope.ts";
 import { approvalEvent, EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
-import { OutboundLimiter } from "./outbound.ts";
+import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
+import { deadlineError, failureError, settleRecords } from "./settle.ts";
 import { mcpToolHost } from "./tool-host.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
 const HEARTBEAT_MS = 60_000;
 const DEFAULT_RETENTION_S = 7 * 24 * 3600;
-/** Outbound requests in flight per run (the Workers limit of simultaneous connections). */
-export const MAX_OUTBOUND = 6;
 
 export interface StartRequest {
   workflowKey: string;
@@ -91,8 +91,6 @@ const APPROVAL_PREFIX = "approval/";
 const CHECKPOINT_PREFIX = "checkpoint/";
 
 const TERMINAL = new Set(["complete", "failed", "canceled"]);
-/** Statuses of a step that is under way (the engine may still change its record). */
-const IN_FLIGHT = new Set(["running", "pending_approval"]);
 /** Step statuses after which the engine no longer writes to the record. */
 const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
 
@@ -423,7 +421,8 @@ export class RunObject extends DurableObject<Env> {
         save: (state) => kv.put(CHECKPOINT_PREFIX + path, JSON.stringify(this.masker.maskJson(state))),
       }),
       ai: (this.env as unknown as { AI?: RunHost["ai"] }).AI,
-      now: () => Date.now(),
+      now: () => systemClock.now(),
+      clock: systemClock,
       restored,
       records: this.records,
       outboundLimit: MAX_OUTBOUND,
@@ -454,12 +453,7 @@ export class RunObject extends DurableObject<Env> {
           this.abortRun(err); // finishes the run unless onAbort already has
           return;
         }
-        const e = err instanceof StepError ? err : new StepError("internal_error", String(err));
-        this.finish("failed", {
-          code: e.code,
-          message: this.masker.maskText(e.message),
-          step: e.subPath,
-        });
+        this.finish("failed", failureError(err, this.masker));
       },
     );
   }
@@ -481,16 +475,7 @@ export class RunObject extends DurableObject<Env> {
       );
       return;
     }
-    const wf = this.rootWorkflow();
-    // A step whose own deadline handling beat the alarm is already `canceled`: it is the one too.
-    const running =
-      [...this.records.entries()].find(([, r]) => IN_FLIGHT.has(r.status) || r.status === "canceled")?.[0] ??
-      null;
-    this.finish("failed", {
-      code: "timeout",
-      message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
-      step: running,
-    });
+    this.finish("failed", deadlineError(this.rootWorkflow(), this.records));
   }
 
   private finish(
@@ -502,31 +487,14 @@ export class RunObject extends DurableObject<Env> {
     if (!doc || TERMINAL.has(doc.status)) return;
     const now = Date.now();
     // Whatever did not finish is settled here, so the stored envelope is final.
-    const finalRecords = new Map<string, StepRecord>();
-    forEachRecordPath(doc.def, this.rootWorkflow(), this.records, (path, id) => {
-      const current = this.records.get(path) ?? pendingRecord(id);
-      // Only records still in flight can be touched by late results; finished ones are final
-      // already, and cloning them costs a structured clone per step of every run.
-      const rec: StepRecord = SETTLED.has(current.status) ? current : structuredClone(current);
-      if (IN_FLIGHT.has(rec.status)) {
-        rec.status = "canceled";
-        rec.output = null;
-        rec.finished_at = new Date(now).toISOString();
-        if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
-        // Tool calls of a step cut short are stored too: masked as the scheduler masks finished ones.
-        rec.tool_calls = this.masker.maskJson(
-          (rec.tool_calls ?? []) as unknown as Json,
-        ) as unknown as StepRecord["tool_calls"];
-      } else if (rec.status === "pending") {
-        // Inside a skipped workflow step the steps share its reason (condition_false, ...).
-        const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
-        const inherited =
-          parent?.status === "skipped" ? (parent.output as { reason?: string } | null)?.reason : null;
-        rec.status = "skipped";
-        rec.output = { skipped: true, reason: inherited ?? skipReason };
-      }
-      finalRecords.set(path, rec);
-    });
+    const finalRecords = settleRecords(
+      doc.def,
+      this.rootWorkflow(),
+      this.records,
+      now,
+      skipReason,
+      this.masker,
+    );
     doc.status = status;
     doc.error = error;
     doc.finished_at = new Date(now).toISOString();
