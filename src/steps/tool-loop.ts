@@ -264,6 +264,8 @@ export class ToolLoop {
   /** Asks every server for its tools once per step (kept in the checkpoint), filtered by the allowlists. */
   private async offeredTools(): Promise<OfferedTool[]> {
     if (this.state.tools !== null) return this.state.tools;
+    // A host without tools (the workflow-test runner, whose agents answer from mocks) offers none.
+    if (!this.ctx.tools) return [];
     const listed = await Promise.all(
       this.refs.map(async (ref) => {
         const session = await this.session(ref);
