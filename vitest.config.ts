@@ -3,11 +3,23 @@
  * its Durable Objects and the step executors in workerd (real storage, real alarms), against
  * real HTTP servers on 127.0.0.1 started by test/global-setup.ts.
  */
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { parse } from "smol-toml";
 import { defineConfig } from "vitest/config";
 
 const testBundle = fileURLToPath(new URL("./test/generated/bundle.json", import.meta.url));
+
+/** The rate limit bindings the fixtures are compiled against (test/fixtures/wrangler.toml), for Miniflare. */
+function fixtureRateLimits() {
+  const toml = parse(readFileSync(new URL("./test/fixtures/wrangler.toml", import.meta.url), "utf8")) as {
+    ratelimits?: Array<{ name: string; namespace_id: string; simple: { limit: number; period?: 10 | 60 } }>;
+  };
+  return Object.fromEntries(
+    (toml.ratelimits ?? []).map((r) => [r.name, { namespace_id: r.namespace_id, simple: r.simple }]),
+  );
+}
 
 export default defineConfig({
   test: {
@@ -24,6 +36,7 @@ export default defineConfig({
             "test/gateway/**/*.test.ts",
             "test/scripts/**/*.test.ts",
             "test/reliability/compiler/**/*.test.ts",
+            "test/workflow-tests/**/*.test.ts",
           ],
         },
       },
@@ -32,10 +45,16 @@ export default defineConfig({
           cloudflareTest(({ inject }) => ({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
+              ratelimits: fixtureRateLimits(),
               bindings: {
                 ALLOW_PRIVATE_WEBHOOKS: "true",
                 TARGET_URL: `http://127.0.0.1:${inject<number>("targetPort")}`,
                 MODEL_BASE_URL: `http://127.0.0.1:${inject<number>("modelPort")}`,
+                MCP_EVERYTHING_URL: inject<string>("mcpEverythingUrl"),
+                MCP_TOOLS_URL: inject<string>("mcpToolsUrl"),
+                SIGNER_URL: `http://127.0.0.1:${inject<number>("signerPort")}`,
+                DISCORD_PUBLIC_KEY: inject<string>("discordPublicKey"),
+                GREETING: "Hello",
                 ...inject<Record<string, string>>("testSecrets"),
               },
             },

@@ -112,7 +112,7 @@ export class UnlistedRunObject extends CountingRunObject {
     const index = {
       idFromName: (name: string) => name,
       get: () => nowhere,
-    } as unknown as DurableObjectNamespace;
+    } as unknown as Env["RUN_INDEX"];
     super(ctx, { ...env, RUN_INDEX: index });
   }
 }

@@ -21,6 +21,8 @@ if (errors > 0) {
   console.error(`invalid: ${summary}`);
   process.exit(1);
 }
+const cases = result.tests.reduce((n, t) => n + t.cases.length, 0);
+const tests = result.tests.length > 0 ? `, ${result.tests.length} test files (${cases} cases)` : "";
 console.log(
-  `valid: ${result.stats.workflows} workflows, ${result.stats.steps} steps, ${result.stats.agents} agents (${summary})`,
+  `valid: ${result.stats.workflows} workflows, ${result.stats.steps} steps, ${result.stats.agents} agents${tests} (${summary})`,
 );

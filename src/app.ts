@@ -1,19 +1,26 @@
 /**
  * HTTP routes (SPEC section 4). The invoke path checks, in this order: the workflow exists, the
- * caller's credentials, the body (size, JSON object), `params.schema`, the secrets' configuration;
- * only then is a run created in its own Durable Object. Every error leaves as
+ * caller's credentials or the sender's signature, the body (size, content type, JSON object or
+ * form), `params.schema`, the secrets' configuration, the rate limit; only then is a run created
+ * in its own Durable Object. Every route that reads runs checks `requireReader`. Every error leaves as
  * application/problem+json through `HttpProblem`, never with a stack or a secret.
  */
 
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
-import type { Bundle, CompiledWorkflow, Json, JsonObject } from "./bundle.ts";
+import type { Bundle, CompiledWorkflow } from "./bundle.ts";
 import { createMasker } from "./engine/mask.ts";
 import { validateJson } from "./engine/schema.ts";
-import { requireAuth } from "./http/auth.ts";
-import { readParams } from "./http/body.ts";
+import { authenticatedBody, isSignature, requireReader } from "./http/auth.ts";
+import { readDecision } from "./http/decision.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { runListPage } from "./http/run-list.ts";
+import { startRun } from "./http/start-run.ts";
+import { decodeParams } from "./http/triggers/body.ts";
+import { enforceRateLimit } from "./http/triggers/rate-limit.ts";
+import { recordRequest } from "./http/triggers/request-headers.ts";
+import { invokeResponse } from "./http/triggers/response.ts";
+import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { forgetRun } from "./run/listing.ts";
 import type { RunRpc } from "./run/run-object.ts";
@@ -32,9 +39,12 @@ app.post("/invoke/:name", async (c) => {
   const name = c.req.param("name");
   const { key, wf } = invocable(name, "");
   const env = c.env as unknown as Record<string, unknown>;
-  await requireAuth(wf.auth, c.req.raw.headers, env);
-
-  const params = await readParams(c.req.raw);
+  const req = c.req.raw;
+  // The triggers pipeline (SPEC section 5): credentials or signature (on the raw bytes), the body
+  // by its content type, the declared request headers, params.schema, the rate limit, the run.
+  const body = await authenticatedBody(wf.auth, req, env);
+  const params = decodeParams(body, req.headers.get("content-type"));
+  const request = recordRequest(wf.invoke.headers, req.headers);
   const secrets = collectSecrets(bundle, wf, env);
   const violations = validateJson(wf.paramsSchema, params);
   if (violations.length > 0) {
@@ -60,17 +70,19 @@ app.post("/invoke/:name", async (c) => {
       `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
     );
   }
+  await enforceRateLimit(wf, { params, request }, env);
 
-  const waitS = requestedWait(c.req.raw);
-  const ns = c.env.RUNS;
-  const id = idempotencyKey === null ? ns.newUniqueId() : ns.idFromName(`${wf.name}\n${idempotencyKey}`);
-  const stub = ns.get(id) as unknown as RunRpc;
-  const result = await stub.start({
-    workflowKey: key,
+  const requested = requestedWait(req);
+  const response = wf.invoke.response;
+  const waitS = requested > 0 ? requested : (response?.waitS ?? 0);
+  const result = await startRun(c.env, key, wf, {
     params,
-    bodyHash: idempotencyKey === null ? null : await canonicalHash(params),
-    idempotencyKey,
-    waitMs: waitS * 1000,
+    request,
+    // A sender's redelivery carries the same delivery id: it reaches the same run.
+    idempotencyKey:
+      idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null),
+    waitS,
+    origin: new URL(c.req.url).origin,
   });
   if (result.outcome === "conflict") {
     throw new HttpProblem(
@@ -79,6 +91,7 @@ app.post("/invoke/:name", async (c) => {
     );
   }
   const location = `/runs/${result.runId}`;
+  if (response && result.envelope) return invokeResponse(wf, response, result.envelope, env);
   // Without a requested wait the answer is 202 even for a run that has already finished (a
   // replayed Idempotency-Key), as SPEC's "answers as an invoke of that run would".
   if (result.envelope && waitS > 0) {
@@ -91,7 +104,7 @@ async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Reques
   const stub = runStub(c.env, c.req.param("id"));
   const view = stub ? await stub.view() : null;
   if (!stub || !view) throw new HttpProblem("run_not_found", "no run with this id");
-  await requireAuth(view.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  await requireReader(view.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   return { stub, view };
 }
 
@@ -117,6 +130,41 @@ app.post("/runs/:id/cancel", async (c) => {
   return c.json(result.envelope, 202);
 });
 
+// ---- Approvals (SPEC 9): the run object owns them; the same credentials as the run's workflow.
+
+app.get("/runs/:id/approvals", async (c) => {
+  const { stub } = await viewRun(c);
+  const approvals = await stub.approvals();
+  if (!approvals) throw new HttpProblem("run_not_found", "no run with this id");
+  return c.json({ approvals });
+});
+
+app.post("/runs/:id/approvals/:approval", async (c) => {
+  const { stub } = await viewRun(c);
+  const { decision, comment } = await readDecision(c.req.raw);
+  return decided(await stub.decide({ id: c.req.param("approval") }, decision, comment));
+});
+
+// ktsu's form: POST /runs/{run_id}/steps/{step}/approval/decide decides the step's pending approval
+// (`{step}` a slash path, its slashes as they are or percent-encoded).
+app.post("/runs/:id/steps/*", async (c) => {
+  const rest = c.req.path.slice(`/runs/${c.req.param("id")}/steps/`.length);
+  const m = /^(.+)\/approval\/decide$/.exec(rest);
+  if (!m?.[1]) throw new HttpProblem("not_found", "no such route");
+  const { stub } = await viewRun(c);
+  const { decision, comment } = await readDecision(c.req.raw);
+  return decided(await stub.decide({ step: decodeURIComponent(m[1]) }, decision, comment));
+});
+
+function decided(result: Awaited<ReturnType<RunRpc["decide"]>>): Response {
+  if (result.outcome === "not_found")
+    throw new HttpProblem("approval_not_found", "no such approval in this run");
+  if (result.outcome === "already_decided") {
+    throw new HttpProblem("approval_already_decided", `the approval is already ${result.approval.status}`);
+  }
+  return Response.json(result.approval);
+}
+
 app.delete("/runs/:id", async (c) => {
   const { stub, view } = await viewRun(c);
   const e = view.envelope;
@@ -139,7 +187,7 @@ app.get("/runs", async (c) => {
   const name = query.get("workflow");
   if (!name) throw new HttpProblem("invalid_query", "workflow is required (GET /runs?workflow=NAME)");
   const { wf } = invocable(name, "");
-  await requireAuth(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   return c.json(await runListPage(c.env, wf.name, query));
 });
 
@@ -181,17 +229,4 @@ function requestedWait(req: Request): number {
   const raw = fromQuery ?? m?.[1] ?? null;
   const n = raw === null ? 0 : Number.parseInt(raw, 10);
   return Number.isFinite(n) && n > 0 ? Math.min(n, MAX_WAIT_S) : 0;
-}
-
-/** Canonical JSON (sorted keys) so that equal bodies hash equal whatever their key order. */
-function canonical(v: Json): string {
-  if (v === null || typeof v !== "object") return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
-  const keys = Object.keys(v).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as JsonObject)[k] ?? null)}`).join(",")}}`;
-}
-
-async function canonicalHash(v: Json): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonical(v)));
-  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

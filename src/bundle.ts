@@ -45,6 +45,10 @@ export interface CompiledWorkflow {
   /** Declared env (root workflows only; always [] for files used as sub-workflows). */
   env: EnvDecl[];
   auth: CompiledAuth | null;
+  /** `invoke.headers`, `invoke.response`, `invoke.rate_limit` (SPEC section 5). */
+  invoke: CompiledInvoke;
+  /** `schedule` entries: one run per entry whose cron fires (root workflows only). */
+  schedule: CompiledSchedule[];
   policy: {
     /** null: no budget. */
     costBudgetUsd: number | null;
@@ -55,14 +59,86 @@ export interface CompiledWorkflow {
   };
   /** In pipeline order. The run's output is the output of the last one. */
   steps: CompiledStep[];
+  /**
+   * Top-level `webhooks:` of the file (ktsu's side of the dual opt-in): `suppress` silences this
+   * file's webhooks when it runs as a sub-workflow, whatever the calling step says. Absent or
+   * `execute`: the calling step decides. No effect on a root run.
+   */
+  webhooks?: "execute" | "suppress";
 }
 
-export interface CompiledAuth {
+/** `invoke.auth`: a credential header (`raw`, `bearer`) or a sender's signature scheme. */
+export type CompiledAuth = TokenAuth | SignatureAuth;
+
+export interface TokenAuth {
+  scheme: "raw" | "bearer";
   /** Header name, lower-cased. Default `authorization`. */
   header: string;
-  scheme: "raw" | "bearer";
-  /** Name of the declared env var holding the expected secret. */
-  secretEnv: string;
+  /** Env vars holding accepted secrets (one, or several while a secret is rotated). */
+  secretEnvs: string[];
+}
+
+export const SIGNATURE_SCHEMES = [
+  "hmac",
+  "github",
+  "stripe",
+  "slack",
+  "standard-webhooks",
+  "shopify",
+  "linear",
+  "twilio",
+  "discord",
+] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+export interface SignatureAuth {
+  scheme: SignatureScheme;
+  /** Env vars holding the signing secrets (any one verifying is enough); [] for `discord`. */
+  secretEnvs: string[];
+  /** Largest distance in seconds between a signed timestamp and now (default 300). */
+  toleranceS: number;
+  /** `hmac` only: where the signature is and how it is written. */
+  hmac: {
+    header: string;
+    prefix: string;
+    algorithm: "sha1" | "sha256" | "sha512";
+    encoding: "hex" | "base64";
+  } | null;
+  /** `twilio` only: the public URL configured at Twilio (null: the URL the Worker sees). */
+  url: string | null;
+  /** `discord` only: the application's Ed25519 public key, as hex or as an env var holding it. */
+  publicKey: { hex: string } | { env: string } | null;
+}
+
+export interface CompiledInvoke {
+  /** Declared request headers: `name` as sent (lower-cased), `key` as read (`x_github_event`). */
+  headers: Array<{ name: string; key: string }>;
+  response: CompiledResponse | null;
+  rateLimit: CompiledRateLimit | null;
+}
+
+export interface CompiledResponse {
+  /** How long an invoke without `Prefer: wait` waits for the run (1..60). */
+  waitS: number;
+  status: number;
+  contentType: "application/json" | "text/plain" | "text/xml";
+  /** Rendered against {params, env, step, request} once the run completed. */
+  body: Template;
+}
+
+export interface CompiledRateLimit {
+  /** Name of the `[[ratelimits]]` binding in wrangler.toml. */
+  binding: string;
+  /** null: the workflow name. Reads only `params` and `request`. */
+  key: Template | null;
+  /** The binding's period in seconds (10 or 60): what `Retry-After` says. */
+  periodS: number;
+}
+
+export interface CompiledSchedule {
+  /** Exactly as in wrangler.toml `[triggers] crons` (the event's `cron` is compared to it). */
+  cron: string;
+  params: JsonObject;
 }
 
 interface StepBase {
@@ -73,11 +149,33 @@ interface StepBase {
   ancestors: string[];
   /** JMESPath (ids already quoted), evaluated against {params, env, step}. */
   condition: string | null;
+  /**
+   * The step's `output.schema` (ktsu's air-lock), validated against its output (a fan-out's
+   * `{results}`); a mismatch fails the step with `output_schema_mismatch`. Absent: none.
+   */
+  outputSchema?: JsonSchema | null;
+}
+
+/**
+ * `for_each` of an agent, webhook or workflow step (SPEC section 8): the step runs once per item
+ * of the array `from` evaluates to; its output is `{"results": [...]}` in input order.
+ */
+export interface ForEach {
+  /** JMESPath over {params, env, step, request} (ids quoted); must give an array. */
+  from: string;
+  /** Items in flight at once; null: all (always within the run's outbound limit). */
+  concurrency: number | null;
+  /** Keep the first N items; null: up to 1000, more fails the step (`too_many_items`). */
+  maxItems: number | null;
+  /** 0: fail at the first failed item; N: tolerate N; -1: tolerate all. */
+  maxFailures: number;
 }
 
 export type CompiledStep = AgentStep | WorkflowStep | TransformStep | WebhookStep;
 
 export interface AgentStep extends StepBase {
+  /** Fan-out over an array; absent: the step runs once. */
+  forEach?: ForEach;
   kind: "agent";
   /** Key into Bundle.agents. */
   agent: string;
@@ -85,9 +183,16 @@ export interface AgentStep extends StepBase {
   /** Step override of the agent's group, already checked to exist. */
   group: string | null;
   maxTokens: number | null;
+  /**
+   * `confidence_threshold` (0..1): an output whose `ktsu_confidence` is below it is reflected on
+   * (with `prompt.reflect`) or fails the step. Absent or null: no threshold.
+   */
+  confidenceThreshold?: number | null;
 }
 
 export interface WorkflowStep extends StepBase {
+  /** Fan-out over an array; absent: the step runs once. */
+  forEach?: ForEach;
   kind: "workflow";
   /** Key into Bundle.workflows. */
   workflow: string;
@@ -114,6 +219,8 @@ export type TransformOp =
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface WebhookStep extends StepBase {
+  /** Fan-out over an array; absent: the step runs once. */
+  forEach?: ForEach;
   kind: "webhook";
   url: Template;
   method: HttpMethod;
@@ -155,6 +262,62 @@ export interface CompiledAgent {
   /** User prompt template with `{{ params.X }}`; null: params are sent as JSON. */
   user: Template | null;
   outputSchema: JsonSchema | null;
+  /** `prompt.reflect` (`{{ params.X }}` allowed); absent or null: no reflect call. */
+  reflect?: Template | null;
+  /**
+   * The tool servers the agent may call (`servers:`). Absent in definitions compiled before
+   * tools existed (a run stays pinned to the definition it started with), which means none.
+   */
+  servers?: CompiledServerRef[];
+  /** Params whose schema says `secret: true`: never sent to the model (ktsu's secret marking). */
+  secretParams?: string[];
+}
+
+/** One entry of an agent's `servers:` block, with the server file it points to compiled in. */
+export interface CompiledServerRef {
+  /** The agent's name for the server (`servers[].name`); tool_calls[].server shows it. */
+  name: string;
+  server: CompiledServer;
+  /** Values for the server's params: literals or `{{ params.X }}` of the agent. */
+  params: Record<string, Template>;
+  /** `access.allowlist`; null: no `access`, every tool of the server is allowed. */
+  allow: CompiledAllowEntry[] | null;
+}
+
+export interface CompiledAllowEntry {
+  /** An exact tool name, `prefix*` or `*`. */
+  pattern: string;
+  approval: CompiledApprovalPolicy | null;
+}
+
+export interface CompiledApprovalPolicy {
+  onReject: "fail" | "recover";
+  /** Seconds; null: until the run's deadline. */
+  timeoutS: number | null;
+  timeoutBehavior: "fail" | "reject";
+  /** Where the approval is POSTed when it is requested; templates read the agent's params. */
+  notify: { url: Template; signSecret: Template | null } | null;
+}
+
+/** A compiled `*.server.yaml` (ktsu format): an MCP endpoint and how to reach it. */
+export interface CompiledServer {
+  /** Path relative to workflows/. */
+  key: string;
+  name: string;
+  description: string | null;
+  /** The MCP endpoint; `{{ params.X }}` reads the server's own params. */
+  url: Template;
+  auth: { header: string; scheme: "raw" | "bearer"; secret: Template } | null;
+  params: Record<string, CompiledServerParam>;
+  /** Per tool call (default 30). */
+  timeoutS: number;
+}
+
+export interface CompiledServerParam {
+  secret: boolean;
+  /** The default; absent when the param has none (then the agent must give it). */
+  default?: Json;
+  description: string | null;
 }
 
 export interface CompiledGateway {

@@ -1,6 +1,16 @@
-/** Worker entry: the Hono app as default export, and the run Durable Object class. */
+/**
+ * Worker entry: HTTP requests go to the Hono app, cron events to the schedule handler; the run
+ * Durable Object classes are exported beside them.
+ */
 import { app } from "./app.ts";
+import { runSchedules } from "./http/triggers/schedule.ts";
 
 export { RunIndex } from "./run/run-index.ts";
 export { RunObject } from "./run/run-object.ts";
-export default app;
+
+export default {
+  fetch: app.fetch,
+  async scheduled(controller, env) {
+    await runSchedules(controller, env);
+  },
+} satisfies ExportedHandler<Env>;

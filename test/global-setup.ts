@@ -1,7 +1,7 @@
 /**
  * Runs in Node before the workers project: compiles test/fixtures/workflows into the bundle the
  * Worker under test imports (alias `workflow-bundle`), and starts the real HTTP servers the
- * tests talk to on 127.0.0.1 (webhook targets, model provider stubs). Ports and the secret
+ * tests talk to on 127.0.0.1 (webhook targets, model provider stubs, the senders' signer). Ports and the secret
  * values the fixtures use reach workerd as bindings (vitest.config.ts).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -9,7 +9,10 @@ import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { compileProject } from "../src/compiler/index.ts";
 import { TEST_SECRETS } from "./fixtures/secrets.ts";
+import { startMcpTools } from "./servers/mcp-tools.ts";
 import { startModelStub } from "./servers/model-stub.ts";
+import { startServerEverything } from "./servers/server-everything.ts";
+import { startSigner } from "./servers/signer.ts";
 import { startWebhookTarget } from "./servers/webhook-target.ts";
 
 declare module "vitest" {
@@ -17,6 +20,12 @@ declare module "vitest" {
     targetPort: number;
     modelPort: number;
     testSecrets: Record<string, string>;
+    /** server-everything's Streamable HTTP endpoint. */
+    mcpEverythingUrl: string;
+    /** Our logging MCP server (test/servers/mcp-tools.ts), both transports. */
+    mcpToolsUrl: string;
+    signerPort: number;
+    discordPublicKey: string;
   }
 }
 
@@ -33,11 +42,21 @@ export default async function setup(project: TestProject) {
 
   const target = await startWebhookTarget();
   const model = await startModelStub();
+  const signer = await startSigner();
+  const everything = await startServerEverything();
+  const tools = await startMcpTools();
   project.provide("targetPort", target.port);
   project.provide("modelPort", model.port);
   project.provide("testSecrets", TEST_SECRETS);
+  project.provide("signerPort", signer.port);
+  project.provide("discordPublicKey", signer.discordPublicKey);
+  project.provide("mcpEverythingUrl", everything.url);
+  project.provide("mcpToolsUrl", `http://127.0.0.1:${tools.port}`);
   return async () => {
     await target.close();
     await model.close();
+    await signer.close();
+    await everything.close();
+    await tools.close();
   };
 }

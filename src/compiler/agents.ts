@@ -11,11 +11,14 @@ import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
+import { ServerCompiler, secretParamNames } from "./servers.ts";
 import { checkStructure } from "./structure-check.ts";
 import { compileTemplate, hasTemplate } from "./templates.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 const BUILTIN_REF = /^([A-Za-z0-9_-]+)\/([A-Za-z0-9_.-]+)@(.*)$/;
+/** SPEC 9: model calls of one agent step when the agent file sets no `max_turns`. */
+const DEFAULT_MAX_TURNS = 10;
 
 export interface ResolvedAgent {
   key: string;
@@ -34,11 +37,13 @@ export class AgentResolver {
   private readonly sink: DiagnosticSink;
   private readonly gateway: CompiledGateway;
   private readonly files: AgentFiles;
+  private readonly servers: ServerCompiler;
 
   constructor(sink: DiagnosticSink, gateway: CompiledGateway, files: AgentFiles) {
     this.sink = sink;
     this.gateway = gateway;
     this.files = files;
+    this.servers = new ServerCompiler(sink, files);
   }
 
   /** Every agent resolved so far, by bundle key. */
@@ -151,13 +156,15 @@ export class AgentResolver {
     const prompt = (d.prompt && typeof d.prompt === "object" ? d.prompt : {}) as {
       system?: unknown;
       user?: unknown;
+      reflect?: unknown;
     };
     if (typeof prompt.system === "string" && hasTemplate(prompt.system)) {
       err(["prompt", "system"], "`prompt.system` must be static: `{{ }}` is only allowed in `prompt.user`");
     }
-    let user: Template | null = null;
-    if (typeof prompt.user === "string") {
-      user = compileTemplate(prompt.user, ["prompt", "user"], {
+    const secretParams = secretParamNames(paramsSchema);
+    /** `prompt.user` and `prompt.reflect`: `{{ params.X }}` only, and never a secret param (the model would see it). */
+    const promptTemplate = (text: string, field: "user" | "reflect"): Template =>
+      compileTemplate(text, ["prompt", field], {
         expr: (e, path) => {
           const c = checkExpression(e, []);
           if (!c.ok) {
@@ -167,12 +174,31 @@ export class AgentResolver {
           for (const p of rootPaths(c.ast)) {
             if (p[0] !== "params")
               err(path, `\`{{ ${e} }}\`: an agent prompt can only read \`params\`, not \`${p[0] ?? "$"}\``);
+            else if (p[1] !== undefined && secretParams.includes(p[1]))
+              err(
+                path,
+                `\`{{ ${e} }}\`: param \`${p[1]}\` is \`secret: true\`; a prompt would send it to the model`,
+              );
           }
           return c.text;
         },
-        malformed: (msg, path) => err(path, `\`prompt.user\`: ${msg}`),
+        malformed: (msg, path) => err(path, `\`prompt.${field}\`: ${msg}`),
       });
-    }
+    const user = typeof prompt.user === "string" ? promptTemplate(prompt.user, "user") : null;
+    const reflect = typeof prompt.reflect === "string" ? promptTemplate(prompt.reflect, "reflect") : null;
+
+    const props =
+      params && typeof params.schema === "object" && params.schema !== null
+        ? (params.schema as { properties?: unknown }).properties
+        : undefined;
+    const servers = this.servers.compileRefs(
+      {
+        file,
+        params: props && typeof props === "object" ? new Set(Object.keys(props as object)) : null,
+        secretParams: new Set(secretParams),
+      },
+      d.servers,
+    );
 
     const agent: CompiledAgent = {
       key: file.key,
@@ -180,11 +206,15 @@ export class AgentResolver {
       description: typeof d.description === "string" ? d.description : null,
       builtin: null,
       group,
-      maxTurns: typeof d.max_turns === "number" ? d.max_turns : 1,
+      maxTurns: typeof d.max_turns === "number" ? d.max_turns : DEFAULT_MAX_TURNS,
       paramsSchema: paramsSchema as CompiledAgent["paramsSchema"],
       system: typeof prompt.system === "string" ? prompt.system : null,
       user,
       outputSchema: (output?.schema ?? null) as CompiledAgent["outputSchema"],
+      // Only when set: older bundles (and pinned runs) simply lack them.
+      ...(reflect ? { reflect } : {}),
+      ...(servers.length > 0 ? { servers } : {}),
+      ...(secretParams.length > 0 ? { secretParams } : {}),
     };
     return { key: file.key, agent, maxTokens };
   }

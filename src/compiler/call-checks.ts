@@ -38,6 +38,13 @@ export function checkCalls(
       } else if (step.kind === "workflow") {
         const child = bundle.workflows[step.workflow];
         if (!child) continue;
+        if (step.webhooks === "execute" && child.webhooks === "suppress") {
+          sink.warning(
+            file.display,
+            file.at(["pipeline", index, "webhooks"]),
+            `step \`${step.id}\` says \`webhooks: execute\`, but \`${child.key}\` declares \`webhooks: suppress\`: its webhook steps are always skipped`,
+          );
+        }
         check(
           file,
           index,

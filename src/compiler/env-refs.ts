@@ -9,11 +9,53 @@ import { hint } from "./did-you-mean.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 const ENV_REF = /^\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/;
+/** ktsu's working files write `env:NAME` (the only form ktsu itself resolves in `invoke.auth.secret`). */
+const ENV_SHORTHAND = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
 
-/** NAME of an exact `{{ env.NAME }}`, else null. */
+/** NAME of an exact `{{ env.NAME }}` or of ktsu's whole-string `env:NAME`, else null. */
 export function envRefName(v: unknown): string | null {
   if (typeof v !== "string") return null;
-  return ENV_REF.exec(v.trim())?.[1] ?? null;
+  return ENV_REF.exec(v.trim())?.[1] ?? envShorthandName(v);
+}
+
+/** NAME when `v` is exactly ktsu's `env:NAME`, else null. */
+export function envShorthandName(v: unknown): string | null {
+  if (typeof v !== "string") return null;
+  return ENV_SHORTHAND.exec(v)?.[1] ?? null;
+}
+
+/** The warning for an `env:NAME` that is taken as `{{ env.NAME }}`. */
+export function envShorthandWarning(name: string): string {
+  return `\`env:${name}\` is ktsu's shorthand and is read as \`{{ env.${name} }}\`; write \`{{ env.${name} }}\``;
+}
+
+/**
+ * Replaces every whole string `env:NAME` in `v` by `{{ env.NAME }}` where `take(name, path)` says
+ * so (NAME is declared); other strings, `env:` ones included, stay as they are.
+ */
+export function expandEnvShorthand(
+  v: unknown,
+  path: DataPath,
+  take: (name: string, path: DataPath) => boolean,
+): unknown {
+  if (typeof v === "string") {
+    const name = envShorthandName(v);
+    return name !== null && take(name, path) ? `{{ env.${name} }}` : v;
+  }
+  if (Array.isArray(v)) return v.map((x, i) => expandEnvShorthand(x, [...path, i], take));
+  if (v && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      Object.defineProperty(out, k, {
+        value: expandEnvShorthand(x, [...path, k], take),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return out;
+  }
+  return v;
 }
 
 /**
@@ -53,6 +95,7 @@ export function declaredEnvRef(
 ): string | null {
   const name = envRefName(value);
   if (name === null) return null; // the format schema already reported the shape
+  if (envShorthandName(value) !== null) sink.warning(file.display, file.at(path), envShorthandWarning(name));
   if (!declared.some((d) => d.name === name)) {
     sink.error(
       file.display,

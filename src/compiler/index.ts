@@ -19,7 +19,9 @@ import { compileGateway, EMPTY_GATEWAY } from "./gateway.ts";
 import { warnUnknownFields } from "./output-shapes.ts";
 import { analyseGraph, type Edge } from "./project-graph.ts";
 import { checkStructure } from "./structure-check.ts";
+import { compileTestFiles, findTestFiles, type TestSuite } from "./test-files.ts";
 import { compileWorkflow, type FieldRead } from "./workflow.ts";
+import { wranglerConfigReader } from "./wrangler-config.ts";
 import { loadYaml, type SourceFile } from "./yaml-source.ts";
 
 export interface Diagnostic {
@@ -38,10 +40,20 @@ export interface CompileResult {
   bundle: Bundle | null;
   diagnostics: Diagnostic[];
   stats: { workflows: number; steps: number; agents: number; ms: number };
+  /** The `*.test.yaml` files anywhere under the directory (never part of the bundle). */
+  tests: TestSuite[];
+}
+
+export interface CompileOptions {
+  /**
+   * The wrangler.toml whose `[triggers] crons` and `[[ratelimits]]` the workflows' `schedule` and
+   * `invoke.rate_limit` are checked against. Default: `wrangler.toml` beside the workflows folder.
+   */
+  wranglerConfig?: string;
 }
 
 /** Compiles every `*.workflow.yaml` directly in `workflowsDir` and everything they reference. */
-export function compileProject(workflowsDir: string): CompileResult {
+export function compileProject(workflowsDir: string, opts: CompileOptions = {}): CompileResult {
   const started = performance.now();
   const dir = resolve(workflowsDir);
   const sink = new DiagnosticSink();
@@ -51,6 +63,9 @@ export function compileProject(workflowsDir: string): CompileResult {
   };
   const keyOf = (abs: string) => relative(dir, abs).split(sep).join("/");
   const load = (abs: string) => loadYaml(abs, display(abs), keyOf(abs), sink);
+  let tests: TestSuite[] = [];
+  const wranglerPath = resolve(opts.wranglerConfig ?? resolve(dir, "..", "wrangler.toml"));
+  const wrangler = wranglerConfigReader(wranglerPath, display(wranglerPath), sink);
 
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     sink.error(display(dir), { line: 1, col: 1 }, "workflows directory not found");
@@ -125,6 +140,7 @@ export function compileProject(workflowsDir: string): CompileResult {
       invocable: roots.includes(abs),
       underBudget: graph.underBudget.has(abs),
       fieldReads,
+      wrangler,
     });
     if (!wf) continue;
     const other = names.get(wf.name);
@@ -150,6 +166,7 @@ export function compileProject(workflowsDir: string): CompileResult {
   };
   checkCalls(body, files, sink);
   warnUnknownFields(body, fieldReads, sink);
+  tests = compileTestFiles(findTestFiles(dir).map(load), body, sink);
   if (sink.errorCount > 0) return finish(null);
   const hash = createHash("sha256").update(JSON.stringify(body)).digest("hex");
   const { format, ...rest } = body;
@@ -166,6 +183,7 @@ export function compileProject(workflowsDir: string): CompileResult {
         agents: bundle ? Object.keys(bundle.agents).length : 0,
         ms: Math.round(performance.now() - started),
       },
+      tests,
     };
   }
 }

@@ -2,7 +2,8 @@
  * What the compiler knows about a step's output shape, for the warning on `step.X.FIELD` when X
  * can never have FIELD (a typo that would otherwise read null at run time). Known shapes: a
  * transform's `{result}` (then its output.schema), a webhook's `{status, headers, body}`, an
- * agent's output.schema, and a sub-workflow's last step.
+ * agent's output.schema (the step's own, else the agent's), a sub-workflow's last step (or the
+ * step's output.schema), and a fan-out's `{results}`.
  */
 import type { Bundle, CompiledStep, JsonSchema } from "../bundle.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
@@ -44,14 +45,17 @@ function stepShape(bundle: Omit<Bundle, "hash">, workflowKey: string, stepId: st
   if (depth > 10) return null;
   const step: CompiledStep | undefined = bundle.workflows[workflowKey]?.steps.find((s) => s.id === stepId);
   if (!step) return null;
+  // A fan-out's output is its items' results, whatever each item gives.
+  if (step.kind !== "transform" && step.forEach) return { properties: { results: null } };
   switch (step.kind) {
     case "transform":
       return { properties: { result: schemaShape(step.outputSchema) } };
     case "webhook":
       return { properties: { status: null, headers: null, body: null } };
     case "agent":
-      return schemaShape(bundle.agents[step.agent]?.outputSchema ?? null);
+      return schemaShape(step.outputSchema ?? bundle.agents[step.agent]?.outputSchema ?? null);
     case "workflow": {
+      if (step.outputSchema) return schemaShape(step.outputSchema);
       const child = bundle.workflows[step.workflow];
       const last = child?.steps[child.steps.length - 1];
       return child && last ? stepShape(bundle, child.key, last.id, depth + 1) : null;

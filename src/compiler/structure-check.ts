@@ -39,7 +39,7 @@ export const FORMAT_SCHEMA: FormatSchema = JSON.parse(
   readFileSync(new URL("../../schema/workflow.schema.json", import.meta.url), "utf8"),
 );
 
-export type FileKind = "workflowFile" | "agentFile" | "gatewayFile";
+export type FileKind = "workflowFile" | "agentFile" | "gatewayFile" | "serverFile";
 
 /** Step field -> the step kinds it belongs to (from `x-applies-to`; absent = every kind). */
 export function stepFieldKinds(): Map<string, string[]> {
@@ -58,16 +58,32 @@ export function checkStructure(file: SourceFile, kind: FileKind, sink: Diagnosti
   new Walker(file, sink).check(file.data, root, []);
 }
 
+/** The same check against `$defs[def]` of another format schema (schema/test.schema.json). */
+export function checkAgainstSchema(
+  file: SourceFile,
+  doc: FormatSchema,
+  def: string,
+  sink: DiagnosticSink,
+): void {
+  const root = doc.$defs?.[def];
+  if (!root) throw new Error(`schema has no $defs/${def}`);
+  new Walker(file, sink, doc).check(file.data, root, []);
+}
+
 class Walker {
   private readonly file: SourceFile;
   private readonly sink: DiagnosticSink;
+  /** The schema document `$ref`s resolve in. */
+  private readonly doc: FormatSchema;
 
-  constructor(file: SourceFile, sink: DiagnosticSink) {
+  constructor(file: SourceFile, sink: DiagnosticSink, doc: FormatSchema = FORMAT_SCHEMA) {
+    this.doc = doc;
     this.file = file;
     this.sink = sink;
   }
 
   check(value: unknown, schemaIn: FormatSchema, path: DataPath): void {
+    const deref = (s: FormatSchema) => derefIn(this.doc, s);
     let schema = deref(schemaIn);
     if (schema.anyOf) {
       const branch = schema.anyOf.map(deref).find((b) => b.type === undefined || typeMatches(value, b.type));
@@ -202,11 +218,11 @@ export function dotted(path: DataPath): string {
   return out;
 }
 
-function deref(schema: FormatSchema): FormatSchema {
+function derefIn(doc: FormatSchema, schema: FormatSchema): FormatSchema {
   let s = schema;
   for (let i = 0; s.$ref && i < 20; i++) {
     const name = s.$ref.replace(/^#\/\$defs\//, "");
-    const target = FORMAT_SCHEMA.$defs?.[name];
+    const target = doc.$defs?.[name];
     if (!target) throw new Error(`schema: unresolved $ref ${s.$ref}`);
     // Keywords next to $ref (a description, x-applies-to) apply too.
     s = { ...target, ...withoutKeys(s, ["$ref"]) };

@@ -1,36 +1,52 @@
 /**
  * Compiles one workflow file into a CompiledWorkflow: step kinds and the fields each kind
  * accepts, ids and dependencies (implicit previous-step edges, cycles, ancestors), every
- * expression (quoted ids, syntax, which steps and env vars it reads), templates, env and auth,
- * and the webhook rule that keeps secrets away from caller-chosen hosts. Project-wide facts
+ * expression (quoted ids, syntax, which steps, env vars and request headers it reads), templates,
+ * env (triggers — auth, headers, response, rate limit, schedule — are in invoke.ts), and the webhook rule that keeps secrets away from caller-chosen hosts. Project-wide facts
  * (is this file used as a sub-workflow, is it under a budget, which agents and groups exist)
  * come in through WorkflowContext.
  */
 import type {
-  CompiledAuth,
+  AgentStep,
   CompiledGateway,
   CompiledStep,
   CompiledWorkflow,
   EnvDecl,
+  ForEach,
   HttpMethod,
   JsonSchema,
   Template,
   TransformOp,
+  WebhookStep,
+  WorkflowStep,
 } from "../bundle.ts";
 import type { AgentResolver } from "./agents.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
-import { envRefName, readEnvDecls } from "./env-refs.ts";
+import {
+  envRefName,
+  envShorthandName,
+  envShorthandWarning,
+  expandEnvShorthand,
+  readEnvDecls,
+} from "./env-refs.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { unpricedModels } from "./gateway.ts";
+import { compileTriggers } from "./invoke.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
 import { stepFieldKinds, stepLabel } from "./structure-check.ts";
-import { compileTemplate, templateExprs } from "./templates.ts";
+import { compileTemplate, splitTemplate, templateExprs } from "./templates.ts";
+import type { WranglerFacts } from "./wrangler-config.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 export const MAX_STEPS = 200;
 const STEP_KINDS = ["agent", "workflow", "transform", "webhook"] as const;
 type StepKind = (typeof STEP_KINDS)[number];
+/** What `for_each.from` may read (SPEC section 8). */
+const FROM_ROOTS = new Set(["params", "env", "step", "request"]);
+const ITEM_ROOTS = new Set(["item", "item_index"]);
+/** Where an expression sits: a substitution, a condition, or `for_each.from`. */
+type ExprSite = "substitution" | "condition" | "from";
 
 /** A `step.X.FIELD…` read, checked against X's known output shape once everything is compiled. */
 export interface FieldRead {
@@ -55,6 +71,8 @@ export interface WorkflowContext {
   /** This file or some workflow that runs it has `cost_budget_usd`. */
   underBudget: boolean;
   fieldReads: FieldRead[];
+  /** wrangler.toml's crons and rate limit bindings (read on first use). */
+  wrangler: () => WranglerFacts;
 }
 
 type Obj = Record<string, unknown>;
@@ -67,6 +85,12 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   const err = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
     sink.error(file.display, file.at(path, part), msg);
   const name = typeof d.name === "string" ? d.name : "";
+  if (ctx.invocable && name.includes("/")) {
+    err(
+      ["name"],
+      `the name \`${name}\` has a \`/\`: only files used as sub-workflows may have a namespaced name; an invocable workflow's name is the \`{name}\` of POST /invoke/{name}`,
+    );
+  }
 
   // ---- env ---------------------------------------------------------------------------------
   const isSub = ctx.usedBy.length > 0;
@@ -82,6 +106,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     env = [];
   }
   const declared = isSub ? [] : env;
+  const isDeclared = (n: string) => declared.some((e) => e.name === n);
   /** Checks a read of env var `n` at `path`. */
   const useEnv = (n: string | undefined, path: DataPath) => {
     if (isSub) {
@@ -105,28 +130,6 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   const paramsSchema = (isObj(params) && params.schema !== undefined ? params.schema : true) as JsonSchema;
   if (isObj(params) && params.schema !== undefined)
     checkUserSchema(file, ["params", "schema"], params.schema, "params.schema", sink);
-
-  let auth: CompiledAuth | null = null;
-  const invoke = d.invoke as Obj | undefined;
-  const rawAuth = isObj(invoke) ? invoke.auth : undefined;
-  if (isObj(rawAuth)) {
-    const header = typeof rawAuth.header === "string" ? rawAuth.header.toLowerCase() : "authorization";
-    const scheme =
-      rawAuth.scheme === "raw" || rawAuth.scheme === "bearer"
-        ? rawAuth.scheme
-        : header === "authorization"
-          ? "bearer"
-          : "raw";
-    const secretEnv = envRefName(rawAuth.secret);
-    if (secretEnv !== null) useEnv(secretEnv, ["invoke", "auth", "secret"]);
-    if (secretEnv !== null) auth = { header, scheme, secretEnv };
-  } else if (ctx.invocable) {
-    sink.warning(
-      file.display,
-      file.at(d.name !== undefined ? ["name"] : []),
-      `workflow \`${name}\` has no \`invoke.auth\`: anyone who can reach the Worker can invoke it`,
-    );
-  }
 
   const policy = isObj(d.model_policy) ? d.model_policy : {};
   const costBudgetUsd =
@@ -181,6 +184,20 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   ids.forEach((id, i) => {
     if (id !== null && !indexOf.has(id)) indexOf.set(id, i);
   });
+  // ---- triggers: auth, request headers, response, rate limit, schedule ----------------------
+  const triggers = compileTriggers(d, {
+    file,
+    sink,
+    name,
+    invocable: ctx.invocable,
+    subNote: isSub ? subNote : null,
+    declared,
+    useEnv,
+    stepIds: idSet,
+    paramsSchema,
+    wrangler: ctx.wrangler,
+  });
+
   reportCycles(ids, deps, indexOf, (i, cycle) =>
     err(
       ["pipeline", i, "depends_on"],
@@ -192,17 +209,53 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
 
   // ---- expressions -----------------------------------------------------------------------
   /** Checks one expression of step `i` read against {params, env, step}; returns the bundle text. */
-  const rootExpr = (i: number, expr: string, path: DataPath, where: string): string | null => {
+  const rootExpr = (
+    i: number,
+    expr: string,
+    path: DataPath,
+    where: string,
+    site: ExprSite = "substitution",
+  ): string | null => {
     const c = checkExpression(expr, idSet);
     if (!c.ok) {
       err(path, `${stepLabel(d, i)}: invalid JMESPath in ${where}: ${c.error}`);
       return null;
     }
-    for (const p of rootPaths(c.ast)) checkRead(i, p, path, expr);
+    for (const p of rootPaths(c.ast)) {
+      if (checkItemRead(i, p, path, where, site)) checkRead(i, p, path, expr);
+    }
     return c.text;
+  };
+  /** `item` / `item_index` only in a fan-out step's substitutions; `from` reads only known roots. */
+  const checkItemRead = (i: number, p: string[], path: DataPath, where: string, site: ExprSite): boolean => {
+    const root = p[0] ?? "";
+    const label = stepLabel(d, i);
+    if (ITEM_ROOTS.has(root)) {
+      const fanOut = isObj(steps[i]?.for_each);
+      if (site === "substitution" && fanOut) return false;
+      err(
+        path,
+        !fanOut
+          ? `${label}: \`${root}\` is only defined in the substitutions of a step with \`for_each\` (agent \`params\`, workflow \`input\`, webhook \`url\`, \`headers\`, \`body\`)`
+          : site === "condition"
+            ? `${label}: \`${root}\` is not defined in \`condition\`: the condition is evaluated once, before the fan-out (filter the array in \`for_each.from\` instead)`
+            : `${label}: \`${root}\` is not defined in ${where}: it is what \`for_each.from\` produces`,
+      );
+      return false;
+    }
+    if (site === "from" && root !== "" && !FROM_ROOTS.has(root)) {
+      const asStep = idSet.has(root) ? ` (a step's output is read as \`step.${root}\`)` : "";
+      err(
+        path,
+        `${label}: ${where} reads \`${root}\`, which is not defined: it sees \`params\`, \`env\`, \`step\` and \`request\`${asStep}`,
+      );
+      return false;
+    }
+    return true;
   };
   const checkRead = (i: number, p: string[], path: DataPath, expr?: string) => {
     if (p[0] === "env") useEnv(p[1], path);
+    if (p[0] === "request") triggers.checkRequestRead(p, path, stepLabel(d, i));
     if (p[0] !== "step" || p[1] === undefined) return;
     const id = p[1];
     const self = ids[i];
@@ -224,8 +277,21 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       ctx.fieldReads.push({ file, path, workflowKey: file.key, stepId: id, fields: p.slice(2) });
     }
   };
+  /** ktsu's `env:NAME` means `{{ env.NAME }}` when NAME is declared; else it stays literal text. */
+  const takeShorthand = (n: string, p: DataPath): boolean => {
+    if (isDeclared(n)) {
+      sink.warning(file.display, file.at(p), envShorthandWarning(n));
+      return true;
+    }
+    sink.warning(
+      file.display,
+      file.at(p),
+      `\`env:${n}\` is sent as the literal text: ${isSub ? "only root workflows read env" : `\`${n}\` is not declared in \`env\``} (ktsu's \`env:NAME\` is read as \`{{ env.NAME }}\` only for a declared NAME)`,
+    );
+    return false;
+  };
   const template = (i: number, v: unknown, path: DataPath, encodeAfterQuery = false): Template =>
-    compileTemplate(v, path, {
+    compileTemplate(expandEnvShorthand(v, path, takeShorthand), path, {
       expr: (e, p) => rootExpr(i, e, p, `\`{{ ${e} }}\``),
       malformed: (msg, p) => err(p, `${stepLabel(d, i)}: ${msg}`),
       encodeAfterQuery,
@@ -252,7 +318,13 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     if (kind) {
       for (const key of Object.keys(s)) {
         const allowed = fieldKinds.get(key);
-        if (allowed && !allowed.includes(kind)) {
+        if (key === "for_each" && kind === "transform") {
+          err(
+            at(key),
+            `${label}: \`for_each\` does not apply to transform steps: a transform already works on whole arrays; process each item with a \`map\` op (\`ops: [{map: {expr: ...}}]\`)`,
+            "key",
+          );
+        } else if (allowed && !allowed.includes(kind)) {
           err(
             at(key),
             `${label}: \`${key}\` belongs on ${allowed.join(" or ")} steps, not on a${kind === "agent" ? "n" : ""} ${kind} step`,
@@ -267,36 +339,98 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       if (s.condition.includes("{{")) {
         err(at("condition"), `${label}: \`condition\` is bare JMESPath; write it without \`{{ }}\``);
       } else {
-        condition = rootExpr(i, s.condition, at("condition"), "`condition`");
+        condition = rootExpr(i, s.condition, at("condition"), "`condition`", "condition");
       }
     }
     const id = ids[i];
     if (!kind || typeof id !== "string") return;
-    const base = {
+    const base: StepBase = {
       id,
       deps: deps[i] ?? [],
       ancestors: [...(ancestors[i] ?? [])].sort(byIndex(indexOf)),
       condition,
     };
-
+    if (kind === "transform") {
+      compiled.push(compileTransform(i, s, base));
+      return;
+    }
+    // ktsu's air-lock: output.schema on any step type.
+    const outputSchema = outputSchemaOf(i, s);
+    if (outputSchema !== null) base.outputSchema = outputSchema;
+    const forEach = compileForEach(i, s, kind);
+    let step: AgentStep | WebhookStep | WorkflowStep;
     if (kind === "agent") {
-      compiled.push(compileAgentStep(i, s, base));
+      step = compileAgentStep(i, s, base);
     } else if (kind === "workflow") {
-      compiled.push({
+      step = {
         ...base,
         kind: "workflow",
         workflow: ctx.subWorkflowKeys.get(i) ?? "",
         input: s.input === undefined ? { t: "lit", v: {} } : template(i, s.input, at("input")),
         webhooks: s.webhooks === "execute" ? "execute" : "suppress",
-      });
-    } else if (kind === "transform") {
-      compiled.push(compileTransform(i, s, base));
+      };
     } else {
-      compiled.push(compileWebhook(i, s, base));
+      step = compileWebhook(i, s, base);
     }
+    if (forEach) step.forEach = forEach;
+    compiled.push(step);
   });
 
-  function compileAgentStep(i: number, s: Obj, base: StepBase): CompiledStep {
+  function outputSchemaOf(i: number, s: Obj): JsonSchema | null {
+    const output = isObj(s.output) ? s.output : null;
+    if (!output || output.schema === undefined) return null;
+    checkUserSchema(file, ["pipeline", i, "output", "schema"], output.schema, "output.schema", sink);
+    return output.schema as JsonSchema;
+  }
+
+  /** `for_each` of step `i`: `from` checked like a condition (one `{{ expr }}` accepted too). */
+  function compileForEach(i: number, s: Obj, kind: StepKind): ForEach | null {
+    const fe = s.for_each;
+    if (!isObj(fe)) return null;
+    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, "for_each", ...rest];
+    const label = stepLabel(d, i);
+    let from = "";
+    if (typeof fe.from === "string") {
+      let expr: string | null = fe.from;
+      if (expr.includes("{{")) {
+        let exprs: string[] = [];
+        let text = "";
+        try {
+          for (const seg of splitTemplate(expr)) {
+            if ("expr" in seg) exprs.push(seg.expr);
+            else text += seg.text;
+          }
+        } catch {
+          exprs = [];
+        }
+        expr = exprs.length === 1 && text.trim() === "" ? (exprs[0] as string) : null;
+        if (expr === null) {
+          err(
+            at("from"),
+            `${label}: \`for_each.from\` is bare JMESPath (like \`condition\`) or exactly one \`{{ expr }}\``,
+          );
+        }
+      }
+      if (expr !== null) from = rootExpr(i, expr, at("from"), "`for_each.from`", "from") ?? "";
+    }
+    const int = (v: unknown): number | null => (typeof v === "number" && Number.isInteger(v) ? v : null);
+    const concurrency = int(fe.concurrency);
+    if (kind === "agent" && concurrency === null && !ctx.underBudget) {
+      sink.warning(
+        file.display,
+        file.at(at()),
+        `${label} fans an LLM agent out with no \`for_each.concurrency\`, and workflow \`${name}\` has no \`model_policy.cost_budget_usd\`: up to 1000 model calls with nothing capping their spend; set either`,
+      );
+    }
+    return {
+      from,
+      concurrency,
+      maxItems: int(fe.max_items),
+      maxFailures: int(fe.max_failures) ?? 0,
+    };
+  }
+
+  function compileAgentStep(i: number, s: Obj, base: StepBase): AgentStep {
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
     const label = stepLabel(d, i);
     const resolved = typeof s.agent === "string" ? ctx.agents.resolve(s.agent, file, at("agent")) : null;
@@ -356,6 +490,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       params: s.params === undefined ? { t: "lit", v: {} } : template(i, s.params, at("params")),
       group: stepGroup,
       maxTokens,
+      ...(typeof s.confidence_threshold === "number" ? { confidenceThreshold: s.confidence_threshold } : {}),
     };
   }
 
@@ -380,6 +515,14 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
         } else if (idSet.has(from)) {
           checkRead(i, ["step", from], path);
           inputs?.push({ t: "expr", e: `step.${JSON.stringify(from)}` });
+        } else if (from === "input") {
+          // ktsu's sub-workflows write `from: input` for the workflow's own input.
+          sink.warning(
+            file.display,
+            file.at(path),
+            `${label}: \`from: input\` (ktsu's form) reads this workflow's input; write \`from: "{{ params }}"\``,
+          );
+          inputs?.push({ t: "expr", e: "params" });
         } else {
           err(
             path,
@@ -426,28 +569,33 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
         }
       }
     });
-    const output = isObj(s.output) ? s.output : null;
-    if (output && output.schema !== undefined)
-      checkUserSchema(file, at("output", "schema"), output.schema, "output.schema", sink);
-    return {
-      ...base,
-      kind: "transform",
-      inputs,
-      ops,
-      outputSchema: output && output.schema !== undefined ? (output.schema as JsonSchema) : null,
-    };
+    return { ...base, kind: "transform", inputs, ops, outputSchema: outputSchemaOf(i, s) };
   }
 
-  function compileWebhook(i: number, s: Obj, base: StepBase): CompiledStep {
+  function compileWebhook(i: number, s: Obj, base: StepBase): WebhookStep {
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
     const label = stepLabel(d, i);
     const w = isObj(s.webhook) ? s.webhook : {};
     const url = template(i, typeof w.url === "string" ? w.url : "", at("webhook", "url"), true);
+    if (url.t === "lit" && typeof url.v === "string" && url.v !== "" && !/^https?:\/\//i.test(url.v.trim())) {
+      // Accepted (ktsu files compile unchanged), but every run of the step would fail.
+      const param = /^params?:([A-Za-z_][A-Za-z0-9_]*)$/.exec(url.v.trim())?.[1];
+      sink.warning(
+        file.display,
+        file.at(at("webhook", "url")),
+        `${label}: the url \`${url.v}\` is not an http(s) URL, so the step fails whenever it runs${
+          param ? `; ktsu's \`param:NAME\` is not read here: write \`{{ params.${param} }}\`` : ""
+        }`,
+      );
+    }
     const headers = w.headers === undefined ? null : template(i, w.headers, at("webhook", "headers"));
     const body = w.body === undefined ? null : template(i, w.body, at("webhook", "body"));
     let sign: { secretEnv: string } | null = null;
     if (isObj(w.sign)) {
       const n = envRefName(w.sign.secret);
+      if (n !== null && envShorthandName(w.sign.secret) !== null && isDeclared(n)) {
+        sink.warning(file.display, file.at(at("webhook", "sign", "secret")), envShorthandWarning(n));
+      }
       if (n !== null) {
         useEnv(n, at("webhook", "sign", "secret"));
         sign = { secretEnv: n };
@@ -464,10 +612,20 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     }
     if (sign && secretNames.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
     const tainted = hostSource(url);
-    if (leaks.length > 0 && tainted) {
+    let hostFrom = tainted === null ? null : `\`${tainted}\``;
+    // An item is caller data only when `for_each.from` reads some (a list of URLs in env is not).
+    if (tainted !== null && /^item(_index)?(\.|$)/.test(tainted)) {
+      const from = isObj(s.for_each) ? s.for_each.from : undefined;
+      const fromSource =
+        typeof from === "string"
+          ? hostSource({ t: "expr", e: from.replace(/^\s*\{\{|\}\}\s*$/g, "") })
+          : null;
+      hostFrom = fromSource === null ? null : `${hostFrom} (items of \`${fromSource}\`)`;
+    }
+    if (leaks.length > 0 && hostFrom) {
       err(
         at("webhook", "url"),
-        `${label} uses secret ${leaks.join(" and ")}, but its url host comes from \`${tainted}\`: a caller could send the secret to any host. Take the host from a literal or an env var`,
+        `${label} uses secret ${leaks.join(" and ")}, but its url host comes from ${hostFrom}: a caller could send the secret to any host. Take the host from a literal or an env var`,
       );
     }
     return {
@@ -490,13 +648,22 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     visibility: d.visibility === "sub-workflow" ? "sub-workflow" : "root",
     paramsSchema,
     env: isSub ? [] : env,
-    auth,
+    auth: triggers.auth,
+    invoke: triggers.invoke,
+    schedule: triggers.schedule,
     policy: { costBudgetUsd, timeoutS, timeoutSet },
     steps: compiled,
+    ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),
   };
 }
 
-type StepBase = { id: string; deps: string[]; ancestors: string[]; condition: string | null };
+type StepBase = {
+  id: string;
+  deps: string[];
+  ancestors: string[];
+  condition: string | null;
+  outputSchema?: JsonSchema | null;
+};
 
 function byIndex(indexOf: Map<string, number>) {
   return (a: string, b: string) => (indexOf.get(a) ?? 0) - (indexOf.get(b) ?? 0);

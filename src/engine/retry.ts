@@ -3,8 +3,10 @@
  * SPEC section 3 fixes for webhooks hold everywhere: at most N attempts, each with its own
  * timeout, full-jitter exponential back-off, `Retry-After` honoured, and nothing (no attempt,
  * no sleep) past the run deadline. The run signal (deadline, cancel, run failure) stops the
- * loop at once. Pure: timers and AbortSignal only, so it runs the same in Node and workerd.
+ * loop at once. Pure: time comes from a Clock (the system one unless the caller passes another),
+ * so it runs the same in Node and workerd, and on a test's virtual clock.
  */
+import { type Clock, sleep, systemClock } from "./clock.ts";
 import { StepError } from "./types.ts";
 
 export interface HttpRetryOptions {
@@ -20,6 +22,8 @@ export interface HttpRetryOptions {
   baseDelayMs?: number;
   /** Called before each attempt (1-based), for metrics.attempts. */
   onAttempt?: (attempt: number) => void;
+  /** Time and timers (attempt timeouts, back-offs); default the system clock. */
+  clock?: Clock;
 }
 
 const DEFAULT_BASE_DELAY_MS = 250;
@@ -82,25 +86,6 @@ function networkError(err: unknown): Error {
   return new Error(redactUrls(message || "network error"));
 }
 
-/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 /**
  * Keeps a returned response bound to its attempt (timeout and run signal) only until its body has
  * been read: a timer left armed after that would keep the object busy for the whole attempt
@@ -140,6 +125,7 @@ export async function retryHttp(
   opts: HttpRetryOptions,
 ): Promise<Response> {
   const base = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
+  const clock = opts.clock ?? systemClock;
   const attempts = Math.max(1, Math.floor(opts.attempts));
   let lastResponse: Response | null = null;
   let lastError: Error | null = null;
@@ -151,13 +137,16 @@ export async function retryHttp(
 
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (opts.signal.aborted) throw opts.signal.reason;
-    const remaining = opts.deadline - Date.now();
+    const remaining = opts.deadline - clock.now();
     if (remaining <= 0) return giveUp();
 
     opts.onAttempt?.(attempt);
     const timeoutMs = Math.min(opts.perAttemptTimeoutMs, remaining);
     const attemptAbort = new AbortController();
-    const timer = setTimeout(() => attemptAbort.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
+    const cancelTimer = clock.setTimer(
+      () => attemptAbort.abort(new AttemptTimeoutError(timeoutMs)),
+      timeoutMs,
+    );
     const onRunAbort = () => attemptAbort.abort(opts.signal.reason);
     opts.signal.addEventListener("abort", onRunAbort, { once: true });
 
@@ -171,13 +160,13 @@ export async function retryHttp(
         // the run signal, so a body that stalls is aborted like a response that never came.
         returned = true;
         return armedUntilRead(res, () => {
-          clearTimeout(timer);
+          cancelTimer();
           opts.signal.removeEventListener("abort", onRunAbort);
         });
       }
       lastResponse = res;
       lastError = null;
-      retryAfterMs = parseRetryAfter(res.headers.get("retry-after"), Date.now());
+      retryAfterMs = parseRetryAfter(res.headers.get("retry-after"), clock.now());
     } catch (err) {
       if (opts.signal.aborted) throw opts.signal.reason;
       if (err instanceof StepError) throw err;
@@ -189,20 +178,20 @@ export async function retryHttp(
       if (attempt === attempts) throw lastError;
     } finally {
       if (!returned) {
-        clearTimeout(timer);
+        cancelTimer();
         opts.signal.removeEventListener("abort", onRunAbort);
       }
     }
 
     const delay = retryAfterMs ?? backoffDelay(attempt, base);
-    if (Date.now() + delay >= opts.deadline) {
+    if (clock.now() + delay >= opts.deadline) {
       // Waiting out the back-off is all that is left, and it outlasts the run: wait until the
       // deadline (which then ends the run as a timeout) rather than fail the step early.
-      const left = opts.deadline - Date.now();
-      if (left > 0) await sleep(left, opts.signal);
+      const left = opts.deadline - clock.now();
+      if (left > 0) await sleep(clock, left, opts.signal);
       return giveUp();
     }
-    await sleep(delay, opts.signal);
+    await sleep(clock, delay, opts.signal);
   }
   return giveUp();
 }

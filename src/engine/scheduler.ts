@@ -7,19 +7,34 @@
  * Pure TypeScript: everything the Worker provides (storage, fetch, env, the clock) comes in
  * through `RunHost`, so the scheduler is tested without a Durable Object.
  */
-import type { Bundle, CompiledStep, CompiledWorkflow, Json, JsonObject, WorkflowStep } from "../bundle.ts";
+import type {
+  Bundle,
+  CompiledStep,
+  CompiledWorkflow,
+  ForEach,
+  Json,
+  JsonObject,
+  JsonSchema,
+  WorkflowStep,
+} from "../bundle.ts";
+import { type Clock, systemClock } from "./clock.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
+import { type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
 import type { Masker } from "./mask.ts";
-import { validateJson } from "./schema.ts";
+import { describeViolations, validateJson } from "./schema.ts";
 import { render } from "./substitute.ts";
 import {
+  type ApprovalHost,
   type BudgetLedger,
   type EvalScope,
   emptyMetrics,
+  type StepCheckpoint,
   type StepContext,
   StepError,
   type StepExecutor,
   type StepRecord,
+  StepSkipped,
+  type ToolHost,
 } from "./types.ts";
 
 /** Largest step output we record (its JSON, in UTF-8 bytes). */
@@ -50,6 +65,8 @@ export interface RunHost {
   fetch: StepContext["fetch"];
   ai?: StepContext["ai"];
   now(): number;
+  /** Timers and the time executors see (retries, back-offs); default the system clock. `now()` agrees with it. */
+  clock?: Clock;
   /** Records persisted by an earlier incarnation of this run, by slash path. */
   restored: ReadonlyMap<string, StepRecord>;
   /** The live record of every step, by slash path (the envelope reads it). */
@@ -58,6 +75,14 @@ export interface RunHost {
   onStepStarted?(path: string, record: StepRecord): void;
   /** Called once per step that finished (complete, failed, skipped by condition): persist it. */
   onStepFinished(path: string, record: StepRecord): void;
+  /** MCP tool servers (agent steps with `servers:`). */
+  tools?: ToolHost;
+  /** Human approvals, per step path. */
+  approvals?(path: string): ApprovalHost;
+  /** Resumable state of a step (an agent's conversation), per step path. */
+  checkpoint?(path: string): StepCheckpoint;
+  /** Outbound requests the run may have in flight (fan-out items in flight never exceed it). */
+  outboundLimit?: number;
 }
 
 export interface PipelineOptions {
@@ -65,6 +90,8 @@ export interface PipelineOptions {
   prefix: string;
   params: Json;
   env: JsonObject;
+  /** The recorded request (`{headers}`) of a root pipeline; sub-workflows see none. */
+  request?: Json;
   deadline: number;
   /**
    * What a step that ends at or after `deadline` turns into: the executor's own deadline handling
@@ -97,6 +124,8 @@ export function pendingRecord(id: string): StepRecord {
     started_at: null,
     finished_at: null,
     metrics: emptyMetrics(),
+    tool_calls: [],
+    annotations: null,
     steps: [],
   };
 }
@@ -202,7 +231,8 @@ function markUnstarted(
 
 function skipChildTree(host: RunHost, step: WorkflowStep, prefix: string, reason: string) {
   const child = host.bundle.workflows[step.workflow];
-  if (!child) return;
+  // A fan-out's children live under its items, which exist only once started.
+  if (!child || step.forEach) return;
   for (const s of child.steps) {
     const rec = host.records.get(prefix + s.id) ?? pendingRecord(s.id);
     if (rec.status === "pending") {
@@ -217,7 +247,9 @@ function skipChildTree(host: RunHost, step: WorkflowStep, prefix: string, reason
 function scopeFor(step: CompiledStep, opts: PipelineOptions, outputs: Map<string, Json>): EvalScope {
   const stepOutputs: JsonObject = {};
   for (const a of step.ancestors) stepOutputs[a] = outputs.get(a) ?? null;
-  return { params: opts.params, env: opts.env, step: stepOutputs };
+  const scope: EvalScope = { params: opts.params, env: opts.env, step: stepOutputs };
+  if (opts.request !== undefined) scope.request = opts.request;
+  return scope;
 }
 
 async function runStep(
@@ -238,6 +270,8 @@ async function runStep(
   rec.error = null;
   rec.output = null;
   rec.metrics = emptyMetrics();
+  rec.tool_calls = [];
+  rec.annotations = null;
   host.onStepStarted?.(path, rec);
 
   const finish = (status: StepRecord["status"]) => {
@@ -245,6 +279,7 @@ async function runStep(
     rec.status = status;
     rec.finished_at = iso(t1);
     rec.metrics.duration_ms = t1 - t0;
+    maskToolRecords(host, rec);
   };
   const skip = (reason: string) => {
     rec.output = { skipped: true, reason };
@@ -262,36 +297,23 @@ async function runStep(
       return skip("condition_false");
     }
     let output: Json;
-    if (step.kind === "workflow") {
+    if (step.kind !== "transform" && step.forEach) {
+      output = await runFanOutStep(host, wf, step, step.forEach, scope, opts, path, rec, signal);
+    } else if (step.kind === "workflow") {
       output = await runWorkflowStep(host, step, scope, opts, path, rec, signal);
     } else {
-      const ctx: StepContext = {
-        bundle: host.bundle,
-        runId: host.runId,
-        path,
-        workflow: wf,
-        scope,
-        signal,
-        deadline: opts.deadline,
-        env: host.env,
-        fetch: host.fetch,
-        metrics: rec.metrics,
-        budget: opts.budget,
-        ai: host.ai,
-      };
       const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
-      output = await executor(step, ctx);
+      output = await executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
     }
     if (signal.aborted) throw signal.reason;
-    output = host.masker.maskJson(output);
-    if (jsonOver(output, MAX_OUTPUT_BYTES)) {
-      throw new StepError("output_too_large", `the step output is over ${MAX_OUTPUT_BYTES} bytes`);
-    }
+    if (step.kind !== "transform" && step.outputSchema) checkOutputSchema(step.outputSchema, output);
+    output = recordable(host, output);
     rec.output = output;
     finish("complete");
     host.onStepFinished(path, rec);
     return output;
   } catch (err) {
+    if (err instanceof StepSkipped && !signal.aborted) return skip(err.reason);
     const stopped = signal.aborted && (err === signal.reason || !(err instanceof StepError));
     if (stopped || host.now() >= opts.deadline) {
       // Stopped from outside (deadline, cancel, a sibling failed): not this step's failure.
@@ -306,6 +328,72 @@ async function runStep(
     host.onStepFinished(path, rec);
     throw new StepError(e.code, rec.error.message, e.subPath ? `${step.id}/${e.subPath}` : step.id);
   }
+}
+
+/** Tool arguments and results can hold a secret (one passed to a tool server): masked as recorded. */
+function maskToolRecords(host: RunHost, rec: StepRecord): void {
+  if (rec.tool_calls.length > 0) {
+    rec.tool_calls = host.masker.maskJson(
+      rec.tool_calls as unknown as Json,
+    ) as unknown as StepRecord["tool_calls"];
+  }
+  if (rec.annotations !== null) {
+    rec.annotations = host.masker.maskJson(
+      rec.annotations as unknown as Json,
+    ) as unknown as StepRecord["annotations"];
+  }
+}
+
+function stepContext(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  path: string,
+  scope: EvalScope,
+  signal: AbortSignal,
+  opts: PipelineOptions,
+  rec: StepRecord,
+): StepContext {
+  return {
+    bundle: host.bundle,
+    runId: host.runId,
+    path,
+    workflow: wf,
+    scope,
+    signal,
+    deadline: opts.deadline,
+    env: host.env,
+    fetch: host.fetch,
+    metrics: rec.metrics,
+    budget: opts.budget,
+    ai: host.ai,
+    toolCalls: rec.tool_calls,
+    annotate: (a) => {
+      rec.annotations = a;
+    },
+    tools: host.tools,
+    approvals: host.approvals?.(path),
+    checkpoint: host.checkpoint?.(path),
+    clock: host.clock,
+  };
+}
+
+/** The output as recorded: masked, and within MAX_OUTPUT_BYTES. */
+function recordable(host: RunHost, output: Json): Json {
+  const masked = host.masker.maskJson(output);
+  if (jsonOver(masked, MAX_OUTPUT_BYTES)) {
+    throw new StepError("output_too_large", `the step output is over ${MAX_OUTPUT_BYTES} bytes`);
+  }
+  return masked;
+}
+
+/** A step's `output.schema` (transforms check theirs on their result, in the executor). */
+function checkOutputSchema(schema: JsonSchema, output: Json): void {
+  const violations = validateJson(schema, output);
+  if (violations.length === 0) return;
+  throw new StepError(
+    "output_schema_mismatch",
+    `the step output does not match its output.schema: ${describeViolations(violations)}`,
+  );
 }
 
 function toStepError(err: unknown): StepError {
@@ -343,7 +431,9 @@ async function runWorkflowStep(
   else signal.addEventListener("abort", onParent, { once: true });
   const tighter = deadline < opts.deadline;
   const childTimeout = () => new StepError("timeout", `${child.name} reached its timeout_s`);
-  const timer = tighter ? setTimeout(() => childAbort.abort(childTimeout()), deadline - now) : undefined;
+  const cancelTimer = tighter
+    ? (host.clock ?? systemClock).setTimer(() => childAbort.abort(childTimeout()), deadline - now)
+    : undefined;
   const budget = opts.budget.child(child.policy.costBudgetUsd, path);
   try {
     return await runPipeline(host, child, {
@@ -354,16 +444,107 @@ async function runWorkflowStep(
       deadlineReason: tighter ? childTimeout : opts.deadlineReason,
       signal: childAbort.signal,
       budget: budget as PipelineOptions["budget"],
-      webhooksAllowed: opts.webhooksAllowed && step.webhooks === "execute",
+      // Dual opt-in: the step says `execute`, and the child file does not say `suppress`.
+      webhooksAllowed: opts.webhooksAllowed && step.webhooks === "execute" && child.webhooks !== "suppress",
     });
   } catch (err) {
     // A child's own timeout is this step's failure; the run's deadline or cancel is not.
     if (err instanceof StepError && !signal.aborted) throw err;
     throw signal.aborted ? signal.reason : err;
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    cancelTimer?.();
     signal.removeEventListener("abort", onParent);
     aggregateChildMetrics(host, child, `${path}/`, rec);
+  }
+}
+
+/** A `for_each` step: its items run through `runFanOutItem` (see fan-out.ts for the rest). */
+function runFanOutStep(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  step: Exclude<CompiledStep, { kind: "transform" }>,
+  forEach: ForEach,
+  scope: EvalScope,
+  opts: PipelineOptions,
+  path: string,
+  rec: StepRecord,
+  signal: AbortSignal,
+): Promise<Json> {
+  return runFanOut(host, {
+    path,
+    forEach,
+    scope,
+    record: rec,
+    signal,
+    runItem: (item) => runFanOutItem(host, wf, step, scope, opts, item),
+  });
+}
+
+/**
+ * One item of a fan-out, recorded like a step (id = its index, path `<step>/<index>`) and
+ * persisted when it finishes; its substitutions see `item` and `item_index`.
+ */
+async function runFanOutItem(
+  host: RunHost,
+  wf: CompiledWorkflow,
+  step: Exclude<CompiledStep, { kind: "transform" }>,
+  stepScope: EvalScope,
+  opts: PipelineOptions,
+  item: FanOutItem,
+): Promise<ItemOutcome> {
+  const { path, signal } = item;
+  const rec = pendingRecord(String(item.index));
+  host.records.set(path, rec);
+  const t0 = host.now();
+  rec.status = "running";
+  rec.started_at = iso(t0);
+  host.onStepStarted?.(path, rec);
+  const finish = (status: StepRecord["status"]) => {
+    const t1 = host.now();
+    rec.status = status;
+    rec.finished_at = iso(t1);
+    rec.metrics.duration_ms = t1 - t0;
+    maskToolRecords(host, rec);
+  };
+  const scope: EvalScope = { ...stepScope, item: item.value, item_index: item.index };
+  try {
+    if (signal.aborted) throw signal.reason;
+    let output: Json;
+    if (step.kind === "workflow") {
+      output = await runWorkflowStep(host, step, scope, opts, path, rec, signal);
+    } else {
+      const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
+      output = await executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
+    }
+    if (signal.aborted) throw signal.reason;
+    output = recordable(host, output);
+    rec.output = output;
+    finish("complete");
+    host.onStepFinished(path, rec);
+    return { status: "complete", output };
+  } catch (err) {
+    if (err instanceof StepSkipped && !signal.aborted) {
+      // An agent item that skipped itself (ktsu_skip_reason): its entry is its skip object.
+      rec.output = { skipped: true, reason: err.reason };
+      finish("skipped");
+      host.onStepFinished(path, rec);
+      return { status: "complete", output: rec.output };
+    }
+    const stopped = signal.aborted && (err === signal.reason || !(err instanceof StepError));
+    if (stopped || host.now() >= opts.deadline) {
+      rec.output = null;
+      finish("canceled");
+      const reason = signal.aborted
+        ? signal.reason
+        : (opts.deadlineReason ?? (() => new RunAbort("timeout")))();
+      return { status: "canceled", reason };
+    }
+    const e = toStepError(err);
+    rec.output = null;
+    rec.error = { code: e.code, message: host.masker.maskText(e.message) };
+    finish("failed");
+    host.onStepFinished(path, rec);
+    return { status: "failed", error: rec.error };
   }
 }
 
@@ -377,5 +558,6 @@ function aggregateChildMetrics(host: RunHost, child: CompiledWorkflow, prefix: s
     rec.metrics.cost_usd += r.metrics.cost_usd;
     rec.metrics.llm_calls += r.metrics.llm_calls;
     rec.metrics.attempts += r.metrics.attempts;
+    rec.metrics.tool_calls += r.metrics.tool_calls ?? 0;
   }
 }

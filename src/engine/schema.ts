@@ -62,3 +62,12 @@ export function validateJson(schema: JsonSchema, value: Json): SchemaViolation[]
   }
   return out;
 }
+
+/** `path: message; …` for an error message, the first `max` listed and the rest counted. */
+export function describeViolations(violations: SchemaViolation[], max = 10): string {
+  const listed = violations
+    .slice(0, max)
+    .map((v) => `${v.path || "/"}: ${v.message}`)
+    .join("; ");
+  return violations.length > max ? `${listed} (and ${violations.length - max} more)` : listed;
+}

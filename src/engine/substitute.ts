@@ -9,9 +9,18 @@ import { evaluate } from "./expressions.ts";
 import { setOwn } from "./transform-ops.ts";
 import type { EvalScope } from "./types.ts";
 
-/** The value an expression sees: exactly the scope's three namespaces, nothing else. */
+/** The value an expression sees: exactly the scope's namespaces, nothing else. */
 export function expressionData(scope: EvalScope): JsonObject {
-  return { params: scope.params, env: scope.env, step: scope.step };
+  const data: JsonObject = {
+    params: scope.params,
+    env: scope.env,
+    step: scope.step,
+    request: scope.request ?? null,
+  };
+  // Only a fan-out item's substitutions see these (the compiler allows them nowhere else).
+  if (scope.item !== undefined) data.item = scope.item;
+  if (scope.item_index !== undefined) data.item_index = scope.item_index;
+  return data;
 }
 
 /** How a value reads inside a string: null is empty, strings as is, anything else compact JSON. */

@@ -4,8 +4,17 @@
  * closed list of codes, and the context an executor gets. No Worker APIs here.
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import type { Clock } from "./clock.ts";
 
-export type StepStatus = "pending" | "running" | "complete" | "failed" | "skipped" | "canceled";
+/** `pending_approval`: an agent step waiting for a human decision (SPEC 9); the run stays `running`. */
+export type StepStatus =
+  | "pending"
+  | "running"
+  | "pending_approval"
+  | "complete"
+  | "failed"
+  | "skipped"
+  | "canceled";
 export type RunStatus = "pending" | "running" | "complete" | "failed" | "canceled";
 
 /** Every error code a step or a run can end with (README has the table). */
@@ -17,9 +26,24 @@ export const STEP_ERROR_CODES = [
   "webhook_failed",
   "agent_failed",
   "budget_exceeded",
+  "fanout_failed",
+  "too_many_items",
   "timeout",
   "canceled",
   "internal_error",
+  // Agents with tools, approvals and output contracts (SPEC 9, 10).
+  "tool_not_permitted",
+  "tool_failed",
+  "max_turns_exceeded",
+  "approval_rejected",
+  "approval_timeout",
+  "injection_detected",
+  "untrusted_content",
+  "low_quality",
+  "low_confidence",
+  "human_rejected",
+  // Only in workflow tests (npm run test:workflows): a webhook or agent step without a mock.
+  "unmocked_step",
 ] as const;
 export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
 
@@ -36,6 +60,25 @@ export class StepError extends Error {
   }
 }
 
+/**
+ * Error codes that end the whole run whatever tolerates step failures around it (SPEC 10: an
+ * injection attempt fails the run at once; a fan-out's `max_failures` must not absorb it).
+ */
+export const RUN_FATAL_CODES: ReadonlySet<string> = new Set(["injection_detected"]);
+
+/**
+ * Thrown by an executor whose step ends `skipped` rather than `complete` (an agent's
+ * `ktsu_skip_reason`): the step's output becomes `{"skipped": true, "reason": reason}`.
+ */
+export class StepSkipped extends Error {
+  readonly reason: string;
+  constructor(reason: string) {
+    super(`skipped: ${reason}`);
+    this.name = "StepSkipped";
+    this.reason = reason;
+  }
+}
+
 export interface StepMetrics {
   duration_ms: number;
   tokens_in: number;
@@ -43,11 +86,46 @@ export interface StepMetrics {
   cost_usd: number;
   llm_calls: number;
   attempts: number;
+  /** Tool calls made (or refused, rejected, timed out) by an agent step; 0 for other steps. */
+  tool_calls: number;
 }
 
 export function emptyMetrics(): StepMetrics {
-  return { duration_ms: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, llm_calls: 0, attempts: 0 };
+  return {
+    duration_ms: 0,
+    tokens_in: 0,
+    tokens_out: 0,
+    cost_usd: 0,
+    llm_calls: 0,
+    attempts: 0,
+    tool_calls: 0,
+  };
 }
+
+/** One tool call of an agent step, as the step record shows it (masked). SPEC 9. */
+export interface ToolCallRecord {
+  /** The agent's name for the server (`servers[].name`). */
+  server: string;
+  /** The tool's name on its server. */
+  name: string;
+  arguments: Json;
+  /** What the tool returned: its `structuredContent`, else its text content; null on error. */
+  result: Json;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+  /** The approval that gated the call, or null for a call that needed none. */
+  approval: { id: string; status: ApprovalStatus; comment: string | null } | null;
+}
+
+/** `ktsu_flags`, `ktsu_rationale`, `ktsu_confidence` of an agent's final output. SPEC 10. */
+export interface Annotations {
+  flags: string[];
+  rationale: string | null;
+  confidence: number | null;
+}
+
+export type ApprovalStatus = "pending" | "approved" | "rejected" | "timeout";
 
 export interface StepRecord {
   id: string;
@@ -57,7 +135,11 @@ export interface StepRecord {
   started_at: string | null;
   finished_at: string | null;
   metrics: StepMetrics;
-  /** Child step records of a workflow step ([] for other kinds). */
+  /** An agent step's tool calls ([] for other steps). */
+  tool_calls: ToolCallRecord[];
+  /** An agent step's reserved annotations, or null. */
+  annotations: Annotations | null;
+  /** Child step records of a workflow step, or the started items of a fan-out ([] otherwise). */
   steps: StepRecord[];
 }
 
@@ -66,6 +148,11 @@ export interface EvalScope {
   params: Json;
   env: JsonObject;
   step: JsonObject;
+  /** The root workflow's recorded request (`{headers}`); absent inside sub-workflows. */
+  request?: Json;
+  /** Inside one item of a fan-out (`for_each`): the item and its index; absent elsewhere. */
+  item?: Json;
+  item_index?: number;
 }
 
 /**
@@ -108,6 +195,93 @@ export interface StepContext {
   budget: BudgetLedger;
   /** Optional Workers AI binding (gateway providers of type workers-ai). */
   ai?: { run(model: string, input: unknown, options?: unknown): Promise<unknown> };
+  /** Time and timers (retries, back-offs, signature timestamps); default the system clock. */
+  clock?: Clock;
+  /** The step record's tool calls: an agent step appends to it as calls happen. */
+  toolCalls?: ToolCallRecord[];
+  /** Sets the step record's annotations. */
+  annotate?(annotations: Annotations): void;
+  /** Connections to MCP tool servers (the run's real client, or a test's mocks). */
+  tools?: ToolHost;
+  /** Where a step asks a human (durable in the run object; in-memory in tests). */
+  approvals?: ApprovalHost;
+  /** The step's own resumable state (an agent's conversation), persisted by the run. */
+  checkpoint?: StepCheckpoint;
+}
+
+// ---- Tools, approvals, checkpoints: what an executor asks the run for -----------------------
+
+/** What a step needs to reach one tool server; `url` and `headers` are rendered (secrets inside). */
+export interface ToolServerTarget {
+  /** The step's slash path (mocks are keyed `<path>/tools/<tool>`). */
+  path: string;
+  /** The agent's name for the server. */
+  server: string;
+  url: string;
+  /** Auth header(s) for every request to the server. */
+  headers: Record<string, string>;
+  /** The server's declared params (sent in `initialize`, as ktsu does). */
+  config: JsonObject;
+  /** Per request (tool call), in ms. */
+  timeoutMs: number;
+}
+
+export interface ToolInfo {
+  name: string;
+  description: string | null;
+  /** The tool's JSON Schema for its arguments. */
+  inputSchema: JsonObject;
+}
+
+export interface ToolResult {
+  /** The text content blocks joined (other block types are described in brackets). */
+  text: string;
+  structuredContent: Json | null;
+  isError: boolean;
+}
+
+export interface ToolSession {
+  listTools(signal: AbortSignal): Promise<ToolInfo[]>;
+  callTool(name: string, args: JsonObject, signal: AbortSignal): Promise<ToolResult>;
+  close(): Promise<void>;
+}
+
+export interface ToolHost {
+  /** Opens a session; throws (any error) when the server cannot be reached or initialised. */
+  connect(target: ToolServerTarget, signal: AbortSignal): Promise<ToolSession>;
+}
+
+export interface ApprovalRequest {
+  /** Names the request within its step, the same on every resume (e.g. `t3.0`): it finds its approval again. */
+  key: string;
+  kind: "tool" | "needs_human";
+  server: string | null;
+  tool: string | null;
+  arguments: Json;
+  /** Seconds until it times out; null: only the run's deadline ends the wait. */
+  timeoutS: number | null;
+  /** POSTed once, when the approval is created. `signSecret`: Standard Webhooks key (whsec_…). */
+  notify: { url: string; signSecret: string | null } | null;
+}
+
+export interface ApprovalOutcome {
+  id: string;
+  status: Exclude<ApprovalStatus, "pending">;
+  comment: string | null;
+}
+
+export interface ApprovalHost {
+  /**
+   * Resolves when a human decided (or the approval timed out). Asking again with the same key
+   * (after an eviction) returns the existing approval's outcome, or waits for it.
+   */
+  request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome>;
+}
+
+export interface StepCheckpoint {
+  load(): Json | null;
+  /** Persisted (masked) before it returns. */
+  save(state: Json): void;
 }
 
 export type StepExecutor<S> = (step: S, ctx: StepContext) => Promise<Json>;

@@ -1,10 +1,19 @@
+/**
+ * Providers of `type: anthropic`: the Messages API at `{base_url}/v1/messages`. Tools are offered
+ * as `tools` with `input_schema`; the model calls them with `tool_use` blocks, and results go
+ * back in a user turn of `tool_result` blocks (`is_error` for a failed call).
+ */
 import {
+  type ChatMessage,
   type Completion,
+  type ModelRequest,
   type PrepareCall,
   postCompletion,
   resolveApiKey,
   resolveBaseUrl,
+  type ToolCall,
   tokenCount,
+  toolArguments,
   utf8Length,
 } from "./provider.ts";
 
@@ -19,22 +28,80 @@ export function parseMessage(body: unknown): Completion | null {
     .filter((b) => typeof b === "object" && b !== null && b.type === "text" && typeof b.text === "string")
     .map((b) => b.text as string)
     .join("");
+  const toolCalls: ToolCall[] = [];
+  content.forEach((b, i) => {
+    if (typeof b !== "object" || b === null || b.type !== "tool_use" || typeof b.name !== "string") return;
+    toolCalls.push({
+      id: typeof b.id === "string" && b.id !== "" ? b.id : `toolu_${i}`,
+      name: b.name,
+      ...toolArguments(b.input),
+    });
+  });
   const input = tokenCount(usage?.input_tokens);
   const output = tokenCount(usage?.output_tokens);
   return {
     text,
     usage: input === null || output === null ? null : { input_tokens: input, output_tokens: output },
+    toolCalls,
   };
+}
+
+/** The conversation as Messages API turns (tool results are a user turn of `tool_result` blocks). */
+export function anthropicMessages(messages: ChatMessage[]): unknown[] {
+  const turns = messages.map((m) => {
+    if (m.role === "tool") {
+      return {
+        role: "user",
+        content: m.results.map((r) => ({
+          type: "tool_result",
+          tool_use_id: r.callId,
+          content: r.content,
+          ...(r.isError ? { is_error: true } : {}),
+        })),
+      };
+    }
+    if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) {
+      return {
+        role: "assistant",
+        content: [
+          ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
+          ...m.toolCalls.map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: c.arguments })),
+        ],
+      };
+    }
+    return { role: m.role, content: m.content };
+  });
+  // Two user turns in a row (tool results, then "answer now") become one turn of blocks.
+  const out: Array<{ role: string; content: unknown }> = [];
+  const blocks = (c: unknown) => (typeof c === "string" ? [{ type: "text", text: c }] : (c as unknown[]));
+  for (const t of turns) {
+    const prev = out[out.length - 1];
+    if (prev && prev.role === "user" && t.role === "user") {
+      prev.content = [...blocks(prev.content), ...blocks(t.content)];
+    } else out.push(t);
+  }
+  return out;
+}
+
+function anthropicTools(req: ModelRequest): unknown[] | null {
+  if (!req.tools || req.tools.length === 0) return null;
+  return req.tools.map((t) => ({
+    name: t.name,
+    ...(t.description ? { description: t.description } : {}),
+    input_schema: t.parameters,
+  }));
 }
 
 export const prepareAnthropic: PrepareCall = (model, req, provider, env) => {
   const base = resolveBaseUrl(provider, ANTHROPIC_DEFAULT_BASE_URL, env);
   const key = resolveApiKey(provider, env);
+  const tools = anthropicTools(req);
   const body = JSON.stringify({
     model,
     max_tokens: req.maxTokens,
     ...(req.system !== null ? { system: req.system } : {}),
-    messages: req.messages,
+    messages: anthropicMessages(req.messages),
+    ...(tools ? { tools } : {}),
   });
   const headers: Record<string, string> = {
     "content-type": "application/json",

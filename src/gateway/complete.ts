@@ -8,11 +8,19 @@
  * never quotes a response body. A budget refusal is final: no call is made.
  */
 import type { CompiledGateway, CompiledGroup, CompiledProvider } from "../bundle.ts";
+import { systemClock } from "../engine/clock.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
 import { prepareAnthropic } from "./anthropic.ts";
 import { prepareOpenAi } from "./openai.ts";
 import { costUsd, priceOf, worstCaseUsd } from "./pricing.ts";
-import { type ModelRequest, type PrepareCall, ProviderError, type Usage, utf8Length } from "./provider.ts";
+import {
+  type ModelRequest,
+  type PrepareCall,
+  ProviderError,
+  type ToolCall,
+  type Usage,
+  utf8Length,
+} from "./provider.ts";
 import { type GroupModel, modelOrder } from "./select.ts";
 import { prepareWorkersAi } from "./workers-ai.ts";
 
@@ -29,6 +37,8 @@ export function adapterFor(type: CompiledProvider["type"]): PrepareCall {
 
 export interface GroupCompletion {
   text: string;
+  /** Tool calls of the reply ([] for a final answer). */
+  toolCalls: ToolCall[];
   model: GroupModel;
   /** As reported, or the worst case when the provider reported none. */
   usage: Usage;
@@ -37,7 +47,7 @@ export interface GroupCompletion {
 
 export type GatewayContext = Pick<
   StepContext,
-  "env" | "fetch" | "signal" | "deadline" | "ai" | "budget" | "metrics"
+  "env" | "fetch" | "signal" | "deadline" | "ai" | "budget" | "metrics" | "clock"
 >;
 
 function failureText(e: unknown): string {
@@ -57,7 +67,9 @@ export async function completeInGroup(
   ctx: GatewayContext,
   preferred: GroupModel | null = null,
 ): Promise<GroupCompletion> {
-  const promptBytes = utf8Length(JSON.stringify({ system: req.system, messages: req.messages }));
+  const promptBytes = utf8Length(
+    JSON.stringify({ system: req.system, messages: req.messages, tools: req.tools }),
+  );
   let order = modelOrder(group, promptBytes, req.maxTokens);
   if (preferred) {
     const same = (m: GroupModel) => m.provider === preferred.provider && m.model === preferred.model;
@@ -89,6 +101,7 @@ export async function completeInGroup(
         signal: ctx.signal,
         deadline: ctx.deadline,
         ai: ctx.ai,
+        clock: ctx.clock,
         onAttempt: () => {
           ctx.metrics.attempts += 1;
         },
@@ -98,7 +111,7 @@ export async function completeInGroup(
       reservation.settle(0);
       if (ctx.signal.aborted) throw ctx.signal.reason ?? e;
       if (e instanceof StepError) throw e;
-      if (Date.now() >= ctx.deadline) {
+      if ((ctx.clock ?? systemClock).now() >= ctx.deadline) {
         throw new StepError("timeout", `the run deadline passed during a call to ${m.provider}/${m.model}`);
       }
       failures.push(failureText(e));
@@ -112,7 +125,7 @@ export async function completeInGroup(
     ctx.metrics.tokens_out += usage.output_tokens;
     ctx.metrics.cost_usd += cost;
     ctx.metrics.llm_calls += 1;
-    return { text: completion.text, model: m, usage, costUsd: cost };
+    return { text: completion.text, toolCalls: completion.toolCalls ?? [], model: m, usage, costUsd: cost };
   }
   const detail = failures.length > 0 ? failures.join("; ") : "the group has no models";
   throw new StepError("agent_failed", `model group ${group.name}: every model failed: ${detail}`);

@@ -8,13 +8,16 @@
  */
 import type { CompiledProvider, JsonSchema } from "../bundle.ts";
 import {
+  type ChatMessage,
   type Completion,
   type ModelRequest,
   type PrepareCall,
   postCompletion,
   resolveApiKey,
   resolveBaseUrl,
+  type ToolCall,
   tokenCount,
+  toolArguments,
   utf8Length,
 } from "./provider.ts";
 
@@ -104,32 +107,96 @@ function messageText(content: unknown): string | null {
   return null;
 }
 
+/** `tool_calls` of an assistant message (Chat Completions form: `{id, type, function: {name, arguments}}`). */
+export function parseOpenAiToolCalls(raw: unknown): ToolCall[] {
+  if (!Array.isArray(raw)) return [];
+  const calls: ToolCall[] = [];
+  raw.forEach((c, i) => {
+    if (typeof c !== "object" || c === null) return;
+    const fn = (c as { function?: { name?: unknown; arguments?: unknown } }).function ?? (c as never);
+    const name = (fn as { name?: unknown }).name;
+    if (typeof name !== "string") return;
+    const id = (c as { id?: unknown }).id;
+    calls.push({
+      id: typeof id === "string" && id !== "" ? id : `call_${i}`,
+      name,
+      ...toolArguments((fn as { arguments?: unknown }).arguments),
+    });
+  });
+  return calls;
+}
+
 export function parseChatCompletion(body: unknown): Completion | null {
   if (typeof body !== "object" || body === null) return null;
   const { choices, usage } = body as { choices?: unknown; usage?: Record<string, unknown> };
   if (!Array.isArray(choices) || choices.length === 0) return null;
-  const text = messageText((choices[0] as { message?: { content?: unknown } })?.message?.content);
+  const message = (choices[0] as { message?: { content?: unknown; tool_calls?: unknown } })?.message;
+  const toolCalls = parseOpenAiToolCalls(message?.tool_calls);
+  // A reply that only calls tools has `content: null`.
+  const text = messageText(message?.content) ?? (toolCalls.length > 0 ? "" : null);
   if (text === null) return null;
   const input = tokenCount(usage?.prompt_tokens);
   const output = tokenCount(usage?.completion_tokens);
   return {
     text,
     usage: input === null || output === null ? null : { input_tokens: input, output_tokens: output },
+    toolCalls,
   };
+}
+
+/** The conversation as Chat Completions messages (each tool result is its own `tool` message). */
+export function openAiMessages(system: string | null, messages: ChatMessage[]): unknown[] {
+  const out: unknown[] = system !== null ? [{ role: "system", content: system }] : [];
+  for (const m of messages) {
+    if (m.role === "tool") {
+      for (const r of m.results) {
+        // Chat Completions has no error flag on a tool message: the text says it.
+        out.push({
+          role: "tool",
+          tool_call_id: r.callId,
+          content: r.isError ? `ERROR: ${r.content}` : r.content,
+        });
+      }
+    } else if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) {
+      out.push({
+        role: "assistant",
+        content: m.content === "" ? null : m.content,
+        tool_calls: m.toolCalls.map((c) => ({
+          id: c.id,
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        })),
+      });
+    } else {
+      out.push({ role: m.role, content: m.content });
+    }
+  }
+  return out;
+}
+
+export function openAiTools(req: ModelRequest): unknown[] | null {
+  if (!req.tools || req.tools.length === 0) return null;
+  return req.tools.map((t) => ({
+    type: "function",
+    function: {
+      name: t.name,
+      ...(t.description ? { description: t.description } : {}),
+      parameters: t.parameters,
+    },
+  }));
 }
 
 export const prepareOpenAi: PrepareCall = (model, req, provider: CompiledProvider, env) => {
   const base = resolveBaseUrl(provider, OPENAI_DEFAULT_BASE_URL, env);
   const key = resolveApiKey(provider, env);
-  const messages = [
-    ...(req.system !== null ? [{ role: "system", content: req.system }] : []),
-    ...req.messages,
-  ];
+  const messages = openAiMessages(req.system, req.messages);
   const format = responseFormat(req);
+  const tools = openAiTools(req);
   const body = JSON.stringify({
     model,
     messages,
     max_tokens: req.maxTokens,
+    ...(tools ? { tools } : {}),
     ...(format ? { response_format: format } : {}),
   });
   const headers: Record<string, string> = { "content-type": "application/json" };

@@ -6,12 +6,41 @@
  * without sending anything: the gateway needs the serialised request's size to reserve the
  * call's worst-case cost before it is made, and a configuration error must cost nothing.
  */
-import type { CompiledProvider, JsonSchema } from "../bundle.ts";
+import type { CompiledProvider, JsonObject, JsonSchema } from "../bundle.ts";
+import type { Clock } from "../engine/clock.ts";
 import { retryHttp } from "../engine/retry.ts";
 
-export interface ChatMessage {
-  role: "user" | "assistant";
+/**
+ * A provider-neutral conversation. Each adapter writes it in its own native form: OpenAI
+ * `tool_calls` and role `tool` messages, Anthropic `tool_use` and `tool_result` blocks.
+ */
+export type ChatMessage =
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string; toolCalls?: ToolCall[] }
+  | { role: "tool"; results: ToolResultMessage[] };
+
+/** A tool the model may call, under the name it is offered by. */
+export interface ToolSpec {
+  name: string;
+  description: string | null;
+  /** JSON Schema of the arguments (an object schema). */
+  parameters: JsonObject;
+}
+
+export interface ToolCall {
+  /** The provider's id of the call (echoed back with its result). */
+  id: string;
+  name: string;
+  arguments: JsonObject;
+  /** Set when the model's arguments were not a JSON object (they are `{}` then). */
+  invalidArguments?: string;
+}
+
+export interface ToolResultMessage {
+  callId: string;
+  name: string;
   content: string;
+  isError: boolean;
 }
 
 /** Provider-neutral request for one completion. */
@@ -23,6 +52,8 @@ export interface ModelRequest {
   json: boolean;
   /** The schema the JSON must satisfy, when known (OpenAI structured outputs use it). */
   jsonSchema: JsonSchema | null;
+  /** Tools offered on this call; absent or empty: none (the model must answer). */
+  tools?: ToolSpec[];
 }
 
 export interface Usage {
@@ -34,6 +65,26 @@ export interface Completion {
   text: string;
   /** null when the provider reported no usage (the gateway then charges the worst case). */
   usage: Usage | null;
+  /** Tool calls of the reply ([] for a final answer). */
+  toolCalls: ToolCall[];
+}
+
+/** Parses tool-call arguments given as a JSON string (OpenAI) or an object (Anthropic, Workers AI). */
+export function toolArguments(raw: unknown): { arguments: JsonObject; invalidArguments?: string } {
+  let value = raw;
+  if (typeof raw === "string") {
+    if (raw.trim() === "") return { arguments: {} };
+    try {
+      value = JSON.parse(raw);
+    } catch (e) {
+      return { arguments: {}, invalidArguments: `not JSON (${e instanceof Error ? e.message : String(e)})` };
+    }
+  }
+  if (value === undefined || value === null) return { arguments: {} };
+  if (typeof value !== "object" || Array.isArray(value)) {
+    return { arguments: {}, invalidArguments: "not a JSON object" };
+  }
+  return { arguments: value as JsonObject };
 }
 
 /** What a prepared call needs from the run to go out. */
@@ -44,6 +95,8 @@ export interface ProviderIo {
   ai?: { run(model: string, input: unknown, options?: unknown): Promise<unknown> };
   /** Called once per HTTP attempt (retries included), for metrics.attempts. */
   onAttempt: () => void;
+  /** Default the system clock. */
+  clock?: Clock;
 }
 
 export interface PreparedCall {
@@ -164,6 +217,7 @@ export async function postCompletion(
     deadline: io.deadline,
     signal: io.signal,
     onAttempt: io.onAttempt,
+    clock: io.clock,
   });
   if (!res.ok) throw await httpFailure(provider, model, res);
   let parsed: Completion | null = null;

@@ -13,6 +13,11 @@ export type GroupModel = CompiledGroup["models"][number];
 
 const rotation = new Map<string, number>();
 
+/** Starts every round-robin group at its first model again (workflow tests: each case alike). */
+export function resetModelRotation(): void {
+  rotation.clear();
+}
+
 export function modelOrder(group: CompiledGroup, inputTokens: number, maxTokens: number): GroupModel[] {
   const models = group.models;
   if (models.length === 0) return [];

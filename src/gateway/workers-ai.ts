@@ -2,7 +2,14 @@
  * Providers of `type: workers-ai`: the Worker's `AI` binding (`env.AI.run`). No HTTP and no
  * key; the binding must be configured in wrangler.toml, which is off by default because Workers
  * AI always runs remotely (also under `wrangler dev`).
+ *
+ * Tools (SPEC 9) are offered in the OpenAI-compatible form that Workers AI's function-calling
+ * models accept (`tools: [{type: "function", function}]`); their reply's `tool_calls` (either
+ * `{name, arguments}` or the OpenAI shape) become tool calls. Models without function calling
+ * ignore `tools` and answer in text, which the tool loop takes as the final answer.
  */
+import { systemClock } from "../engine/clock.ts";
+import { openAiMessages, openAiTools, parseOpenAiToolCalls } from "./openai.ts";
 import {
   type Completion,
   PROVIDER_ATTEMPT_TIMEOUT_MS,
@@ -17,28 +24,39 @@ export const NO_AI_BINDING = 'no AI binding; add [ai] binding = "AI" to wrangler
 
 export function parseAiResult(result: unknown): Completion | null {
   if (typeof result !== "object" || result === null) return null;
-  const { response, usage } = result as { response?: unknown; usage?: Record<string, unknown> };
+  const { response, usage, tool_calls } = result as {
+    response?: unknown;
+    usage?: Record<string, unknown>;
+    tool_calls?: unknown;
+  };
+  const toolCalls = parseOpenAiToolCalls(tool_calls);
   // In JSON mode some models hand back the parsed object instead of its text.
   let text: string;
   if (typeof response === "string") text = response;
   else if (response !== undefined && response !== null) text = JSON.stringify(response);
+  else if (toolCalls.length > 0) text = "";
   else return null;
   const input = tokenCount(usage?.prompt_tokens);
   const output = tokenCount(usage?.completion_tokens);
   return {
     text,
     usage: input === null || output === null ? null : { input_tokens: input, output_tokens: output },
+    toolCalls,
   };
 }
 
 /** ai.run takes no signal: race it against the run signal, the deadline and the attempt timeout. */
 function bounded<T>(work: Promise<T>, io: ProviderIo): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const ms = Math.max(0, Math.min(PROVIDER_ATTEMPT_TIMEOUT_MS, io.deadline - Date.now()));
-    const timer = setTimeout(() => done(() => reject(new Error(`no response within ${ms} ms`))), ms);
+    const clock = io.clock ?? systemClock;
+    const ms = Math.max(0, Math.min(PROVIDER_ATTEMPT_TIMEOUT_MS, io.deadline - clock.now()));
+    const cancelTimer = clock.setTimer(
+      () => done(() => reject(new Error(`no response within ${ms} ms`))),
+      ms,
+    );
     const onAbort = () => done(() => reject(io.signal.reason));
     const done = (fn: () => void) => {
-      clearTimeout(timer);
+      cancelTimer();
       io.signal.removeEventListener("abort", onAbort);
       fn();
     };
@@ -52,11 +70,10 @@ function bounded<T>(work: Promise<T>, io: ProviderIo): Promise<T> {
 }
 
 export const prepareWorkersAi: PrepareCall = (model, req, provider) => {
-  const messages = [
-    ...(req.system !== null ? [{ role: "system", content: req.system }] : []),
-    ...req.messages,
-  ];
+  const messages = openAiMessages(req.system, req.messages);
   const input: Record<string, unknown> = { messages, max_tokens: req.maxTokens };
+  const tools = openAiTools(req);
+  if (tools) input.tools = tools;
   if (req.json && req.jsonSchema !== null) {
     input.response_format = { type: "json_schema", json_schema: req.jsonSchema };
   }

@@ -1,10 +1,21 @@
 /**
- * Invoke authentication (SPEC section 5). The expected secret is read from the Worker's env at
- * request time; an unset secret fails closed (500), and the presented value is compared in
- * constant time (both sides are hashed first so their lengths never leak either).
+ * Who may invoke a workflow, and who may read its runs (SPEC section 5). Expected secrets are
+ * read from the Worker's env at request time; an unset one fails closed (500). Presented values
+ * are compared in constant time (both sides hashed first, so their lengths never leak either).
+ *
+ * `requireReader` is the one check behind every route that reads or acts on runs (envelope,
+ * graph, events, cancel, delete, the listing, approvals, the viewer's data): routes call it and
+ * never decide credentials themselves.
  */
-import type { CompiledAuth } from "../bundle.ts";
+import type { CompiledAuth, SignatureAuth, TokenAuth } from "../bundle.ts";
+import { readBody } from "./body.ts";
 import { HttpProblem } from "./problem.ts";
+import { configuredSecrets, schemeKeys, unauthorized, verifySignature } from "./triggers/signature.ts";
+
+/** `ADMIN_TOKEN` reads the runs of every workflow; shorter than this it is refused as misconfigured. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+const BEARER_CHALLENGE = { "www-authenticate": 'Bearer realm="workflow-edge"' };
 
 async function digest(value: string): Promise<ArrayBuffer> {
   return crypto.subtle.digest("SHA-256", new TextEncoder().encode(value));
@@ -15,31 +26,86 @@ export async function constantTimeEqual(a: string, b: string): Promise<boolean> 
   return crypto.subtle.timingSafeEqual(da, db);
 }
 
-/** Throws HttpProblem 401 (bad or missing credentials) or 500 (secret not configured). */
-export async function requireAuth(
+/** Whether `presented` equals any of `secrets` (every one is compared, whatever matches). */
+async function matchesAny(presented: string | null, secrets: string[]): Promise<boolean> {
+  let ok = false;
+  // Compare even when nothing was presented, so both failures take the same time.
+  for (const s of secrets) if (await constantTimeEqual(presented ?? "", s)) ok = true;
+  return presented !== null && ok;
+}
+
+/** The token of `Bearer <token>` (scheme case-insensitive), else null. */
+function bearerToken(value: string | null): string | null {
+  if (value === null) return null;
+  const m = /^bearer[ \t]+(.*)$/is.exec(value.trim());
+  return m ? (m[1] ?? "") : null;
+}
+
+export function isSignature(auth: CompiledAuth): auth is SignatureAuth {
+  return auth.scheme !== "raw" && auth.scheme !== "bearer";
+}
+
+/** `raw` / `bearer`: throws 401 (bad or missing credentials) or 500 (secret not configured). */
+async function requireToken(auth: TokenAuth, headers: Headers, env: Record<string, unknown>): Promise<void> {
+  const secrets = configuredSecrets(auth.secretEnvs, env, "invoke secret");
+  const presented = headers.get(auth.header);
+  const candidate = auth.scheme === "bearer" ? bearerToken(presented) : presented;
+  if (!(await matchesAny(candidate, secrets))) {
+    throw unauthorized(auth.scheme === "bearer" ? BEARER_CHALLENGE : {});
+  }
+}
+
+/**
+ * The invoke's body bytes, once the caller is known to be allowed: credential headers are
+ * checked before the body is read; a signature needs the whole body, so it is read first (413
+ * over 1 MiB) and verified on exactly those bytes, before anything parses them.
+ */
+export async function authenticatedBody(
+  auth: CompiledAuth | null,
+  req: Request,
+  env: Record<string, unknown>,
+): Promise<Uint8Array<ArrayBuffer>> {
+  if (auth === null) return readBody(req);
+  if (!isSignature(auth)) {
+    await requireToken(auth, req.headers, env);
+    return readBody(req);
+  }
+  // A missing secret is a deployment problem: say so before reading anything.
+  schemeKeys(auth, env);
+  const body = await readBody(req);
+  await verifySignature(auth, { body, headers: req.headers, url: req.url, now: Date.now() }, env);
+  return body;
+}
+
+/** The Worker-wide `ADMIN_TOKEN`, or null when unset; 500 when set but too short to be safe. */
+function adminToken(env: Record<string, unknown>): string | null {
+  const v = env.ADMIN_TOKEN;
+  if (typeof v !== "string" || v === "") return null;
+  if (v.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw new HttpProblem(
+      "server_misconfigured",
+      `ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters`,
+    );
+  }
+  return v;
+}
+
+/**
+ * "The workflow's credentials" for reading its runs: nothing for a public workflow;
+ * `Authorization: Bearer <ADMIN_TOKEN>` for any workflow; else for `raw` and `bearer` the invoke
+ * credential, for a signature scheme `Authorization: Bearer <one of its secrets>` (`discord`
+ * has no secret: only the admin token reads its runs). Throws 401 or 500.
+ */
+export async function requireReader(
   auth: CompiledAuth | null,
   headers: Headers,
   env: Record<string, unknown>,
 ): Promise<void> {
-  if (!auth) return;
-  const expected = env[auth.secretEnv];
-  if (typeof expected !== "string" || expected === "") {
-    throw new HttpProblem(
-      "server_misconfigured",
-      `the invoke secret of this workflow is not configured (set ${auth.secretEnv} with wrangler secret put, or in .dev.vars)`,
-    );
-  }
-  const presented = headers.get(auth.header);
-  let candidate: string | null = presented;
-  if (auth.scheme === "bearer" && presented !== null) {
-    const m = /^bearer[ \t]+(.*)$/is.exec(presented.trim());
-    candidate = m ? (m[1] ?? "") : null;
-  }
-  // Compare even when the header is missing, so both failures take the same time.
-  const ok = await constantTimeEqual(candidate ?? "", expected);
-  if (candidate === null || !ok) {
-    throw new HttpProblem("unauthorized", "missing or invalid credentials", {
-      headers: auth.scheme === "bearer" ? { "www-authenticate": 'Bearer realm="workflow-edge"' } : {},
-    });
-  }
+  if (auth === null) return;
+  const admin = adminToken(env);
+  const bearer = bearerToken(headers.get("authorization"));
+  if (admin !== null && (await matchesAny(bearer, [admin]))) return;
+  if (!isSignature(auth)) return requireToken(auth, headers, env);
+  const secrets = auth.scheme === "discord" ? [] : configuredSecrets(auth.secretEnvs, env, "signing secret");
+  if (!(await matchesAny(bearer, secrets))) throw unauthorized(BEARER_CHALLENGE);
 }

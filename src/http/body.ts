@@ -11,14 +11,27 @@ import { HttpProblem } from "./problem.ts";
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_JSON_DEPTH = 128;
 
+/** The raw body bytes (413 over 1 MiB): signatures are verified on exactly these. */
+export function readBody(req: Request): Promise<Uint8Array<ArrayBuffer>> {
+  // readCapped copies into a fresh ArrayBuffer, which Web Crypto accepts as is.
+  return readCapped(req, MAX_BODY_BYTES, tooLarge) as Promise<Uint8Array<ArrayBuffer>>;
+}
+
 export async function readParams(req: Request): Promise<JsonObject> {
-  const bytes = await readCapped(req, MAX_BODY_BYTES, tooLarge);
-  let text: string;
+  return parseJsonObject(utf8(await readBody(req)));
+}
+
+/** The body as text; not UTF-8 is 400 invalid_json (the code every body-syntax error has). */
+export function utf8(bytes: Uint8Array): string {
   try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
     throw new HttpProblem("invalid_json", "the body is not valid UTF-8");
   }
+}
+
+/** A JSON object body (empty = `{}`), nesting at most MAX_JSON_DEPTH levels. */
+export function parseJsonObject(text: string): JsonObject {
   if (text.trim() === "") return {};
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
     throw new HttpProblem(

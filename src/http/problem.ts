@@ -11,6 +11,7 @@ export const PROBLEMS = {
   method_not_allowed: [405, "Method not allowed"],
   unauthorized: [401, "Unauthorized"],
   payload_too_large: [413, "Payload too large"],
+  unsupported_media_type: [415, "Unsupported media type"],
   invalid_json: [400, "Invalid JSON"],
   invalid_idempotency_key: [400, "Invalid Idempotency-Key"],
   invalid_query: [400, "Invalid query"],
@@ -18,6 +19,12 @@ export const PROBLEMS = {
   idempotency_conflict: [409, "Idempotency conflict"],
   run_not_active: [409, "Run not active"],
   run_active: [409, "Run still active"],
+  invalid_decision: [400, "Invalid decision"],
+  approval_not_found: [404, "Approval not found"],
+  approval_already_decided: [409, "Approval already decided"],
+  rate_limited: [429, "Too many requests"],
+  run_failed: [500, "Run failed"],
+  response_failed: [500, "Response failed"],
   server_misconfigured: [500, "Server misconfigured"],
   internal_error: [500, "Internal error"],
 } as const satisfies Record<string, readonly [number, string]>;
@@ -34,10 +41,16 @@ export class HttpProblem extends Error {
   readonly status: number;
   readonly errors: ProblemDetail[] | undefined;
   readonly headers: Record<string, string>;
+  /** Extension members of the problem body (e.g. `run_id` and `error` of `run_failed`). */
+  readonly extra: Record<string, unknown>;
   constructor(
     code: ProblemCode,
     detail: string,
-    opts: { errors?: ProblemDetail[]; headers?: Record<string, string> } = {},
+    opts: {
+      errors?: ProblemDetail[];
+      headers?: Record<string, string>;
+      extra?: Record<string, unknown>;
+    } = {},
   ) {
     super(detail);
     this.name = "HttpProblem";
@@ -45,10 +58,12 @@ export class HttpProblem extends Error {
     this.status = PROBLEMS[code][0];
     this.errors = opts.errors;
     this.headers = opts.headers ?? {};
+    this.extra = opts.extra ?? {};
   }
 
   toResponse(): Response {
     const body: Record<string, unknown> = {
+      ...this.extra,
       type: `urn:workflow-edge:problem:${this.code}`,
       title: PROBLEMS[this.code][1],
       status: this.status,

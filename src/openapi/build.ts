@@ -5,7 +5,15 @@
  * shares. A pure function of the bundle, so the build can write it to a file and the Worker can
  * serve the same document computed from the bundle it imports.
  */
-import type { Bundle, CompiledAuth, CompiledWorkflow, JsonObject, JsonSchema } from "../bundle.ts";
+import type {
+  Bundle,
+  CompiledAuth,
+  CompiledWorkflow,
+  JsonObject,
+  JsonSchema,
+  SignatureAuth,
+} from "../bundle.ts";
+import { SCHEMES } from "../http/triggers/schemes.ts";
 
 export interface OpenApiOptions {
   /** `info.title`; default `workflow-edge`. */
@@ -23,6 +31,7 @@ const INVOKE_PROBLEMS: Array<[string, string]> = [
   ["404", "`workflow_not_found`."],
   ["409", "`idempotency_conflict`: the Idempotency-Key was used with a different body."],
   ["413", "`payload_too_large`: the body is over 1 MiB."],
+  ["415", "`unsupported_media_type`: the body is neither JSON nor a form."],
   ["422", "`invalid_params`: the body fails the workflow's params.schema; `errors` lists each violation."],
   ["500", "`server_misconfigured` (a secret is unset or too short) or `internal_error`."],
 ];
@@ -49,6 +58,15 @@ export function operationIdFor(name: string): string {
 }
 
 function securitySchemeFor(wf: CompiledWorkflow, auth: CompiledAuth): JsonObject {
+  if (isSignatureAuth(auth)) {
+    const [name, meaning] = signatureHeaders(auth)[0] ?? ["", ""];
+    return {
+      type: "apiKey",
+      in: "header",
+      name,
+      description: `Signed delivery (scheme \`${auth.scheme}\`) for workflow ${wf.name}: ${meaning}, verified on the raw body.`,
+    };
+  }
   if (auth.scheme === "bearer" && auth.header === "authorization") {
     return { type: "http", scheme: "bearer", description: `Invoke credentials of workflow ${wf.name}.` };
   }
@@ -61,6 +79,39 @@ function securitySchemeFor(wf: CompiledWorkflow, auth: CompiledAuth): JsonObject
         ? `Invoke credentials of workflow ${wf.name}: the header value is \`Bearer <token>\`.`
         : `Invoke credentials of workflow ${wf.name}: the header value is the secret itself.`,
   };
+}
+
+function isSignatureAuth(auth: CompiledAuth): auth is SignatureAuth {
+  return auth.scheme !== "raw" && auth.scheme !== "bearer";
+}
+
+/** The headers a signed delivery carries, signature first. */
+function signatureHeaders(auth: SignatureAuth): Array<[string, string]> {
+  if (auth.hmac) {
+    const what = `${auth.hmac.prefix ? `\`${auth.hmac.prefix}\` + ` : ""}${auth.hmac.encoding} HMAC-${auth.hmac.algorithm.toUpperCase()} of the body`;
+    return [[auth.hmac.header, what]];
+  }
+  return SCHEMES[auth.scheme].headers;
+}
+
+/** Header parameters of an invoke: the workflow's declared request headers, the sender's signature headers. */
+function invokeHeaderParams(wf: CompiledWorkflow): JsonObject[] {
+  const out: JsonObject[] = [];
+  const seen = new Set<string>();
+  const add = (name: string, description: string) => {
+    if (seen.has(name.toLowerCase())) return;
+    seen.add(name.toLowerCase());
+    out.push({ name, in: "header", required: false, description, schema: { type: "string" } });
+  };
+  if (wf.auth && isSignatureAuth(wf.auth)) {
+    // The first is the security scheme itself; the rest (timestamps, delivery ids) are parameters.
+    for (const [name, meaning] of signatureHeaders(wf.auth).slice(1))
+      add(name, `Sent by the sender: ${meaning}.`);
+  }
+  for (const h of wf.invoke.headers) {
+    add(h.name, `Recorded with the run; expressions read it as \`request.headers.${h.key}\`.`);
+  }
+  return out;
 }
 
 function containsRef(v: unknown): boolean {
@@ -91,7 +142,7 @@ const RUN_ID = {
 function sharedSchemas(): Record<string, JsonObject> {
   const metrics = {
     type: "object",
-    required: ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls", "attempts"],
+    required: ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls", "attempts", "tool_calls"],
     properties: {
       duration_ms: { type: "number", minimum: 0 },
       tokens_in: { type: "integer", minimum: 0 },
@@ -99,6 +150,7 @@ function sharedSchemas(): Record<string, JsonObject> {
       cost_usd: { type: "number", minimum: 0 },
       llm_calls: { type: "integer", minimum: 0 },
       attempts: { type: "integer", minimum: 0 },
+      tool_calls: { type: "integer", minimum: 0 },
     },
   };
   const totals = {
@@ -164,18 +216,47 @@ function sharedSchemas(): Record<string, JsonObject> {
     },
     StepRecord: {
       type: "object",
-      required: ["id", "status", "output", "error", "started_at", "finished_at", "metrics", "steps"],
+      required: [
+        "id",
+        "status",
+        "output",
+        "error",
+        "started_at",
+        "finished_at",
+        "metrics",
+        "tool_calls",
+        "annotations",
+        "steps",
+      ],
       properties: {
         id: { type: "string" },
-        status: { enum: ["pending", "running", "complete", "failed", "skipped", "canceled"] },
+        status: {
+          enum: ["pending", "running", "pending_approval", "complete", "failed", "skipped", "canceled"],
+        },
         output: { description: "The step's output (secrets masked); null until it completes." },
         error: ref("StepError"),
         started_at: nullableTimestamp,
         finished_at: nullableTimestamp,
         metrics: ref("StepMetrics"),
+        tool_calls: {
+          type: "array",
+          description: "An agent step's tool calls (masked); [] for other steps.",
+          items: ref("ToolCall"),
+        },
+        annotations: {
+          type: ["object", "null"],
+          description: "`ktsu_flags`, `ktsu_rationale`, `ktsu_confidence` of an agent's final output.",
+          required: ["flags", "rationale", "confidence"],
+          properties: {
+            flags: { type: "array", items: { type: "string" } },
+            rationale: { type: ["string", "null"] },
+            confidence: { type: ["number", "null"] },
+          },
+        },
         steps: {
           type: "array",
-          description: "Child steps of a workflow step; [] for other kinds.",
+          description:
+            "Child steps of a workflow step, or the started items of a fan-out (id = the index); [] otherwise.",
           items: ref("StepRecord"),
         },
       },
@@ -191,6 +272,7 @@ function sharedSchemas(): Record<string, JsonObject> {
         "error",
         "params",
         "steps",
+        "request",
         "output",
         "totals",
         "budget_usd",
@@ -206,12 +288,90 @@ function sharedSchemas(): Record<string, JsonObject> {
         error: ref("RunError"),
         params: { description: "The invoke body (secrets masked)." },
         steps: { type: "array", items: ref("StepRecord") },
+        request: {
+          type: "object",
+          required: ["headers"],
+          properties: {
+            headers: {
+              type: "object",
+              additionalProperties: { type: ["string", "null"] },
+              description:
+                "The workflow's declared `invoke.headers`, keyed as expressions read them (`x_github_event`); a missing header is null.",
+            },
+          },
+        },
         output: { description: "The output of the last pipeline step; null unless complete." },
         totals: ref("RunTotals"),
         budget_usd: { type: ["number", "null"] },
         deadline: timestamp,
         created_at: timestamp,
         finished_at: nullableTimestamp,
+      },
+    },
+    ToolCall: {
+      type: "object",
+      required: ["server", "name", "arguments", "result", "error", "started_at", "finished_at", "approval"],
+      properties: {
+        server: { type: "string", description: "The agent's name for the server (`servers[].name`)." },
+        name: { type: "string" },
+        arguments: { type: "object" },
+        result: { description: "`structuredContent`, else the text content; null on error." },
+        error: { type: ["string", "null"] },
+        started_at: timestamp,
+        finished_at: nullableTimestamp,
+        approval: {
+          type: ["object", "null"],
+          required: ["id", "status", "comment"],
+          properties: {
+            id: { type: "string" },
+            status: { enum: ["pending", "approved", "rejected", "timeout"] },
+            comment: { type: ["string", "null"] },
+          },
+        },
+      },
+    },
+    Approval: {
+      type: "object",
+      required: [
+        "id",
+        "run_id",
+        "step",
+        "kind",
+        "server",
+        "tool",
+        "arguments",
+        "status",
+        "comment",
+        "created_at",
+        "decided_at",
+        "expires_at",
+      ],
+      properties: {
+        id: { type: "string" },
+        run_id: { type: "string" },
+        step: { type: "string", description: "Slash path of the waiting step." },
+        kind: { enum: ["tool", "needs_human"] },
+        server: { type: ["string", "null"] },
+        tool: { type: ["string", "null"] },
+        arguments: { description: "The call's arguments, or the output under review (masked)." },
+        status: { enum: ["pending", "approved", "rejected", "timeout"] },
+        comment: { type: ["string", "null"] },
+        created_at: timestamp,
+        decided_at: nullableTimestamp,
+        expires_at: timestamp,
+      },
+    },
+    ApprovalList: {
+      type: "object",
+      required: ["approvals"],
+      properties: { approvals: { type: "array", items: ref("Approval") } },
+    },
+    Decision: {
+      type: "object",
+      required: ["decision"],
+      properties: {
+        decision: { enum: ["approved", "rejected"] },
+        comment: { type: "string", maxLength: 2000 },
       },
     },
     RunSummary: {
@@ -249,7 +409,7 @@ function sharedSchemas(): Record<string, JsonObject> {
           type: "array",
           items: {
             type: "object",
-            required: ["path", "id", "kind", "deps", "parent", "condition"],
+            required: ["path", "id", "kind", "deps", "parent", "condition", "for_each"],
             properties: {
               path: { type: "string" },
               id: { type: "string" },
@@ -257,6 +417,17 @@ function sharedSchemas(): Record<string, JsonObject> {
               deps: { type: "array", items: { type: "string" } },
               parent: { type: ["string", "null"] },
               condition: { type: ["string", "null"] },
+              for_each: {
+                description: "The step's fan-out (its items are step records, not nodes), or null.",
+                type: ["object", "null"],
+                required: ["from", "concurrency", "max_items", "max_failures"],
+                properties: {
+                  from: { type: "string" },
+                  concurrency: { type: ["integer", "null"] },
+                  max_items: { type: ["integer", "null"] },
+                  max_failures: { type: "integer" },
+                },
+              },
             },
           },
         },
@@ -285,20 +456,50 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       const scheme = `${componentName(name)}.auth`;
       securitySchemes[scheme] = securitySchemeFor(wf, wf.auth);
       security = [{ [scheme]: [] }];
-      anyWorkflowSecurity.push({ [scheme]: [] });
+      if (!isSignatureAuth(wf.auth)) {
+        anyWorkflowSecurity.push({ [scheme]: [] });
+      } else if (wf.auth.scheme !== "discord") {
+        // Runs of a signed workflow are read with `Authorization: Bearer <one of its secrets>`.
+        const reader = `${componentName(name)}.read`;
+        securitySchemes[reader] = {
+          type: "http",
+          scheme: "bearer",
+          description: `Reading runs of workflow ${name}: the token is one of its signing secrets.`,
+        };
+        anyWorkflowSecurity.push({ [reader]: [] });
+      }
     } else {
       security = [{}];
       anyPublic = true;
     }
+    const answer = wf.invoke.response;
     const responses: JsonObject = {
-      "200": {
-        description: "The run finished within the requested wait: its envelope.",
-        headers: {
-          Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" },
-          "Preference-Applied": { schema: { type: "string" }, description: "`wait=N`" },
-        },
-        content: { "application/json": { schema: ref("Envelope") } },
-      },
+      ...(answer
+        ? {
+            [String(answer.status)]: {
+              description: `The run completed within the wait (\`Prefer: wait=N\`, else ${answer.waitS} s): the workflow's \`invoke.response\`, rendered.`,
+              headers: { Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" } },
+              ...(answer.body.t === "lit" && answer.body.v === null
+                ? {}
+                : {
+                    content: {
+                      [answer.contentType]: {
+                        schema: answer.contentType === "application/json" ? {} : { type: "string" },
+                      },
+                    },
+                  }),
+            },
+          }
+        : {
+            "200": {
+              description: "The run finished within the requested wait: its envelope.",
+              headers: {
+                Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" },
+                "Preference-Applied": { schema: { type: "string" }, description: "`wait=N`" },
+              },
+              content: { "application/json": { schema: ref("Envelope") } },
+            },
+          }),
       "202": {
         description: "The run was created (or, with the same Idempotency-Key and body, already exists).",
         headers: { Location: { schema: { type: "string" }, description: "`/runs/{run_id}`" } },
@@ -307,7 +508,18 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
     };
     for (const [status, text] of INVOKE_PROBLEMS) {
       if (status === "401" && !wf.auth) continue;
-      responses[status] = problem(text);
+      responses[status] ??= problem(text);
+    }
+    if (wf.invoke.rateLimit) {
+      responses["429"] = {
+        ...problem("`rate_limited`: over the workflow's rate limit; no run was created."),
+        headers: { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait." } },
+      };
+    }
+    if (answer) {
+      responses["500"] = problem(
+        "`run_failed` (the run failed or was canceled within the wait; `run_id` and `error` say how), `response_failed`, `server_misconfigured` or `internal_error`.",
+      );
     }
     const description = [
       wf.description ?? "",
@@ -348,18 +560,29 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
               "Scoped to this workflow: the same key with an equal body answers with the same run; with a different body, 409.",
             schema: { type: "string", minLength: 1, maxLength: 255 },
           },
+          ...invokeHeaderParams(wf),
         ],
         requestBody: {
           required: false,
-          description: "The workflow's params (an empty body is `{}`); at most 1 MiB.",
-          content: { "application/json": { schema: ref(paramsName) } },
+          description:
+            "The workflow's params (an empty body is `{}`); at most 1 MiB. A form becomes an object of strings (a repeated field: an array); a form whose only field is `payload` holding a JSON object is that object.",
+          content: {
+            "application/json": { schema: ref(paramsName) },
+            "application/x-www-form-urlencoded": { schema: { type: "object" } },
+          },
         },
         responses,
       },
     };
   }
 
-  const runSecurity = [...anyWorkflowSecurity, ...(anyPublic ? [{}] : [])];
+  // `Authorization: Bearer <ADMIN_TOKEN>` reads the runs of every workflow.
+  securitySchemes.admin = {
+    type: "http",
+    scheme: "bearer",
+    description: "The Worker's ADMIN_TOKEN secret (when set): reads the runs of every workflow.",
+  };
+  const runSecurity = [...anyWorkflowSecurity, { admin: [] }, ...(anyPublic ? [{}] : [])];
   const runProblems = {
     "401": problem("`unauthorized`: the run's workflow needs credentials."),
     "404": problem("`run_not_found`."),
@@ -389,7 +612,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
     get: runOp("streamRunEvents", "Run events as Server-Sent Events", {
       "200": {
         description:
-          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, run.completed; each `data:` is one JSON object.",
+          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, approval.requested, approval.decided (data: `{approval}`), run.completed; each `data:` is one JSON object.",
         content: { "text/event-stream": { schema: { type: "string" } } },
       },
     }),
@@ -404,6 +627,53 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       "202": json("The run is canceled: its envelope.", ref("Envelope")),
       "409": problem("`run_not_active`: the run has already finished."),
     }),
+  };
+  const decisionBody = {
+    required: true,
+    content: { "application/json": { schema: ref("Decision") } },
+  };
+  const decideOp = (operationId: string, summary: string): JsonObject => {
+    const op = runOp(operationId, summary, {
+      "200": json("The decided approval.", ref("Approval")),
+      "400": problem("`invalid_decision`."),
+      "409": problem("`approval_already_decided`."),
+    });
+    return {
+      ...op,
+      requestBody: decisionBody,
+      responses: {
+        ...(op.responses as JsonObject),
+        "404": problem(
+          "`run_not_found`, or `approval_not_found` (no such approval / no approval of that step).",
+        ),
+      },
+    };
+  };
+  paths["/runs/{run_id}/approvals"] = {
+    get: runOp("listApprovals", "Every approval of the run (pending and decided)", {
+      "200": json("The run's approvals, oldest first.", ref("ApprovalList")),
+    }),
+  };
+  paths["/runs/{run_id}/approvals/{approval_id}"] = {
+    post: {
+      ...decideOp("decideApproval", "Approve or reject a pending approval"),
+      parameters: [RUN_ID, { name: "approval_id", in: "path", required: true, schema: { type: "string" } }],
+    },
+  };
+  paths["/runs/{run_id}/steps/{step}/approval/decide"] = {
+    post: {
+      ...decideOp("decideStepApproval", "Decide a step's oldest pending approval (ktsu-compatible)"),
+      parameters: [
+        RUN_ID,
+        {
+          name: "step",
+          in: "path",
+          required: true,
+          description: "The step's slash path (`notify/post`; `/` may be sent as is or as %2F).",
+          schema: { type: "string" },
+        },
+      ],
+    },
   };
   paths["/runs"] = {
     get: {

@@ -3,7 +3,8 @@
  * and the step records by walking the pinned definition, so steps come in pipeline order, child
  * steps nest under their workflow step, and every key is always present.
  */
-import type { Bundle, CompiledWorkflow, Json } from "../bundle.ts";
+import type { Bundle, CompiledStep, CompiledWorkflow, Json } from "../bundle.ts";
+import { fanOutItemIndices } from "../engine/fan-out.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 
@@ -21,6 +22,8 @@ export interface RunDoc {
   status: RunStatus;
   error: RunError | null;
   params: Json;
+  /** `{headers}`: the declared request headers as recorded (masked); absent in older runs. */
+  request?: Json;
   created_at: string;
   deadline: string;
   finished_at: string | null;
@@ -31,6 +34,8 @@ export interface RunDoc {
   def: Bundle;
   /** Budget ledger state (reservations are persisted with the run). */
   ledger: Json;
+  /** Origin of the invoke that started the run (approvals' `decide_url`); absent in older runs. */
+  origin?: string | null;
 }
 
 export interface Envelope {
@@ -41,6 +46,7 @@ export interface Envelope {
   error: RunError | null;
   params: Json;
   steps: StepRecord[];
+  request: Json;
   output: Json;
   totals: { duration_ms: number; tokens_in: number; tokens_out: number; cost_usd: number; llm_calls: number };
   budget_usd: number | null;
@@ -56,10 +62,39 @@ function nest(
   records: ReadonlyMap<string, StepRecord>,
 ): StepRecord[] {
   return wf.steps.map((s) => {
-    const rec = records.get(prefix + s.id) ?? pendingRecord(s.id);
+    const path = prefix + s.id;
+    const rec = records.get(path) ?? pendingRecord(s.id);
     const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
-    return { ...rec, steps: child ? nest(def, child, `${prefix}${s.id}/`, records) : [] };
+    if (isFanOut(s)) {
+      // One record per started item; a workflow item holds its child's steps.
+      const items = fanOutItemIndices(records, path).map((i) => {
+        const item = records.get(`${path}/${i}`) as StepRecord;
+        return full(item, child ? nest(def, child, `${path}/${i}/`, records) : []);
+      });
+      return full(rec, items);
+    }
+    return full(rec, child ? nest(def, child, `${path}/`, records) : []);
   });
+}
+
+/** A step record as the envelope shows it: every key present, in SPEC's order (older records lack some). */
+function full(rec: StepRecord, steps: StepRecord[]): StepRecord {
+  return {
+    id: rec.id,
+    status: rec.status,
+    output: rec.output,
+    error: rec.error,
+    started_at: rec.started_at,
+    finished_at: rec.finished_at,
+    metrics: { ...rec.metrics, tool_calls: rec.metrics.tool_calls ?? 0 },
+    tool_calls: rec.tool_calls ?? [],
+    annotations: rec.annotations ?? null,
+    steps,
+  };
+}
+
+function isFanOut(s: CompiledStep): boolean {
+  return s.kind !== "transform" && s.forEach !== undefined;
 }
 
 export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepRecord>, now: number): Envelope {
@@ -84,6 +119,7 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
     error: doc.error,
     params: doc.params,
     steps,
+    request: doc.request ?? { headers: {} },
     // The last listed step's output, read from its record (not stored twice: a run row holding
     // params, definition and a copy of a 1 MiB output could pass the storage row limit).
     output: doc.status === "complete" ? (steps[steps.length - 1]?.output ?? null) : null,
@@ -105,6 +141,13 @@ export interface GraphNode {
   /** Path of the enclosing workflow step, or null at the top level. */
   parent: string | null;
   condition: string | null;
+  /** The step's `for_each` (its items are records under its path, not graph nodes), or null. */
+  for_each: {
+    from: string;
+    concurrency: number | null;
+    max_items: number | null;
+    max_failures: number;
+  } | null;
 }
 
 /** The dependency graph of a run's pinned definition, for the viewer. */
@@ -124,24 +167,47 @@ export function runGraph(
       deps: s.deps.map((d) => prefix + d),
       parent,
       condition: s.condition,
+      for_each:
+        s.kind !== "transform" && s.forEach
+          ? {
+              from: s.forEach.from,
+              concurrency: s.forEach.concurrency,
+              max_items: s.forEach.maxItems,
+              max_failures: s.forEach.maxFailures,
+            }
+          : null,
     });
-    const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
+    const child = s.kind === "workflow" && !s.forEach ? def.workflows[s.workflow] : undefined;
     if (child) nodes.push(...runGraph(def, child, `${path}/`, path));
   }
   return nodes;
 }
 
-/** Visits every step of `wf` and of its sub-workflows, parents first, in pipeline order. */
+/**
+ * Visits every step of `wf` and of its sub-workflows, parents first, in pipeline order. Fan-out
+ * items exist only as records: with `records`, the started items of each fan-out step (and a
+ * workflow item's child steps) are visited after the step, in index order.
+ */
 export function forEachStepPath(
   def: Bundle,
   wf: CompiledWorkflow,
   visit: (path: string, id: string) => void,
   prefix = "",
+  records?: ReadonlyMap<string, StepRecord>,
 ) {
   for (const s of wf.steps) {
-    visit(prefix + s.id, s.id);
+    const path = prefix + s.id;
+    visit(path, s.id);
     const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
-    if (child) forEachStepPath(def, child, visit, `${prefix}${s.id}/`);
+    if (isFanOut(s)) {
+      if (!records) continue;
+      for (const i of fanOutItemIndices(records, path)) {
+        visit(`${path}/${i}`, String(i));
+        if (child) forEachStepPath(def, child, visit, `${path}/${i}/`, records);
+      }
+    } else if (child) {
+      forEachStepPath(def, child, visit, `${path}/`, records);
+    }
   }
 }
 
@@ -170,4 +236,14 @@ export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
     agents,
     gateway: bundle.gateway,
   };
+}
+
+/** Every step record path of a run, fan-out items included (see forEachStepPath). */
+export function forEachRecordPath(
+  def: Bundle,
+  wf: CompiledWorkflow,
+  records: ReadonlyMap<string, StepRecord>,
+  visit: (path: string, id: string) => void,
+) {
+  forEachStepPath(def, wf, visit, "", records);
 }

@@ -13,6 +13,9 @@ export type RunEventType =
   | "step.skipped"
   | "step.failed"
   | "step.canceled"
+  | "step.pending_approval"
+  | "approval.requested"
+  | "approval.decided"
   | "run.completed";
 
 export interface RunEvent {
@@ -27,12 +30,15 @@ const TYPE_OF_STATUS: Partial<Record<StepRecord["status"], RunEventType>> = {
   skipped: "step.skipped",
   failed: "step.failed",
   canceled: "step.canceled",
+  pending_approval: "step.pending_approval",
 };
 
 export function stepEvent(path: string, rec: StepRecord, fallbackTime: string): RunEvent | null {
   const type = TYPE_OF_STATUS[rec.status];
   if (!type) return null;
-  const time = (type === "step.started" ? rec.started_at : rec.finished_at) ?? fallbackTime;
+  const time =
+    (type === "step.started" || type === "step.pending_approval" ? rec.started_at : rec.finished_at) ??
+    fallbackTime;
   return {
     type,
     time,
@@ -54,8 +60,28 @@ export function stepEvent(path: string, rec: StepRecord, fallbackTime: string): 
  * never started and were skipped when the run ended carry no time of their own: `fallbackTime`
  * (the run's end) stands in.
  */
-export function replayEvents(records: Array<[string, StepRecord]>, fallbackTime: string): RunEvent[] {
+/** `approval.requested` / `approval.decided`: the approval record (masked) is the event's data. */
+export function approvalEvent(
+  type: "approval.requested" | "approval.decided",
+  approval: { created_at: string; decided_at: string | null },
+): RunEvent {
+  return {
+    type,
+    time: (type === "approval.decided" ? approval.decided_at : null) ?? approval.created_at,
+    data: { approval: approval as unknown as Json },
+  };
+}
+
+export function replayEvents(
+  records: Array<[string, StepRecord]>,
+  fallbackTime: string,
+  approvals: Array<{ status: string; created_at: string; decided_at: string | null }> = [],
+): RunEvent[] {
   const events: RunEvent[] = [];
+  for (const a of approvals) {
+    events.push(approvalEvent("approval.requested", a));
+    if (a.status !== "pending") events.push(approvalEvent("approval.decided", a));
+  }
   for (const [path, rec] of records) {
     if (rec.started_at && rec.status !== "pending") {
       // Exactly what was sent live when the step started: nothing of its outcome yet.
@@ -70,7 +96,11 @@ export function replayEvents(records: Array<[string, StepRecord]>, fallbackTime:
       const started = stepEvent(path, asStarted, fallbackTime);
       if (started) events.push(started);
     }
-    if (rec.status !== "running" && rec.status !== "pending") {
+    if (rec.status === "pending_approval") {
+      // Still waiting: a new listener learns it, or it would take the step for running.
+      const waiting = stepEvent(path, rec, fallbackTime);
+      if (waiting) events.push(waiting);
+    } else if (rec.status !== "running" && rec.status !== "pending") {
       const done = stepEvent(path, rec, fallbackTime);
       if (done) events.push(done);
     }

@@ -2,6 +2,9 @@
  * Caps the outbound requests a run has in flight (Workers allow 6 simultaneous connections per
  * invocation); requests over the cap wait their turn in order.
  */
+/** Outbound requests in flight per run (the Workers limit of simultaneous connections). */
+export const MAX_OUTBOUND = 6;
+
 export class OutboundLimiter {
   private active = 0;
   private readonly queue: Array<() => void> = [];

@@ -11,26 +11,30 @@ import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createLedger, type Ledger, type LedgerState } from "../engine/budget.ts";
+import { systemClock } from "../engine/clock.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
-import { pendingRecord, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
-import { type RunStatus, StepError, type StepRecord } from "../engine/types.ts";
+import { RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
+import type { RunStatus, StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
+import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
 import {
   buildEnvelope,
   type Envelope,
-  forEachStepPath,
+  forEachRecordPath,
   type GraphNode,
   pinDefinition,
   type RunDoc,
   type RunError,
   runGraph,
 } from "./envelope.ts";
-import { EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
+import { approvalEvent, EventHub, type RunEvent, replayEvents, stepEvent } from "./events.ts";
 import { type ListedRun, recordRun } from "./listing.ts";
 import { retentionMs } from "./listing-layout.ts";
-import { OutboundLimiter } from "./outbound.ts";
+import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
 import { finishedRunLog } from "./run-log.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
+import { deadlineError, failureError, settleRecords } from "./settle.ts";
+import { mcpToolHost } from "./tool-host.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
 const HEARTBEAT_MS = 60_000;
@@ -42,16 +46,18 @@ const LISTING_FIRST_WRITE_MS = 2_000;
 /** Until the listing has acknowledged a finished run, its alarm retries this often (doubling, capped). */
 const LISTING_RETRY_MS = 3_000;
 const LISTING_RETRY_MAX_MS = 300_000;
-/** Outbound requests in flight per run (the Workers limit of simultaneous connections). */
-export const MAX_OUTBOUND = 6;
 
 export interface StartRequest {
   workflowKey: string;
   params: JsonObject;
+  /** The recorded request: `{headers}` with the workflow's declared headers (SPEC section 5). */
+  request: JsonObject;
   /** Canonical hash of the body, for Idempotency-Key replays (null without a key). */
   bodyHash: string | null;
   idempotencyKey: string | null;
   waitMs: number;
+  /** Origin of the invoke (`https://host`): approvals' `decide_url` is built on it. */
+  origin?: string | null;
 }
 
 export type StartResult =
@@ -73,6 +79,14 @@ export interface RunRpc {
   relist(): Promise<void>;
   expire(): Promise<"deleted" | "kept" | "gone">;
   fetch(request: Request): Promise<Response>;
+  /** Every approval of the run (null: no such run). */
+  approvals(): Promise<ApprovalRecord[] | null>;
+  /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */
+  decide(
+    target: { id: string } | { step: string },
+    decision: "approved" | "rejected",
+    comment: string | null,
+  ): Promise<DecideResult>;
 }
 
 export type CancelResult =
@@ -83,6 +97,10 @@ export type CancelResult =
 /** Storage keys: the run document, and one key per step record by slash path. */
 const RUN_KEY = "run";
 const STEP_PREFIX = "step/";
+/** One row per approval, by id. */
+const APPROVAL_PREFIX = "approval/";
+/** An agent step's conversation while it runs, by step path (deleted when the step finishes). */
+const CHECKPOINT_PREFIX = "checkpoint/";
 
 const TERMINAL = new Set(["complete", "failed", "canceled"]);
 /** Step statuses after which the engine no longer writes to the record. */
@@ -100,6 +118,8 @@ export class RunObject extends DurableObject<Env> {
   private waiters = new Set<() => void>();
   private masker: Masker = createMasker([]);
   private readonly hub = new EventHub();
+  private approvalRows = new Map<string, ApprovalRecord>();
+  private book: ApprovalBook | null = null;
   /** The status the run listing has acknowledged (memory only: after a wake-up it is sent again). */
   private listed: RunStatus | null = null;
   private listingWrite: Promise<boolean> | null = null;
@@ -120,6 +140,10 @@ export class RunObject extends DurableObject<Env> {
         const path = key.slice(STEP_PREFIX.length);
         this.records.set(path, JSON.parse(json) as StepRecord);
         this.stored.set(path, json);
+      }
+      for (const [, json] of kv.list<string>({ prefix: APPROVAL_PREFIX })) {
+        const rec = JSON.parse(json) as ApprovalRecord;
+        this.approvalRows.set(rec.id, rec);
       }
       this.masker = this.makeMasker(this.doc);
       if (!TERMINAL.has(this.doc.status)) this.resume();
@@ -148,6 +172,7 @@ export class RunObject extends DurableObject<Env> {
       status: "pending",
       error: null,
       params: req.params,
+      request: req.request,
       created_at: new Date(now).toISOString(),
       deadline: new Date(deadline).toISOString(),
       finished_at: null,
@@ -155,14 +180,16 @@ export class RunObject extends DurableObject<Env> {
       idempotency_key: req.idempotencyKey,
       def,
       ledger: { spent: 0, outstanding: {} },
+      origin: req.origin ?? null,
     };
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
+    doc.request = this.masker.maskJson(req.request);
     this.doc = doc;
     this.writeDoc();
     // Not awaited: storage writes are ordered and the output gate holds replies until they land.
     // The first alarm also lists a run that is still active by then (see LISTING_FIRST_WRITE_MS).
-    this.armAlarm(Math.min(deadline, now + LISTING_FIRST_WRITE_MS)).catch(() => {});
+    this.setAlarmAt(Math.min(deadline, now + LISTING_FIRST_WRITE_MS)).catch(() => {});
     this.resume();
     return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
   }
@@ -189,7 +216,11 @@ export class RunObject extends DurableObject<Env> {
     await this.dropIfExpired();
     const doc = this.doc;
     if (!doc) return new Response("no run", { status: 404 });
-    const history = replayEvents(this.pathsInOrder(), doc.finished_at ?? new Date().toISOString());
+    const history = replayEvents(
+      this.pathsInOrder(),
+      doc.finished_at ?? new Date().toISOString(),
+      this.approvalBook().list().map(publicApproval),
+    );
     const ended = TERMINAL.has(doc.status);
     if (ended) history.push(this.runCompletedEvent());
     return this.hub.subscribe(history, ended);
@@ -208,6 +239,41 @@ export class RunObject extends DurableObject<Env> {
     if (TERMINAL.has(this.doc.status)) return { outcome: "not_active" };
     this.abortRun(new RunAbort("canceled"));
     return { outcome: "canceled", envelope: this.envelope() };
+  }
+
+  async approvals(): Promise<ApprovalRecord[] | null> {
+    await this.dropIfExpired();
+    if (!this.doc) return null;
+    return this.approvalBook().list().map(publicApproval);
+  }
+
+  async decide(
+    target: { id: string } | { step: string },
+    decision: "approved" | "rejected",
+    comment: string | null,
+  ): Promise<DecideResult> {
+    await this.dropIfExpired();
+    if (!this.doc) return { outcome: "not_found" };
+    const book = this.approvalBook();
+    let id: string;
+    if ("id" in target) id = target.id;
+    else {
+      const mine = book.list().filter((a) => a.step === target.step);
+      const open = mine.find((a) => a.status === "pending");
+      const last = mine[mine.length - 1];
+      if (!open)
+        return last
+          ? { outcome: "already_decided", approval: publicApproval(last) }
+          : { outcome: "not_found" };
+      id = open.id;
+    }
+    const result = book.decide(id, decision, comment);
+    if (result.outcome === "decided" && !TERMINAL.has(this.doc.status)) {
+      // Evicted while waiting: the step resumes, asks again with the same key and finds the decision.
+      if (!this.engine) this.resume();
+      this.armAlarm();
+    }
+    return result.outcome === "not_found" ? result : { ...result, approval: publicApproval(result.approval) };
   }
 
   async remove(): Promise<"deleted" | "active" | "not_found"> {
@@ -232,11 +298,17 @@ export class RunObject extends DurableObject<Env> {
       await this.deleteRun();
       return "deleted";
     }
-    await this.armAlarm(expires);
+    await this.setAlarmAt(expires);
     return "kept";
   }
 
-  // ---- Alarm: deadline, heartbeat, listing retries ----------------------------------------
+  /** The listing's legacy index asks runs it knew to report themselves (src/run/run-index.ts). */
+  async relist(): Promise<void> {
+    this.listed = null;
+    await this.syncListing();
+  }
+
+  // ---- Alarm: deadline, heartbeat, approval timeouts, listing retries ---------------------
 
   override async alarm(): Promise<void> {
     this.alarmAt = null;
@@ -254,15 +326,58 @@ export class RunObject extends DurableObject<Env> {
       this.abortRun(new RunAbort("timeout"));
       return;
     }
+    this.approvalBook().expire(now);
     if (!this.engine) this.resume();
-    const next = (await this.syncListing()) ? HEARTBEAT_MS : this.listingRetryMs();
-    await this.armAlarm(Math.min(deadline, Date.now() + next));
+    // A run still active is listed (as running) by now; a failed write comes back soon.
+    const listed = await this.syncListing();
+    const next = this.nextAlarm(Date.now());
+    await this.setAlarmAt(listed ? next : Math.min(next, Date.now() + this.listingRetryMs()));
   }
 
-  /** The listing's legacy index asks runs it knew to report themselves (src/run/run-index.ts). */
-  async relist(): Promise<void> {
-    this.listed = null;
-    await this.syncListing();
+  /**
+   * The deadline, the earliest approval timeout, and — only while some step is actually working —
+   * the heartbeat that resumes an evicted run. A run whose steps all wait for humans sleeps until
+   * a decision (a request wakes it), an approval's timeout or the deadline.
+   */
+  private nextAlarm(now: number): number {
+    const doc = this.doc;
+    if (!doc) return now + HEARTBEAT_MS;
+    let next = Date.parse(doc.deadline);
+    const expiry = this.approvalBook().nextExpiry();
+    if (expiry !== null) next = Math.min(next, expiry);
+    if (this.working()) next = Math.min(next, now + HEARTBEAT_MS);
+    return next;
+  }
+
+  /** Whether a step other than a workflow step (whose children say it) is running, or the run has not started one yet. */
+  private working(): boolean {
+    if (!this.doc || this.doc.status === "pending") return true;
+    const workflowSteps = this.workflowStepPaths();
+    let any = false;
+    for (const [path, rec] of this.records) {
+      if (rec.status === "pending_approval") any = true;
+      if (rec.status === "running" && !workflowSteps.has(path)) return true;
+    }
+    // Nothing running and nothing waiting: a step is about to start (or the engine is off), keep the heartbeat.
+    return !any;
+  }
+
+  private workflowStepPaths(): Set<string> {
+    const out = new Set<string>();
+    if (!this.doc) return out;
+    for (const n of runGraph(this.doc.def, this.rootWorkflow())) if (n.kind === "workflow") out.add(n.path);
+    return out;
+  }
+
+  private armAlarm(): void {
+    if (!this.doc || TERMINAL.has(this.doc.status)) return;
+    this.setAlarmAt(this.nextAlarm(Date.now())).catch(() => {});
+  }
+
+  /** setAlarm, remembering when it will fire. */
+  private setAlarmAt(at: number): Promise<void> {
+    this.alarmAt = at;
+    return this.ctx.storage.setAlarm(at);
   }
 
   // ---- Run listing: the run reports its own status, never on the invoke's path --------------
@@ -314,7 +429,7 @@ export class RunObject extends DurableObject<Env> {
       this.alarmAt = null;
       await this.ctx.storage.deleteAlarm();
     } else {
-      await this.armAlarm(Date.now() + this.listingRetryMs());
+      await this.setAlarmAt(Date.now() + this.listingRetryMs());
     }
   }
 
@@ -329,30 +444,72 @@ export class RunObject extends DurableObject<Env> {
     this.reset();
   }
 
-  /** setAlarm, remembering when it will fire. */
-  private armAlarm(at: number): Promise<void> {
-    this.alarmAt = at;
-    return this.ctx.storage.setAlarm(at);
-  }
-
   private listingRetryMs(): number {
     return Math.min(LISTING_RETRY_MAX_MS, LISTING_RETRY_MS * 2 ** Math.max(0, this.listingFailures - 1));
   }
 
   /** One structured line per finished run, for Workers Logs (src/run/run-log.ts). */
   private logFinished(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): void {
-    const line = finishedRunLog(doc, this.rootWorkflow(), records);
+    const line = finishedRunLog(doc, this.workflowOf(doc.def, doc.workflow_key), records);
     console.log(JSON.stringify(this.masker.maskJson(line)));
   }
 
   private listedRun(doc: RunDoc): ListedRun {
     return {
       run_id: doc.run_id,
-      workflow: this.rootWorkflow().name,
+      workflow: this.workflowOf(doc.def, doc.workflow_key).name,
       status: doc.status,
       created_at: doc.created_at,
       finished_at: doc.finished_at,
     };
+  }
+
+  /** The run's approvals, created once per incarnation over the rows loaded from storage. */
+  private approvalBook(): ApprovalBook {
+    if (this.book) return this.book;
+    const doc = this.doc;
+    if (!doc) throw new Error("no run");
+    const rows = this.approvalRows;
+    const kv = this.ctx.storage.kv;
+    this.book = new ApprovalBook(
+      {
+        get: (id) => rows.get(id),
+        put: (rec) => {
+          rows.set(rec.id, rec);
+          kv.put(APPROVAL_PREFIX + rec.id, JSON.stringify(rec));
+        },
+        all: () => [...rows.values()],
+      },
+      {
+        runId: doc.run_id,
+        deadline: Date.parse(doc.deadline),
+        masker: this.masker,
+        now: () => Date.now(),
+        origin: doc.origin ?? null,
+        allowPrivate: this.env.ALLOW_PRIVATE_WEBHOOKS === "true",
+        fetch: (input, init) => fetch(input, init),
+        requested: (rec, created) => {
+          const step = this.records.get(rec.step);
+          if (step && step.status === "running") {
+            step.status = "pending_approval";
+            this.publishStep(rec.step, step);
+          }
+          if (created && this.hub.listening)
+            this.hub.publish(approvalEvent("approval.requested", publicApproval(rec)));
+          this.armAlarm();
+        },
+        decided: (rec) => {
+          const step = this.records.get(rec.step);
+          const stillWaiting = [...rows.values()].some((a) => a.step === rec.step && a.status === "pending");
+          if (step && step.status === "pending_approval" && !stillWaiting) {
+            step.status = "running";
+            this.publishStep(rec.step, step);
+          }
+          if (this.hub.listening) this.hub.publish(approvalEvent("approval.decided", publicApproval(rec)));
+        },
+      },
+    );
+    return this.book;
   }
 
   // ---- Engine ------------------------------------------------------------------------------
@@ -383,17 +540,33 @@ export class RunObject extends DurableObject<Env> {
       },
     );
     const limiter = new OutboundLimiter(MAX_OUTBOUND);
+    const outbound = (input: string | Request, init?: RequestInit) =>
+      limiter.run(() => fetch(input, init), init?.signal ?? undefined);
+    const book = this.approvalBook();
+    const kv = this.ctx.storage.kv;
     const host: RunHost = {
       bundle: doc.def,
       runId: doc.run_id,
       env: stringEnv(this.env),
       executors,
       masker: this.masker,
-      fetch: (input, init) => limiter.run(() => fetch(input, init), init?.signal ?? undefined),
+      fetch: outbound,
+      tools: mcpToolHost(outbound, this.env.ALLOW_PRIVATE_WEBHOOKS === "true"),
+      approvals: (path) => ({ request: (req, signal) => book.request(path, req, signal) }),
+      checkpoint: (path) => ({
+        load: () => {
+          const json = kv.get<string>(CHECKPOINT_PREFIX + path);
+          return json === undefined ? null : (JSON.parse(json) as Json);
+        },
+        // Masked like everything stored: a conversation can quote a secret passed to a tool server.
+        save: (state) => kv.put(CHECKPOINT_PREFIX + path, JSON.stringify(this.masker.maskJson(state))),
+      }),
       ai: (this.env as unknown as { AI?: RunHost["ai"] }).AI,
-      now: () => Date.now(),
+      now: () => systemClock.now(),
+      clock: systemClock,
       restored,
       records: this.records,
+      outboundLimit: MAX_OUTBOUND,
       onStepStarted: (path, rec) => {
         if (doc.status === "pending") {
           doc.status = "running";
@@ -405,12 +578,14 @@ export class RunObject extends DurableObject<Env> {
       onStepFinished: (path, rec) => {
         if (TERMINAL.has(doc.status)) return;
         this.writeStep(path, rec);
+        kv.delete(CHECKPOINT_PREFIX + path);
         this.publishStep(path, rec);
       },
     };
     this.engine = runPipeline(host, wf, {
       prefix: "",
       params: doc.params,
+      request: doc.request ?? { headers: {} },
       env: declaredEnv(wf, this.env as unknown as Record<string, unknown>),
       deadline,
       signal: controller.signal,
@@ -423,12 +598,7 @@ export class RunObject extends DurableObject<Env> {
           this.abortRun(err); // finishes the run unless onAbort already has
           return;
         }
-        const e = err instanceof StepError ? err : new StepError("internal_error", String(err));
-        this.finish("failed", {
-          code: e.code,
-          message: this.masker.maskText(e.message),
-          step: e.subPath,
-        });
+        this.finish("failed", failureError(err, this.masker));
       },
     );
   }
@@ -450,13 +620,7 @@ export class RunObject extends DurableObject<Env> {
       );
       return;
     }
-    const wf = this.rootWorkflow();
-    const running = [...this.records.entries()].find(([, r]) => r.status === "running")?.[0] ?? null;
-    this.finish("failed", {
-      code: "timeout",
-      message: `the run reached its deadline (timeout_s = ${wf.policy.timeoutS})`,
-      step: running,
-    });
+    this.finish("failed", deadlineError(this.rootWorkflow(), this.records));
   }
 
   private finish(
@@ -468,27 +632,14 @@ export class RunObject extends DurableObject<Env> {
     if (!doc || TERMINAL.has(doc.status)) return;
     const now = Date.now();
     // Whatever did not finish is settled here, so the stored envelope is final.
-    const finalRecords = new Map<string, StepRecord>();
-    forEachStepPath(doc.def, this.rootWorkflow(), (path, id) => {
-      const current = this.records.get(path) ?? pendingRecord(id);
-      // Only records still in flight can be touched by late results; finished ones are final
-      // already, and cloning them costs a structured clone per step of every run.
-      const rec: StepRecord = SETTLED.has(current.status) ? current : structuredClone(current);
-      if (rec.status === "running") {
-        rec.status = "canceled";
-        rec.output = null;
-        rec.finished_at = new Date(now).toISOString();
-        if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
-      } else if (rec.status === "pending") {
-        // Inside a skipped workflow step the steps share its reason (condition_false, ...).
-        const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
-        const inherited =
-          parent?.status === "skipped" ? (parent.output as { reason?: string } | null)?.reason : null;
-        rec.status = "skipped";
-        rec.output = { skipped: true, reason: inherited ?? skipReason };
-      }
-      finalRecords.set(path, rec);
-    });
+    const finalRecords = settleRecords(
+      doc.def,
+      this.rootWorkflow(),
+      this.records,
+      now,
+      skipReason,
+      this.masker,
+    );
     doc.status = status;
     doc.error = error;
     doc.finished_at = new Date(now).toISOString();
@@ -502,15 +653,26 @@ export class RunObject extends DurableObject<Env> {
     }
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
+    // Nobody will decide for a run that has ended; its conversations are no longer needed.
+    if (this.approvalRows.size > 0) {
+      const book = this.approvalBook();
+      for (const a of book.pending()) book.decide(a.id, "timeout", null);
+    }
+    for (const [key] of this.ctx.storage.kv.list({ prefix: CHECKPOINT_PREFIX }))
+      this.ctx.storage.kv.delete(key);
     this.writeDoc();
     // The listing write waits for the answer to leave (a timer, not a microtask); an alarm due
     // within LISTING_RETRY_MS retries it if this incarnation does not get there. The one start()
     // set serves for a run that finished at once (no second alarm write).
     if (this.alarmAt === null || this.alarmAt > now + LISTING_RETRY_MS)
-      this.armAlarm(now + LISTING_RETRY_MS).catch(() => {});
+      this.setAlarmAt(now + LISTING_RETRY_MS).catch(() => {});
     setTimeout(() => {
       // The log line too waits for the answer: nothing a caller waits for depends on it.
-      this.logFinished(doc, finalRecords);
+      try {
+        this.logFinished(doc, finalRecords);
+      } catch {
+        // Never let the log line break the run's bookkeeping.
+      }
       void this.listFinished().catch(() => {});
     }, 0);
     this.controller = null;
@@ -539,6 +701,8 @@ export class RunObject extends DurableObject<Env> {
     this.doc = null;
     this.listed = null;
     this.alarmAt = null;
+    this.approvalRows = new Map();
+    this.book = null;
     this.records = new Map();
     this.stored = new Map();
     this.storedRecords = new Map();
@@ -591,7 +755,7 @@ export class RunObject extends DurableObject<Env> {
   private pathsInOrder(): Array<[string, StepRecord]> {
     const out: Array<[string, StepRecord]> = [];
     if (!this.doc) return out;
-    forEachStepPath(this.doc.def, this.rootWorkflow(), (path) => {
+    forEachRecordPath(this.doc.def, this.rootWorkflow(), this.records, (path) => {
       const rec = this.records.get(path);
       if (rec) out.push([path, rec]);
     });
@@ -600,8 +764,25 @@ export class RunObject extends DurableObject<Env> {
 
   private envelope(): Envelope {
     if (!this.doc) throw new Error("no run");
+    let records: ReadonlyMap<string, StepRecord> = this.records;
+    if (!TERMINAL.has(this.doc.status)) {
+      // Right after a wake-up the resumed step has not asked again yet: storage says it waits.
+      const waiting = new Set(
+        [...this.approvalRows.values()].filter((a) => a.status === "pending").map((a) => a.step),
+      );
+      if (waiting.size > 0) {
+        const view = new Map(this.records);
+        for (const path of waiting) {
+          const rec = view.get(path);
+          if (rec && rec.status !== "pending_approval" && !SETTLED.has(rec.status)) {
+            view.set(path, { ...rec, status: "pending_approval" });
+          }
+        }
+        records = view;
+      }
+    }
     return this.masker.maskJson(
-      buildEnvelope(this.doc, this.records, Date.now()) as unknown as Json,
+      buildEnvelope(this.doc, records, Date.now()) as unknown as Json,
     ) as unknown as Envelope;
   }
 }

@@ -17,9 +17,12 @@ import type {
 } from "../bundle.ts";
 import { validateJson } from "../engine/schema.ts";
 import { render, stringify } from "../engine/substitute.ts";
-import { StepError, type StepExecutor } from "../engine/types.ts";
+import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
 import { completeInGroup } from "../gateway/complete.ts";
-import type { ChatMessage, ModelRequest } from "../gateway/provider.ts";
+import type { ChatMessage } from "../gateway/provider.ts";
+import type { GroupModel } from "../gateway/select.ts";
+import { applyContracts, forValidation } from "./output-contracts.ts";
+import { ToolLoop } from "./tool-loop.ts";
 
 /** SPEC: `max_tokens` defaults to the group's `default_max_tokens`, else this. */
 export const DEFAULT_MAX_TOKENS = 1024;
@@ -64,6 +67,13 @@ export function jsonInstructions(schema: JsonSchema | null): string {
 function withJson(system: string | null, schema: JsonSchema | null): string {
   const rules = jsonInstructions(schema);
   return system ? `${system}\n\n${rules}` : rules;
+}
+
+/** Params marked `secret: true` in the agent's schema are for its tool servers, never for the model. */
+function withoutSecretParams(params: Json, secret: string[]): Json {
+  if (secret.length === 0 || typeof params !== "object" || params === null || Array.isArray(params))
+    return params;
+  return Object.fromEntries(Object.entries(params).filter(([k]) => !secret.includes(k)));
 }
 
 function planFor(agent: CompiledAgent, params: Json): AgentPlan {
@@ -112,7 +122,7 @@ function planFor(agent: CompiledAgent, params: Json): AgentPlan {
         system: withJson(agent.system, agent.outputSchema),
         user: agent.user
           ? stringify(render(agent.user, { params, env: {}, step: {} }))
-          : JSON.stringify(params),
+          : JSON.stringify(withoutSecretParams(params, agent.secretParams ?? [])),
         json: true,
         schema: agent.outputSchema,
         output: (reply) => reply,
@@ -166,8 +176,46 @@ function problemsWith(text: string, plan: AgentPlan): { value: Json; problems: s
   const parsed = parseReply(text);
   if (!parsed.ok) return { value: null, problems: parsed.error };
   if (plan.schema === null) return { value: parsed.value, problems: null };
-  const violations = check(plan.schema, parsed.value);
+  const violations = check(plan.schema, forValidation(parsed.value, plan.schema));
   return { value: parsed.value, problems: violations.length > 0 ? listViolations(violations) : null };
+}
+
+/** Validates a reply (one repair call when it is invalid) and returns the parsed value. */
+async function finalAnswer(
+  ctx: StepContext,
+  group: CompiledGroup,
+  plan: AgentPlan,
+  agent: CompiledAgent,
+  maxTokens: number,
+  conversation: ChatMessage[],
+  reply: { text: string; model: GroupModel },
+): Promise<Json> {
+  if (!plan.json) return plan.output(reply.text, reply.text);
+  const firstCheck = problemsWith(reply.text, plan);
+  if (firstCheck.problems === null) return plan.output(firstCheck.value, reply.text);
+
+  // One repair attempt: show the model its reply and what is wrong with it (no tools offered).
+  const messages: ChatMessage[] = [
+    ...conversation,
+    { role: "assistant", content: reply.text },
+    {
+      role: "user",
+      content: `Your reply is invalid: ${firstCheck.problems}. Reply again with only the corrected JSON.`,
+    },
+  ];
+  const repair = await completeInGroup(
+    ctx.bundle.gateway,
+    group,
+    { system: plan.system, messages, maxTokens, json: plan.json, jsonSchema: plan.schema },
+    ctx,
+    reply.model,
+  );
+  const repairCheck = problemsWith(repair.text, plan);
+  if (repairCheck.problems === null) return plan.output(repairCheck.value, repair.text);
+  throw new StepError(
+    "output_schema_mismatch",
+    `agent ${agent.name}: the reply is still invalid after one repair attempt: ${repairCheck.problems}`,
+  );
 }
 
 export const executeAgent: StepExecutor<AgentStep> = async (step, ctx) => {
@@ -186,34 +234,81 @@ export const executeAgent: StepExecutor<AgentStep> = async (step, ctx) => {
   const gateway = ctx.bundle.gateway;
   const group = resolveGroup(step, agent, gateway);
   const plan = planFor(agent, params);
-  const messages: ChatMessage[] = [{ role: "user", content: plan.user }];
-  const request = (): ModelRequest => ({
+  const maxTokens = step.maxTokens ?? group.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
+  const servers = agent.builtin === null ? (agent.servers ?? []) : [];
+
+  // The loop also keeps the conversation's checkpoint: without tools it is one turn.
+  const loop = new ToolLoop(ctx, servers, params, group, {
     system: plan.system,
-    messages: [...messages],
-    maxTokens: step.maxTokens ?? group.defaultMaxTokens ?? DEFAULT_MAX_TOKENS,
+    user: plan.user,
     json: plan.json,
-    jsonSchema: plan.schema,
+    schema: plan.schema,
+    maxTokens,
+    maxTurns: servers.length > 0 ? Math.max(1, agent.maxTurns) : 1,
   });
-
-  const first = await completeInGroup(gateway, group, request(), ctx);
-  if (!plan.json) return plan.output(first.text, first.text);
-
-  const firstCheck = problemsWith(first.text, plan);
-  if (firstCheck.problems === null) return plan.output(firstCheck.value, first.text);
-
-  // One repair attempt: show the model its reply and what is wrong with it.
-  messages.push(
-    { role: "assistant", content: first.text },
-    {
-      role: "user",
-      content: `Your reply is invalid: ${firstCheck.problems}. Reply again with only the corrected JSON.`,
-    },
-  );
-  const repair = await completeInGroup(gateway, group, request(), ctx, first.model);
-  const repairCheck = problemsWith(repair.text, plan);
-  if (repairCheck.problems === null) return plan.output(repairCheck.value, repair.text);
-  throw new StepError(
-    "output_schema_mismatch",
-    `agent ${agent.name}: the reply is still invalid after one repair attempt: ${repairCheck.problems}`,
-  );
+  try {
+    let output: Json;
+    if (loop.state.final) {
+      // Resumed while a human reviews the final output: not asked again, not recomputed.
+      output = loop.state.final.output;
+    } else {
+      const reply = await loop.run();
+      output = await finalAnswer(ctx, group, plan, agent, maxTokens, reply.messages, reply);
+    }
+    const threshold = step.confidenceThreshold ?? null;
+    const reflectPrompt = agent.reflect ?? null;
+    return await applyContracts(output, {
+      threshold,
+      reflect:
+        reflectPrompt === null || loop.state.final
+          ? null
+          : async (draft) => {
+              // One reflect call: the reflect prompt, the original request and the draft; no tools.
+              const conversation: ChatMessage[] = [
+                { role: "user", content: plan.user },
+                { role: "assistant", content: JSON.stringify(draft) },
+                {
+                  role: "user",
+                  content: `${stringify(render(reflectPrompt, { params, env: {}, step: {} }))}\n\nReply with your complete output as JSON again; it replaces your draft.`,
+                },
+              ];
+              const reflected = await completeInGroup(
+                gateway,
+                group,
+                {
+                  system: plan.system,
+                  messages: conversation,
+                  maxTokens,
+                  json: plan.json,
+                  jsonSchema: plan.schema,
+                },
+                ctx,
+                loop.state.model,
+              );
+              return finalAnswer(ctx, group, plan, agent, maxTokens, conversation, reflected);
+            },
+      askHuman: async (reviewed) => {
+        const host = ctx.approvals;
+        if (!host) throw new StepError("internal_error", "this run cannot ask for approvals");
+        // Saved first: after an eviction the same output is under review, not a new reply.
+        loop.state.final = { output };
+        loop.save();
+        return host.request(
+          {
+            key: "needs_human",
+            kind: "needs_human",
+            server: null,
+            tool: null,
+            arguments: reviewed,
+            timeoutS: null,
+            notify: null,
+          },
+          ctx.signal,
+        );
+      },
+      annotate: (a) => ctx.annotate?.(a),
+    });
+  } finally {
+    await loop.close();
+  }
 };

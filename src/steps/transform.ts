@@ -4,7 +4,7 @@
  * checks the result against `output.schema`. Pure data work: no I/O, no Worker APIs.
  */
 import type { Json, TransformStep } from "../bundle.ts";
-import { validateJson } from "../engine/schema.ts";
+import { describeViolations, validateJson } from "../engine/schema.ts";
 import { render } from "../engine/substitute.ts";
 import { applyOps, deepMerge } from "../engine/transform-ops.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
@@ -29,15 +29,10 @@ export const executeTransform: StepExecutor<TransformStep> = async (step, ctx) =
   if (step.outputSchema !== null) {
     const violations = validateJson(step.outputSchema, result);
     if (violations.length > 0) {
-      const listed = violations
-        .slice(0, MAX_LISTED_VIOLATIONS)
-        .map((v) => `${v.path || "/"}: ${v.message}`)
-        .join("; ");
-      const more =
-        violations.length > MAX_LISTED_VIOLATIONS
-          ? ` (and ${violations.length - MAX_LISTED_VIOLATIONS} more)`
-          : "";
-      throw new StepError("output_schema_mismatch", `result does not match output.schema: ${listed}${more}`);
+      throw new StepError(
+        "output_schema_mismatch",
+        `result does not match output.schema: ${describeViolations(violations, MAX_LISTED_VIOLATIONS)}`,
+      );
     }
   }
   return { result };

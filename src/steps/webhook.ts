@@ -7,6 +7,7 @@
  * without its userinfo or query, which often carry tokens.
  */
 import type { HttpMethod, Json, JsonObject, WebhookStep } from "../bundle.ts";
+import { systemClock } from "../engine/clock.ts";
 import { isPrivateHost } from "../engine/net.ts";
 import { readCapped } from "../engine/read-capped.ts";
 import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
@@ -115,7 +116,7 @@ async function createSigner(
   const id = webhookMessageId(ctx.runId, ctx.path);
   return async (body) => {
     // A fresh timestamp per attempt: receivers reject signatures older than a few minutes.
-    const timestamp = String(Math.floor(Date.now() / 1000));
+    const timestamp = String(Math.floor((ctx.clock ?? systemClock).now() / 1000));
     return [
       ["webhook-id", id],
       ["webhook-timestamp", timestamp],
@@ -205,6 +206,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
       perAttemptTimeoutMs: step.timeoutS * 1000,
       deadline: ctx.deadline,
       signal: ctx.signal,
+      clock: ctx.clock,
       onAttempt: (n) => {
         attempts = n;
         ctx.metrics.attempts += 1;

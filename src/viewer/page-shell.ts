@@ -80,7 +80,7 @@ const CREDENTIAL_FORM = `<form id="credential-form" class="credential" hidden>
 
 const STYLE = `
 :root { color-scheme: light dark; --bg: #fff; --fg: #1b1f24; --muted: #6a737d; --line: #d0d7de; --panel: #f6f8fa;
-  --pending: #8c959f; --running: #0969da; --complete: #1a7f37; --failed: #cf222e; --skipped: #bf8700; --canceled: #8250df; }
+  --pending: #8c959f; --running: #0969da; --complete: #1a7f37; --failed: #cf222e; --skipped: #bf8700; --canceled: #8250df; --waiting: #bc4c00; }
 @media (prefers-color-scheme: dark) { :root { --bg: #0d1117; --fg: #e6edf3; --muted: #8d96a0; --line: #30363d; --panel: #161b22; } }
 * { box-sizing: border-box; }
 body { margin: 0; padding: 1rem 1.5rem 3rem; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; background: var(--bg); color: var(--fg); }
@@ -132,7 +132,22 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 .bar[data-status="failed"] { background: var(--failed); } .bar[data-status="canceled"] { background: var(--canceled); }
 .timeline tr { cursor: pointer; } .timeline tr.selected td { background: var(--panel); }
 .details { position: sticky; top: 1rem; border: 1px solid var(--line); border-radius: 8px; padding: .25rem 1rem 1rem; }
+.node .items { font-size: 11px; color: var(--muted); }
+.items-box { overflow-x: auto; } .items-table { font-size: 12.5px; }
+.items-table tr { cursor: pointer; } .items-table th, .items-table td { padding: .2rem .35rem; }
 .details dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem .75rem; margin: .5rem 0; } .details dt { color: var(--muted); } .details dd { margin: 0; }
+[data-status="pending_approval"] > .status, .status[data-status="pending_approval"], .status[data-status="pending"].approval-status { background: var(--waiting); }
+.status[data-status="approved"] { background: var(--complete); } .status[data-status="rejected"] { background: var(--failed); } .status[data-status="timeout"] { background: var(--canceled); }
+.node[data-status="pending_approval"] { border-color: var(--waiting); border-width: 2px; }
+.bar[data-status="pending_approval"] { background: var(--waiting); }
+.approvals { border: 2px solid var(--waiting); border-radius: 8px; padding: .25rem 1rem .75rem; margin: 1rem 0; }
+.approvals[hidden] { display: none; }
+.approval { border-top: 1px solid var(--line); padding: .5rem 0; } .approval:first-child { border-top: 0; }
+.approval-actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .25rem 0; }
+.approval-actions input { font: inherit; padding: .2rem .4rem; min-width: 14rem; flex: 1; }
+.approval-actions button { font: inherit; padding: .2rem .8rem; border-radius: 6px; border: 1px solid var(--line); cursor: pointer; }
+.approval-actions button[data-decision="approved"] { background: var(--complete); color: #fff; }
+.approval-actions button[data-decision="rejected"] { background: var(--failed); color: #fff; }
 `;
 
 /**

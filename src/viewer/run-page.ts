@@ -5,10 +5,17 @@
  * from the JSON API, then follows /runs/{id}/events, read with fetch() because EventSource cannot
  * send the credential header, so the page updates live without a reload.
  *
+ * A fan-out step (`for_each`) is one node with an item count (`.items[data-items]`, started
+ * items, and `data-items-done`); selected, the details panel lists its items in `#details-items`
+ * (`tr[data-item="<index>"]` with status, duration and cost), and a row selects that item.
+ *
  * Elements tests rely on: `[data-step="<path>"]` (a graph node, with `data-status` and
  * `data-kind`), `#run-status[data-status]`, `#timeline tr[data-step]`, `#details`
- * (`#details-output`, `#details-error`), and `body[data-live]` ("open" while following events,
- * "closed" after).
+ * (`#details-output`, `#details-request` with the recorded request headers, `#details-error`,
+ * `#details-items`), and `body[data-live]` ("open" while following events, "closed" after).
+ * Approvals (SPEC 9): `#approvals` lists the run's approvals as `[data-approval="<id>"][data-status]`;
+ * a pending one has a comment field (`.approval-comment`) and `button[data-decision="approved"]` /
+ * `"rejected"`.
  */
 import { htmlResponse } from "./page-shell.ts";
 
@@ -20,6 +27,10 @@ const BODY = `<header>
 </header>
 <div id="notice" class="notice" hidden></div>
 <dl class="summary" id="summary"></dl>
+<section id="approvals" class="approvals" aria-live="polite" hidden>
+  <h2>Approvals</h2>
+  <div id="approval-list"></div>
+</section>
 <div class="layout">
   <main>
     <h2>Pipeline</h2>
@@ -33,8 +44,17 @@ const BODY = `<header>
   <aside class="details" id="details" aria-live="polite">
     <h2 id="details-title">Run</h2>
     <dl id="details-fields"></dl>
+    <div id="details-items-box" class="items-box" hidden>
+      <h3 id="details-items-title">Items</h3>
+      <table class="items-table" id="details-items">
+        <thead><tr><th>Item</th><th>Status</th><th class="num">Duration</th><th class="num">Cost</th><th>Error</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </div>
     <h3 id="details-output-title">Params</h3>
     <pre id="details-output"></pre>
+    <h3 id="details-request-title" hidden>Request headers</h3>
+    <pre id="details-request" hidden></pre>
     <h3>Error</h3>
     <pre id="details-error"></pre>
   </aside>
@@ -65,6 +85,58 @@ function flatten(steps, prefix) {
 }
 
 function isActive() { return envelope && ACTIVE.has(envelope.status); }
+
+// ---- fan-out items -----------------------------------------------------------------------------
+
+/** The started items of the fan-out step at path, by index: [[index, record], ...]. */
+function itemsOf(path) {
+  const out = [];
+  const prefix = path + "/";
+  for (const [p, rec] of records) {
+    if (!p.startsWith(prefix)) continue;
+    const rest = p.slice(prefix.length);
+    if (/^(0|[1-9][0-9]*)$/.test(rest)) out.push([Number(rest), rec]);
+  }
+  return out.sort((a, b) => a[0] - b[0]);
+}
+
+/** The fan-out step of an item path (post/3 -> node post), or null. */
+function itemOwner(path) {
+  const cut = path.lastIndexOf("/");
+  if (cut < 0 || !/^(0|[1-9][0-9]*)$/.test(path.slice(cut + 1))) return null;
+  const owner = nodes.get(path.slice(0, cut));
+  return owner && owner.for_each ? owner : null;
+}
+
+function itemBadge(path) {
+  const items = itemsOf(path);
+  const done = items.filter(([, r]) => r.status !== "running" && r.status !== "pending").length;
+  const text = items.length === 1 ? "1 item" : items.length + " items";
+  return { count: items.length, done, text: done < items.length ? text + " · " + done + " done" : text };
+}
+
+function renderItems(path) {
+  const box = document.getElementById("details-items-box");
+  const n = path === null ? null : nodes.get(path);
+  if (!n || !n.for_each) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  const items = itemsOf(path);
+  document.getElementById("details-items-title").textContent = "Items (" + items.length + " started)";
+  const rows = items.map(([i, rec]) => {
+    const row = el("tr", { "data-item": String(i), "data-status": rec.status },
+      el("td", { class: "num mono" }, String(i)),
+      el("td", null, el("span", { class: "status", "data-status": rec.status }, rec.status)),
+      el("td", { class: "num" }, formatMs(rec.started_at ? stepDuration(rec) : null)),
+      el("td", { class: "num" }, formatUsd((rec.metrics && rec.metrics.cost_usd) || 0)),
+      el("td", { class: "mono" }, rec.error ? rec.error.code : ""));
+    row.addEventListener("click", () => select(path + "/" + i));
+    return row;
+  });
+  document.querySelector("#details-items tbody").replaceChildren(...rows);
+}
 
 function stepDuration(rec) {
   if (!rec || !rec.started_at) return null;
@@ -109,7 +181,13 @@ function buildNode(n) {
   head.addEventListener("click", (ev) => { ev.stopPropagation(); select(n.path); });
   const node = el("div", { class: "node", "data-step": n.path, "data-kind": n.kind, "data-status": "pending" },
     head, el("span", { class: "status" }, "pending"));
-  if (n.kind === "workflow") node.append(buildGraph(n.path));
+  if (n.for_each) {
+    // Items are records, not graph nodes: a count here, a table in the details panel.
+    node.dataset.fanOut = "true";
+    head.append(el("span", { class: "items", "data-items": "0", "data-items-done": "0" }, "0 items"));
+  } else if (n.kind === "workflow") {
+    node.append(buildGraph(n.path));
+  }
   return node;
 }
 
@@ -185,6 +263,13 @@ function renderNodes() {
       e.dataset.status = status;
       e.querySelector(":scope > .status").textContent = status;
     }
+    const badge = n.for_each ? e.querySelector(":scope > .node-head > .items") : null;
+    if (badge) {
+      const b = itemBadge(n.path);
+      badge.dataset.items = String(b.count);
+      badge.dataset.itemsDone = String(b.done);
+      badge.textContent = b.text;
+    }
     e.classList.toggle("selected", selected === n.path);
   }
 }
@@ -234,12 +319,20 @@ function json(v) { return v === undefined ? "" : JSON.stringify(v, null, 2); }
 
 function renderDetails() {
   const fields = document.getElementById("details-fields");
+  const owner = selected === null ? null : itemOwner(selected);
+  renderItems(owner ? owner.path : selected);
   if (selected === null) {
     document.getElementById("details-title").textContent = "Run";
     document.getElementById("details-output-title").textContent = "Params";
     const outTitle = isActive() ? "" : "\n\nOutput:\n" + json(envelope.output);
     document.getElementById("details-output").textContent = json(envelope.params) + outTitle;
     document.getElementById("details-error").textContent = envelope.error ? json(envelope.error) : "none";
+    // The request headers the workflow declared (invoke.headers), as the run recorded them.
+    const headers = envelope.request && envelope.request.headers ? envelope.request.headers : {};
+    const hasHeaders = Object.keys(headers).length > 0;
+    document.getElementById("details-request-title").hidden = !hasHeaders;
+    document.getElementById("details-request").hidden = !hasHeaders;
+    document.getElementById("details-request").textContent = hasHeaders ? json(headers) : "";
     fields.replaceChildren(
       el("dt", null, "Status"), el("dd", null, envelope.status),
       el("dt", null, "Steps"), el("dd", null, String(nodes.size)));
@@ -248,15 +341,20 @@ function renderDetails() {
   const n = nodes.get(selected);
   const rec = records.get(selected) || { status: "pending", output: null, error: null, metrics: {} };
   const m = rec.metrics || {};
-  document.getElementById("details-title").textContent = selected;
+  document.getElementById("details-title").textContent = owner
+    ? owner.path + " · item " + selected.slice(owner.path.length + 1)
+    : selected;
+  document.getElementById("details-request-title").hidden = true;
+  document.getElementById("details-request").hidden = true;
   document.getElementById("details-output-title").textContent = "Output";
   document.getElementById("details-output").textContent = rec.status === "complete" || rec.output !== null ? json(rec.output) : "(no output yet)";
   document.getElementById("details-error").textContent = rec.error ? json(rec.error) : "none";
   const pairs = [
-    ["Kind", n ? n.kind : ""],
+    ["Kind", n ? n.kind : owner ? "item of " + owner.kind + " step " + owner.path : ""],
     ["Status", rec.status],
     ["Depends on", n && n.deps.length ? n.deps.join(", ") : "nothing"],
     ["Condition", n && n.condition ? n.condition : "none"],
+    ...(n && n.for_each ? [["For each", n.for_each.from + (n.for_each.concurrency ? " (concurrency " + n.for_each.concurrency + ")" : "")], ["Items", itemBadge(n.path).text]] : []),
     ["Started", formatTime(rec.started_at)],
     ["Finished", formatTime(rec.finished_at)],
     ["Duration", formatMs(rec.started_at ? stepDuration(rec) : null)],
@@ -281,6 +379,63 @@ function select(path) {
   render();
 }
 
+// ---- approvals ---------------------------------------------------------------------------------
+
+let approvalList = [];
+let approvalsShown = "";
+/** Comments being typed, by approval id: a re-render (a live event) must not lose them. */
+const drafts = new Map();
+
+async function loadApprovals() {
+  const res = await apiFetch(runPath + "/approvals");
+  if (!res.ok) return;
+  approvalList = (await res.json()).approvals || [];
+  const shown = JSON.stringify(approvalList);
+  if (shown === approvalsShown) return;
+  approvalsShown = shown;
+  renderApprovals();
+}
+
+function renderApprovals() {
+  const items = approvalList.map((a) => {
+    const what = a.kind === "tool" ? "call " + a.tool + " on " + a.server : "its output (the agent asked for a human)";
+    const item = el("div", { class: "approval", "data-approval": a.id, "data-status": a.status },
+      el("div", null,
+        el("span", { class: "status approval-status", "data-status": a.status }, a.status), " ",
+        el("span", { class: "mono" }, a.step), " wants to ", what),
+      el("pre", { class: "approval-args" }, json(a.arguments)));
+    if (a.status === "pending") {
+      const comment = el("input", { class: "approval-comment", placeholder: "Comment (optional)", "aria-label": "Comment", autocomplete: "off" });
+      comment.value = drafts.get(a.id) || "";
+      comment.addEventListener("input", () => drafts.set(a.id, comment.value));
+      const button = (decision, label) => {
+        const b = el("button", { type: "button", "data-decision": decision }, label);
+        b.addEventListener("click", () => decideApproval(a.id, decision, comment.value, item));
+        return b;
+      };
+      item.append(el("div", { class: "approval-actions" }, comment, button("approved", "Approve"), button("rejected", "Reject")),
+        el("small", { class: "muted" }, "Expires " + formatTime(a.expires_at)));
+    } else {
+      item.append(el("small", { class: "muted" },
+        (a.status === "timeout" ? "Timed out " : a.status + " ") + formatTime(a.decided_at) + (a.comment ? ": " + a.comment : "")));
+    }
+    return item;
+  });
+  document.getElementById("approval-list").replaceChildren(...items);
+  const section = document.getElementById("approvals");
+  section.hidden = approvalList.length === 0;
+  section.dataset.pending = String(approvalList.filter((a) => a.status === "pending").length);
+}
+
+async function decideApproval(id, decision, comment, item) {
+  for (const b of item.querySelectorAll("button")) b.disabled = true;
+  const body = comment ? { decision, comment } : { decision };
+  const res = await apiFetch(runPath + "/approvals/" + encodeURIComponent(id), {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!res.ok) showNotice("The decision was not recorded (" + await problemText(res) + ").", "error");
+  await loadApprovals();
+}
+
 // ---- live events -------------------------------------------------------------------------------
 
 function setLive(state) {
@@ -289,6 +444,10 @@ function setLive(state) {
 }
 
 function applyEvent(ev) {
+  if (typeof ev.type === "string" && ev.type.startsWith("approval.")) {
+    loadApprovals();
+    return;
+  }
   if (ev.type === "run.completed") {
     envelope.status = ev.status;
     envelope.error = ev.error === undefined ? envelope.error : ev.error;
@@ -349,6 +508,7 @@ async function follow() {
   }
   // The stream closes when the run ends; reload the envelope so the page matches it exactly.
   await load();
+  await loadApprovals();
   if (isActive()) {
     setTimeout(follow, 1000);
   } else {
@@ -375,6 +535,7 @@ async function start() {
   }
   try {
     const [graphRes] = await Promise.all([apiFetch(runPath + "/graph"), load()]);
+    await loadApprovals();
     if (!graphRes.ok) throw new Error(await problemText(graphRes));
     const graph = await graphRes.json();
     for (const n of graph.nodes) nodes.set(n.path, n);

@@ -153,7 +153,7 @@ describe("emitted bundle", () => {
       { name: "TOKEN", secret: true },
       { name: "BASE", secret: false },
     ]);
-    expect(wf.auth).toEqual({ header: "x-api-key", scheme: "raw", secretEnv: "TOKEN" });
+    expect(wf.auth).toEqual({ header: "x-api-key", scheme: "raw", secretEnvs: ["TOKEN"] });
   });
 
   it("maps the workflow name to its file and hashes the content", () => {

@@ -41,7 +41,7 @@ describe("validate", () => {
     ],
     [
       "an unknown auth scheme",
-      `${B}:14:13: \`invoke.auth.scheme\` must be one of \`raw\`, \`bearer\`, got \`basic\``,
+      `${B}:14:13: \`invoke.auth.scheme\` must be one of \`raw\`, \`bearer\`, \`hmac\`,`,
     ],
     ["nested params.agent", `${B}:20:7: step \`ask\`: nested \`params.agent\` is the old ktsu format`],
     ["a duplicate step id", `${B}:21:9: duplicate step id \`ask\``],

@@ -18,7 +18,28 @@ describe("workflows/ examples", () => {
   });
 
   it("are invocable by name", () => {
-    expect(Object.keys(bundle?.invocable ?? {})).toEqual(["hello", "order-events", "support-triage"]);
+    expect(Object.keys(bundle?.invocable ?? {})).toEqual([
+      "account-cleanup",
+      "feedback-digest",
+      "github-events",
+      "hello",
+      "nightly-digest",
+      "order-events",
+      "slack-app",
+      "support-triage",
+    ]);
+  });
+
+  it("include an agent with an MCP tool server and an approval-gated tool", () => {
+    const agent = bundle?.agents["agents/account-janitor.agent.yaml"];
+    const ref = agent?.servers?.[0];
+    expect(ref?.server.key).toBe("servers/accounts.server.yaml");
+    expect(ref?.allow?.find((e) => e.pattern === "disable-account")?.approval).toMatchObject({
+      onReject: "recover",
+      timeoutS: 4 * 3600,
+      timeoutBehavior: "reject",
+    });
+    expect(agent?.secretParams).toEqual(["mcp_token"]);
   });
 
   it("include a hello workflow that needs no secret, no auth and no model", () => {
@@ -41,6 +62,18 @@ describe("workflows/ examples", () => {
       ["notify-warehouse", ["summarize"]],
       ["notify-billing", ["summarize"]],
       ["report", ["notify-warehouse", "notify-billing"]],
+    ]);
+  });
+
+  it("fan an agent out under a budget and a webhook out to several URLs in feedback-digest", () => {
+    const wf = bundle?.workflows["feedback-digest.workflow.yaml"];
+    expect(wf?.policy.costBudgetUsd).toBeGreaterThan(0);
+    const fanOuts = (wf?.steps ?? []).flatMap((s) =>
+      s.kind !== "transform" && s.forEach ? [[s.id, s.kind]] : [],
+    );
+    expect(fanOuts).toEqual([
+      ["classify", "agent"],
+      ["notify", "webhook"],
     ]);
   });
 

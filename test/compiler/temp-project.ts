@@ -27,9 +27,13 @@ export function writeProject(files: Record<string, string>): string {
   return dir;
 }
 
+/**
+ * Compiles `files` as a workflows folder. Its `wrangler.toml` (one of `files`, if given) is the
+ * one `schedule` and `invoke.rate_limit` are checked against; it is not a workflow file.
+ */
 export function compileFiles(files: Record<string, string>): TempProject {
   const dir = writeProject(files);
-  const result = compileProject(dir);
+  const result = compileProject(dir, { wranglerConfig: join(dir, "wrangler.toml") });
   return {
     dir,
     result,

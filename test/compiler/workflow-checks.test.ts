@@ -164,9 +164,9 @@ describe("steps", () => {
     expectOnlyError(p, T, 12, 5, /^step `a`: `params` belongs on agent steps, not on a webhook step$/);
   });
 
-  it("rejects model on a transform step and output on a webhook step", () => {
+  it("rejects model on a transform step and input on a webhook step", () => {
     const p = compileFiles({
-      [T]: `${HEAD}  - id: a\n    transform: {ops: []}\n    model: {group: economy}\n  - id: b\n    webhook: {url: "https://example.com"}\n    output: {schema: {type: object}}\n`,
+      [T]: `${HEAD}  - id: a\n    transform: {ops: []}\n    model: {group: economy}\n  - id: b\n    webhook: {url: "https://example.com"}\n    input: {x: 1}\n`,
     });
     expectDiagnostic(
       p,
@@ -182,7 +182,7 @@ describe("steps", () => {
       T,
       15,
       5,
-      /^step `b`: `output` belongs on transform steps, not on a webhook step$/,
+      /^step `b`: `input` belongs on workflow steps, not on a webhook step$/,
     );
   });
 
@@ -371,9 +371,15 @@ describe("env, auth and secrets", () => {
     expect(p.errors).toHaveLength(2);
   });
 
-  it("rejects an invoke.auth.scheme other than raw or bearer", () => {
+  it("rejects an invoke.auth.scheme that is neither a credential nor a signature scheme", () => {
     const p = compileFiles({ [T]: HEAD.replace("auth: {secret:", "auth: {scheme: basic, secret:") + step });
-    expectOnlyError(p, T, 6, 18, /^`invoke\.auth\.scheme` must be one of `raw`, `bearer`, got `basic`$/);
+    expectOnlyError(
+      p,
+      T,
+      6,
+      18,
+      /^`invoke\.auth\.scheme` must be one of `raw`, `bearer`, `hmac`, `github`, .*`discord`, got `basic`$/,
+    );
   });
 
   it("rejects an invoke.auth.secret written inline", () => {
@@ -383,7 +389,7 @@ describe("env, auth and secrets", () => {
       T,
       6,
       18,
-      /^`invoke\.auth\.secret` must be exactly `\{\{ env\.NAME \}\}` \(a declared env var\), got `hunter2`$/,
+      /^`invoke\.auth\.secret` must be exactly `\{\{ env\.NAME \}\}` \(a declared env var; ktsu's `env:NAME` is read the same way\), got `hunter2`$/,
     );
   });
 

@@ -53,9 +53,16 @@ export function e2eWranglerConfig(projectToml: string, bundlePath: string): stri
   return out.join("\n");
 }
 
-export async function startWorker(vars: Record<string, string>): Promise<WorkerProcess> {
+/**
+ * `workflowsDir` (relative to the project) defaults to test/e2e/workflows; `workflows` serves the
+ * project's own examples, checked against the project's wrangler.toml like `npm start` does.
+ */
+export async function startWorker(
+  vars: Record<string, string>,
+  workflowsDir = "test/e2e/workflows",
+): Promise<WorkerProcess> {
   const dir = mkdtempSync(join(tmpdir(), "workflow-edge-e2e-"));
-  const compiled = compileProject(join(ROOT, "test/e2e/workflows"));
+  const compiled = compileProject(join(ROOT, workflowsDir), { wranglerConfig: join(ROOT, "wrangler.toml") });
   if (!compiled.bundle) {
     throw new Error(`e2e workflows do not compile:\n${compiled.diagnostics.map((d) => d.text).join("\n")}`);
   }

@@ -65,14 +65,18 @@ describe("reading replies", () => {
       choices: [{ message: { role: "assistant", content: "hi" } }],
       usage: { prompt_tokens: 7, completion_tokens: 2 },
     };
-    expect(parseChatCompletion(body)).toEqual({ text: "hi", usage: { input_tokens: 7, output_tokens: 2 } });
+    expect(parseChatCompletion(body)).toEqual({
+      text: "hi",
+      usage: { input_tokens: 7, output_tokens: 2 },
+      toolCalls: [],
+    });
   });
 
   it("reports missing usage as unknown so the gateway can charge the worst case", () => {
     expect(parseChatCompletion({ choices: [{ message: { content: "hi" } }] })?.usage).toBeNull();
   });
 
-  it("joins the text blocks of an Anthropic message and skips other blocks", () => {
+  it("joins the text blocks of an Anthropic message and skips other blocks (a tool_use without a name is no call)", () => {
     const body = {
       content: [
         { type: "text", text: "{" },
@@ -81,10 +85,14 @@ describe("reading replies", () => {
       ],
       usage: { input_tokens: 3, output_tokens: 1 },
     };
-    expect(parseMessage(body)).toEqual({ text: "{}", usage: { input_tokens: 3, output_tokens: 1 } });
+    expect(parseMessage(body)).toEqual({
+      text: "{}",
+      usage: { input_tokens: 3, output_tokens: 1 },
+      toolCalls: [],
+    });
   });
 
   it("turns a Workers AI reply that is already an object back into JSON text", () => {
-    expect(parseAiResult({ response: { a: 1 } })).toEqual({ text: '{"a":1}', usage: null });
+    expect(parseAiResult({ response: { a: 1 } })).toEqual({ text: '{"a":1}', usage: null, toolCalls: [] });
   });
 });

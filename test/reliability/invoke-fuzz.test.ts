@@ -1,5 +1,6 @@
 /**
- * Property-based tests of POST /invoke/{name} (fast-check): whatever the body, headers or name,
+ * Property-based tests of POST /invoke/{name} (fast-check): whatever the body (JSON, forms, bytes),
+ * headers (credentials, every sender's signature headers) or name,
  * the Worker answers a 2xx or an application/problem+json body with a `code`, never a 5xx
  * other than the documented 500 server_misconfigured of the `auth-unset` fixture (whose secret
  * env var is unset on purpose). The workflows targeted run transforms only, so each accepted run
@@ -8,6 +9,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { call, TOKEN } from "../worker/harness.ts";
+import { SECRETS, sign } from "../worker/signed.ts";
 
 const MIB = 1024 * 1024;
 const RUNS = 150;
@@ -20,6 +22,17 @@ const NAMES = [
   "auth-raw",
   "auth-unset",
   "no-such-workflow",
+  // Signed deliveries, forms, request headers, rate limits (SPEC section 5).
+  "trig-github",
+  "trig-stripe",
+  "trig-slack",
+  "trig-standard-webhooks",
+  "trig-twilio",
+  "trig-discord",
+  "trig-hmac",
+  "trig-form",
+  "trig-headers",
+  "trig-rate-limit",
 ];
 
 /** Printable ASCII: what a header value can hold without the test's own Request throwing. */
@@ -52,16 +65,63 @@ const authorization = fc.oneof(
   headerText(60),
 );
 
-const headers = fc.record(
+const hex = (n: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${n}}$`));
+const seconds = fc.oneof(
+  fc.constant(String(Math.floor(Date.now() / 1000))),
+  fc.integer({ min: -1e12, max: 1e13 }).map(String),
+  headerText(14),
+);
+/** Signature headers of every scheme: well-formed but wrong, malformed, or noise. */
+const signatureHeaders = fc.record(
   {
-    "content-type": contentType,
-    "idempotency-key": fc.oneof(headerText(20), headerText(300), fc.constant("fixed-key")),
-    prefer,
-    authorization,
-    "x-api-key": authorization,
+    "x-hub-signature-256": fc.oneof(
+      hex(64).map((h) => `sha256=${h}`),
+      headerText(80),
+    ),
+    "stripe-signature": fc.oneof(
+      fc.tuple(seconds, hex(64)).map(([t, h]) => `t=${t},v1=${h}`),
+      fc.constantFrom("t=,v1=", ",,,", "v1=zz", "t=1"),
+      headerText(120),
+    ),
+    "x-slack-signature": fc.oneof(
+      hex(64).map((h) => `v0=${h}`),
+      headerText(70),
+    ),
+    "x-slack-request-timestamp": seconds,
+    "webhook-id": headerText(40),
+    "webhook-timestamp": seconds,
+    "webhook-signature": fc.oneof(
+      fc.base64String({ maxLength: 60 }).map((b) => `v1,${b}`),
+      headerText(80),
+    ),
+    "x-twilio-signature": fc.oneof(fc.base64String({ maxLength: 40 }), headerText(40)),
+    "x-signature-ed25519": fc.oneof(hex(128), hex(64), headerText(130)),
+    "x-signature-timestamp": seconds,
+    "x-acme-signature": fc.oneof(
+      fc.base64String({ maxLength: 100 }).map((b) => `sha512=${b}`),
+      headerText(100),
+    ),
+    "x-github-event": headerText(30),
+    "x-tenant": headerText(30),
   },
   { requiredKeys: [] },
 );
+
+const headers = fc
+  .tuple(
+    fc.record(
+      {
+        "content-type": contentType,
+        "idempotency-key": fc.oneof(headerText(20), headerText(300), fc.constant("fixed-key")),
+        prefer,
+        authorization,
+        "x-api-key": authorization,
+      },
+      { requiredKeys: [] },
+    ),
+    signatureHeaders,
+  )
+  .map(([a, b]) => ({ ...b, ...a }));
 
 /** A JSON object body of exactly `bytes` bytes. */
 function paddedObject(bytes: number): string {
@@ -76,7 +136,23 @@ function nested(depth: number, open: string, close: string, leaf: string): strin
 /** Around the 128-level limit, and far past it (1 MiB of brackets is a million levels). */
 const depth = fc.oneof(fc.integer({ min: 1, max: 260 }), fc.integer({ min: 260, max: 150_000 }));
 
+/** Form bodies: fields, repeated keys, a `payload` that is (or is almost) JSON, raw percent noise. */
+const formBody = fc.oneof(
+  fc
+    .dictionary(fc.string({ maxLength: 10 }), fc.string({ maxLength: 20 }))
+    .map((d) => new URLSearchParams(d).toString()),
+  fc
+    .array(fc.tuple(fc.constantFrom("a", "b", "__proto__", "payload"), fc.string({ maxLength: 8 })), {
+      maxLength: 6,
+    })
+    .map((pairs) => pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join("&")),
+  fc.json({ maxDepth: 3 }).map((j) => `payload=${encodeURIComponent(j)}`),
+  depth.map((d) => `payload=${encodeURIComponent(nested(d, '{"a":', "}", "1"))}`),
+  fc.string({ unit: fc.constantFrom("%", "=", "&", "+", "a", "\u00ff", "%zz", "%C3"), maxLength: 40 }),
+);
+
 const body: fc.Arbitrary<string | Uint8Array> = fc.oneof(
+  formBody,
   fc.json({ maxDepth: 4 }),
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
   fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })).map((v) => JSON.stringify(v)),
@@ -181,6 +257,31 @@ describe("POST /invoke/{name} under random input", () => {
         },
       ),
       { numRuns: 100 },
+    );
+  }, 60_000);
+
+  it("accepts any form body its sender signed (Twilio's sorting, repeated keys, any characters)", async () => {
+    const field = fc.string({ unit: "binary", minLength: 1, maxLength: 6 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(field, fc.string({ unit: "binary", maxLength: 12 })), { maxLength: 6 }),
+        async (pairs) => {
+          const form = new URLSearchParams(pairs).toString();
+          if (form.trimStart().startsWith("%7B") || pairs.some(([k]) => k === "payload")) return;
+          const url = "http://workflow.test/invoke/trig-twilio";
+          const type = "application/x-www-form-urlencoded";
+          const headers = await sign({
+            scheme: "twilio",
+            secret: SECRETS.TWILIO_SECRET as string,
+            body: form,
+            url,
+            contentType: type,
+          });
+          const a = await send("trig-twilio", form, { ...headers, "content-type": type }, "");
+          expect(a.status, a.text).toBe(202);
+        },
+      ),
+      { numRuns: 40 },
     );
   }, 60_000);
 });

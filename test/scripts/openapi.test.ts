@@ -80,9 +80,9 @@ describe("OpenAPI document", () => {
   it("declares 202, 200 and problem+json errors for invoke, sharing one Problem schema", () => {
     const responses = doc.paths["/invoke/auth-bearer"].post.responses;
     expect(Object.keys(responses).sort()).toEqual(
-      ["200", "202", "400", "401", "404", "409", "413", "422", "500"].sort(),
+      ["200", "202", "400", "401", "404", "409", "413", "415", "422", "500"].sort(),
     );
-    for (const status of ["400", "401", "404", "409", "413", "422", "500"]) {
+    for (const status of ["400", "401", "404", "409", "413", "415", "422", "500"]) {
       expect(responses[status].content["application/problem+json"].schema).toEqual({
         $ref: "#/components/schemas/Problem",
       });
@@ -129,6 +129,7 @@ describe("OpenAPI document", () => {
         "error",
         "params",
         "steps",
+        "request",
         "output",
         "totals",
         "budget_usd",

@@ -19,6 +19,13 @@
  *   ones behave as `stub-json`.
  * - `stub-slow:<ms>`: waits (default 1000 ms), then as `stub-json`.
  * - `stub-no-usage`: as `stub-json` without `usage`.
+ * - `stub-tools`: a scripted tool-calling model (see `toolsReply`): the first user message holds
+ *   `SCRIPT=<JSON array>`, one element per model call: a list of calls `[{name, arguments}]`
+ *   (only made while the request offers tools, unless the element is `{calls, force: true}`),
+ *   `{reply: <value>}` (the final answer), `""` (an empty reply) or `"$results"` (the final
+ *   answer `{"results": [...]}`, every tool result it was sent, `ERROR: ` before failed ones);
+ *   past the end of the script, `"$results"`. A user message with `REFLECT=<text>` (a reflect
+ *   call) is answered with that text. Calls come back in the provider's native form.
  * Every reply reports usage 1000 input / 500 output tokens (STUB_USAGE).
  *
  * Every request is recorded with its headers and body. `GET /__log?key=K` returns those sent
@@ -151,6 +158,62 @@ function jsonReply(conv: Conversation): string {
 
 type Outcome = { status: number; text?: string; usage?: boolean; delayMs?: number; retryAfter?: string };
 
+type ScriptStep =
+  | Array<{ name: string; arguments?: unknown }>
+  | { calls: Array<{ name: string; arguments?: unknown }>; force?: boolean }
+  | { reply: unknown }
+  | string;
+
+/** The tool results sent so far, in order, from either provider's native form. */
+function toolResults(body: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const m of (Array.isArray(body.messages) ? body.messages : []) as Array<Record<string, unknown>>) {
+    if (m.role === "tool") out.push(textOf(m.content));
+    if (m.role === "user" && Array.isArray(m.content)) {
+      for (const b of m.content as Array<Record<string, unknown>>) {
+        if (b.type === "tool_result") out.push(`${b.is_error ? "ERROR: " : ""}${textOf(b.content)}`);
+      }
+    }
+  }
+  return out;
+}
+
+/** The scripted reply of `stub-tools`: text, or tool calls. */
+function toolsReply(
+  body: Record<string, unknown>,
+  conv: Conversation,
+): { text: string; calls: Array<{ name: string; arguments: unknown }> } {
+  const users = conv.messages.filter((m) => m.role === "user");
+  const lastUser = users.at(-1)?.content ?? "";
+  const reflect = lastUser.indexOf("REFLECT=");
+  if (reflect !== -1) return { text: (lastUser.slice(reflect + 8).split("\n")[0] ?? "").trim(), calls: [] };
+  let script: ScriptStep[] = [];
+  for (const u of users) {
+    const at = u.content.indexOf("SCRIPT=");
+    if (at === -1) continue;
+    try {
+      script = JSON.parse((u.content.slice(at + 7).split("\n")[0] ?? "").trim()) as ScriptStep[];
+    } catch {
+      script = [];
+    }
+    break;
+  }
+  const messages = (Array.isArray(body.messages) ? body.messages : []) as Array<Record<string, unknown>>;
+  const turn = messages.filter((m) => m.role === "assistant").length;
+  const offered = Array.isArray(body.tools) && body.tools.length > 0;
+  const results = () => JSON.stringify({ results: toolResults(body) });
+  const step = script[turn] ?? "$results";
+  if (step === "$results") return { text: results(), calls: [] };
+  if (typeof step === "string") return { text: step, calls: [] };
+  if (!Array.isArray(step) && "reply" in step) {
+    return { text: typeof step.reply === "string" ? step.reply : JSON.stringify(step.reply), calls: [] };
+  }
+  const calls = Array.isArray(step) ? step : step.calls;
+  const force = !Array.isArray(step) && step.force === true;
+  if (!offered && !force) return { text: results(), calls: [] };
+  return { text: "", calls: calls.map((c) => ({ name: c.name, arguments: c.arguments ?? {} })) };
+}
+
 function decide(model: string, conv: Conversation, seen: number, key: string | null): Outcome {
   const [behaviour, arg] = model.split(":");
   const keyEcho = { error: { message: `Incorrect API key provided: ${key}`, type: "invalid_request_error" } };
@@ -262,8 +325,60 @@ export async function startModelStub(): Promise<{ port: number; close(): Promise
       res.end(outcome.text ?? "{}");
       return;
     }
-    const text = outcome.text ?? "";
+    let text = outcome.text ?? "";
+    let calls: Array<{ name: string; arguments: unknown }> = [];
+    if (model.split(":")[0] === "stub-tools") ({ text, calls } = toolsReply(body, conv));
     const withUsage = outcome.usage !== false;
+    const usage = withUsage
+      ? {
+          usage: {
+            prompt_tokens: STUB_USAGE.input_tokens,
+            completion_tokens: STUB_USAGE.output_tokens,
+            total_tokens: STUB_USAGE.input_tokens + STUB_USAGE.output_tokens,
+          },
+        }
+      : {};
+    if (calls.length > 0 && isOpenAi) {
+      send(res, 200, {
+        id: `chatcmpl-${log.length}`,
+        object: "chat.completion",
+        model,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: "assistant",
+              content: null,
+              tool_calls: calls.map((c, i) => ({
+                id: `call_${log.length}_${i}`,
+                type: "function",
+                function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+              })),
+            },
+            finish_reason: "tool_calls",
+          },
+        ],
+        ...usage,
+      });
+      return;
+    }
+    if (calls.length > 0) {
+      send(res, 200, {
+        id: `msg_${log.length}`,
+        type: "message",
+        role: "assistant",
+        model,
+        content: calls.map((c, i) => ({
+          type: "tool_use",
+          id: `toolu_${log.length}_${i}`,
+          name: c.name,
+          input: c.arguments,
+        })),
+        stop_reason: "tool_use",
+        ...(withUsage ? { usage: { ...STUB_USAGE } } : {}),
+      });
+      return;
+    }
     if (isOpenAi) {
       send(res, 200, {
         id: `chatcmpl-${log.length}`,

@@ -11,6 +11,9 @@
  *   /status/503,503,200?key=K answers the listed statuses in turn, per key and path (the last one
  *                             repeats), JSON {status, attempt} (no body for 204 and 304)
  *   /slow/:ms                 waits ms, then 200 JSON {slept: ms}
+ *   /hold/:ms?status=N        waits ms, then answers N (default 200) JSON {held: ms}, counting
+ *                             per key how many /hold requests are in flight at once
+ *   /stats?key=K              JSON {max_in_flight}: the most /hold requests of K in flight at once
  *   /hang                     never answers (the socket stays open until the client gives up)
  *   /reset                    destroys the socket without answering
  *   /garbage                  200, content-type application/json, a body that is not JSON
@@ -112,6 +115,9 @@ export async function startWebhookTarget(): Promise<{ port: number; close(): Pro
   const counters = new Map<string, number>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
 
+  /** In-flight /hold requests per key, and the most seen at once. */
+  const holding = new Map<string, { now: number; max: number }>();
+
   const countOf = (key: string, path: string): number => {
     const n = (counters.get(`${key} ${path}`) ?? 0) + 1;
     counters.set(`${key} ${path}`, n);
@@ -129,6 +135,10 @@ export async function startWebhookTarget(): Promise<{ port: number; close(): Pro
 
     if (route === "log") {
       sendJson(res, 200, log.get(query.key ?? "") ?? []);
+      return;
+    }
+    if (route === "stats") {
+      sendJson(res, 200, { max_in_flight: holding.get(query.key ?? "")?.max ?? 0 });
       return;
     }
     const entries = log.get(key) ?? [];
@@ -185,6 +195,32 @@ export async function startWebhookTarget(): Promise<{ port: number; close(): Pro
         res.on("close", () => {
           clearTimeout(timer);
           timers.delete(timer);
+        });
+        return;
+      }
+      case "hold": {
+        const ms = Number(arg) || 0;
+        const status = Number(query.status) || 200;
+        const h = holding.get(key) ?? { now: 0, max: 0 };
+        holding.set(key, h);
+        h.now++;
+        h.max = Math.max(h.max, h.now);
+        let open = true;
+        const done = () => {
+          if (!open) return;
+          open = false;
+          h.now--;
+        };
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          done();
+          if (!res.destroyed) sendJson(res, status, { held: ms });
+        }, ms);
+        timers.add(timer);
+        res.on("close", () => {
+          clearTimeout(timer);
+          timers.delete(timer);
+          done();
         });
         return;
       }

@@ -14,6 +14,8 @@ export function testWorkflow(overrides: Partial<CompiledWorkflow> = {}): Compile
     paramsSchema: { type: "object" },
     env: [],
     auth: null,
+    invoke: { headers: [], response: null, rateLimit: null },
+    schedule: [],
     policy: { costBudgetUsd: null, timeoutS: 300, timeoutSet: false },
     steps: [],
     ...overrides,

@@ -52,6 +52,7 @@ describe("invoke", () => {
   it("accepts ?wait=N as well", async () => {
     const res = await call("/invoke/basic?wait=5", {
       method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ items: ITEMS }),
     });
     expect(res.status).toBe(200);

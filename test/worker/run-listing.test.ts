@@ -422,11 +422,12 @@ describe("the listing stays consistent with the runs", () => {
       // This incarnation cannot reach the listing (as if its writes failed or it was evicted first).
       (instance as unknown as { env: Env }).env = {
         ...env,
-        RUN_INDEX: broken as unknown as DurableObjectNamespace,
+        RUN_INDEX: broken as unknown as Env["RUN_INDEX"],
       };
       return instance.start({
         workflowKey: key,
         params: { n: 1 },
+        request: { headers: {} },
         bodyHash: null,
         idempotencyKey: null,
         waitMs: 10_000,

@@ -4,7 +4,7 @@
  * searched in the dashboard or Logpush without the run listing.
  */
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import { call, run } from "./harness.ts";
+import { call, invoke, run } from "./harness.ts";
 
 let spy: MockInstance;
 let lines: string[] = [];
@@ -68,7 +68,7 @@ describe("the finished-run log line", () => {
   });
 
   it("is written for a canceled run", async () => {
-    const res = await call("/invoke/deadline", { method: "POST", body: "{}" });
+    const res = await invoke("deadline", {});
     const { run_id } = (await res.json()) as { run_id: string };
     await call(`/runs/${run_id}/cancel`, { method: "POST" });
     const [line] = await linesOf(run_id);

@@ -21,6 +21,7 @@ describe("envelope", () => {
         "error",
         "params",
         "steps",
+        "request",
         "output",
         "totals",
         "budget_usd",
@@ -40,11 +41,24 @@ describe("envelope", () => {
     ]);
     for (const s of e.steps) {
       expect(Object.keys(s).sort()).toEqual(
-        ["id", "status", "output", "error", "started_at", "finished_at", "metrics", "steps"].sort(),
+        [
+          "id",
+          "status",
+          "output",
+          "error",
+          "started_at",
+          "finished_at",
+          "metrics",
+          "tool_calls",
+          "annotations",
+          "steps",
+        ].sort(),
       );
       expect(Object.keys(s.metrics).sort()).toEqual(
-        ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls", "attempts"].sort(),
+        ["duration_ms", "tokens_in", "tokens_out", "cost_usd", "llm_calls", "attempts", "tool_calls"].sort(),
       );
+      expect(s.tool_calls).toEqual([]);
+      expect(s.annotations).toBeNull();
     }
     expect(e.steps[0].output).toEqual({
       result: [

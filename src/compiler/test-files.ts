@@ -1,0 +1,537 @@
+/**
+ * Compiles `*.test.yaml` files (SPEC section 11) against the compiled workflows, so a mistake in
+ * a test is a build error with `file:line:col` like a mistake in a workflow: fields and types
+ * (schema/test.schema.json), the workflow under test, every step path in `mocks` and
+ * `expect.steps` (with "did you mean"), the mock's shape for the step's type, params against the
+ * workflow's params.schema, env names, error codes and `assert` expressions. The result keeps the
+ * source file, so the runner can point at the exact expectation that failed.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AgentStep, Bundle, CompiledStep, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import { validateJson } from "../engine/schema.ts";
+import { STEP_ERROR_CODES } from "../engine/types.ts";
+import { collectSecrets, usesAgents } from "../run/secrets.ts";
+import type { DiagnosticSink } from "./diagnostics.ts";
+import { hint } from "./did-you-mean.ts";
+import { checkExpression, rootPaths } from "./expressions.ts";
+import { checkAgainstSchema, type FormatSchema } from "./structure-check.ts";
+import type { DataPath, SourceFile } from "./yaml-source.ts";
+
+export const TEST_SCHEMA: FormatSchema = JSON.parse(
+  readFileSync(new URL("../../schema/test.schema.json", import.meta.url), "utf8"),
+);
+
+/** Worker variables a case may set besides the declared env (they change how a run behaves). */
+const WORKER_VARS = ["ALLOW_PRIVATE_WEBHOOKS"];
+
+/** What `assert` expressions read. */
+const ASSERT_ROOTS = ["params", "env", "step", "output", "run", "requests"];
+
+export interface MockAnswer {
+  status?: number;
+  headers?: Record<string, string>;
+  body?: Json;
+  output?: Json;
+  reply?: string;
+  usage?: { tokens_in?: number; tokens_out?: number };
+  delay_s?: number;
+  error?: string;
+}
+
+export interface MockSpec {
+  kind: "webhook" | "agent";
+  /** One per request; with `repeat` the only answer serves every request. */
+  answers: MockAnswer[];
+  repeat: boolean;
+}
+
+export interface TestCase {
+  index: number;
+  name: string;
+  /** Data path of the case in its file (`["cases", i]`). */
+  path: DataPath;
+  params: JsonObject;
+  env: Record<string, string>;
+  /** `request.headers` as given (names as written), or null. */
+  requestHeaders: Record<string, string> | null;
+  /** By step path as written. */
+  mocks: Record<string, MockSpec>;
+  expect: JsonObject;
+  /** `expect.assert`, step ids quoted for JMESPath, in file order. */
+  asserts: Array<{ source: string; expr: string; index: number }>;
+}
+
+export interface TestSuite {
+  file: SourceFile;
+  /** Key in `bundle.workflows` of the workflow under test; null when it did not resolve. */
+  workflowKey: string | null;
+  cases: TestCase[];
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** What a slash path in a test names. */
+export type PathTarget =
+  | {
+      ok: true;
+      step: CompiledStep;
+      item: boolean;
+      tool: string | null;
+      /** The workflow step whose `webhooks: suppress` (or its file's) skips webhooks here, or null. */
+      suppressedBy: string | null;
+    }
+  | { ok: false; message: string };
+
+/** Whether `step` fans out (`for_each`, SPEC section 8): its items are `<path>/<index>`. */
+function hasFanOut(step: CompiledStep): boolean {
+  return step.kind !== "transform" && (step as { forEach?: unknown }).forEach != null;
+}
+
+/** Whether an agent step's agent has tool servers (SPEC section 9): its calls are `<path>/tools/<tool>`. */
+function hasTools(bundle: Omit<Bundle, "hash">, step: AgentStep): boolean {
+  const servers = (bundle.agents[step.agent] as { servers?: unknown[] } | undefined)?.servers;
+  return Array.isArray(servers) && servers.length > 0;
+}
+
+/**
+ * Resolves a slash path (`notify/post`, `analyze/2`, `risk/tools/get-sum`) from `wf`: step ids,
+ * descending into sub-workflows; a number names a fan-out item; `tools/<name>` a tool of an agent.
+ */
+export function resolveStepPath(
+  bundle: Omit<Bundle, "hash">,
+  wf: CompiledWorkflow,
+  path: string,
+): PathTarget {
+  const segs = path.split("/");
+  let current = wf;
+  let prefix = "";
+  let suppressedBy: string | null = null;
+  for (let i = 0; i < segs.length; ) {
+    const id = segs[i] as string;
+    const step = current.steps.find((s) => s.id === id);
+    if (!step) {
+      const where =
+        prefix === "" ? `workflow \`${current.name}\`` : `\`${prefix.slice(0, -1)}\` (${current.name})`;
+      return {
+        ok: false,
+        message: `\`${prefix}${id}\` is not a step of ${where}${hint(
+          id,
+          current.steps.map((s) => s.id),
+        )}`,
+      };
+    }
+    const here = prefix + id;
+    i++;
+    let item = false;
+    if (i < segs.length && /^\d+$/.test(segs[i] as string)) {
+      if (!hasFanOut(step)) {
+        return {
+          ok: false,
+          message: `\`${here}\` has no \`for_each\`, so \`${here}/${segs[i]}\` names no item`,
+        };
+      }
+      item = true;
+      i++;
+    }
+    if (i === segs.length) return { ok: true, step, item, tool: null, suppressedBy };
+    const next = segs[i] as string;
+    if (step.kind === "agent" && next === "tools") {
+      const tool = segs.slice(i + 1).join("/");
+      if (tool === "")
+        return { ok: false, message: `\`${path}\` names no tool (write \`${here}/tools/NAME\`)` };
+      if (!hasTools(bundle, step)) {
+        return {
+          ok: false,
+          message: `agent step \`${here}\` has no tool servers, so it makes no tool calls`,
+        };
+      }
+      return { ok: true, step, item, tool, suppressedBy };
+    }
+    const child = step.kind === "workflow" ? bundle.workflows[step.workflow] : undefined;
+    if (!child) {
+      return {
+        ok: false,
+        message: `\`${here}\` is a ${step.kind} step: it has no steps inside (\`${path}\`)`,
+      };
+    }
+    // SPEC section 3: webhooks run only if every workflow step on the way says `execute` (and,
+    // ktsu's dual opt-in, the child file does not say `suppress`).
+    const fileSuppresses = (child as { webhooks?: string }).webhooks === "suppress";
+    if (
+      suppressedBy === null &&
+      (step.kind !== "workflow" || step.webhooks !== "execute" || fileSuppresses)
+    ) {
+      suppressedBy = here;
+    }
+    current = child;
+    prefix = `${here}/${item ? `${segs[i - 1]}/` : ""}`;
+  }
+  return { ok: false, message: `\`${path}\` is empty` };
+}
+
+/** Every `*.test.yaml` under `dir` (absolute paths, sorted), skipping `node_modules` and dot directories. */
+export function findTestFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.name.startsWith(".") || e.name === "node_modules") continue;
+      const abs = join(d, e.name);
+      if (e.isDirectory()) walk(abs);
+      else if (e.isFile() && e.name.endsWith(".test.yaml")) out.push(abs);
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+/** Compiles the test files in `files` against the compiled workflows of the project. */
+export function compileTestFiles(
+  files: SourceFile[],
+  bundle: Omit<Bundle, "hash">,
+  sink: DiagnosticSink,
+): TestSuite[] {
+  const byName = new Map<string, string>();
+  for (const wf of Object.values(bundle.workflows)) if (!byName.has(wf.name)) byName.set(wf.name, wf.key);
+  return files.map((file) => compileTestFile(file, bundle, byName, sink));
+}
+
+function compileTestFile(
+  file: SourceFile,
+  bundle: Omit<Bundle, "hash">,
+  byName: Map<string, string>,
+  sink: DiagnosticSink,
+): TestSuite {
+  const suite: TestSuite = { file, workflowKey: null, cases: [] };
+  if (file.data === null) return suite;
+  checkAgainstSchema(file, TEST_SCHEMA, "testFile", sink);
+  const d = file.data;
+  if (!isObj(d)) return suite;
+  const err = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
+    sink.error(file.display, file.at(path, part), msg);
+  const warn = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
+    sink.warning(file.display, file.at(path, part), msg);
+
+  let wf: CompiledWorkflow | null = null;
+  if (typeof d.workflow === "string") {
+    const key = byName.get(d.workflow);
+    if (key === undefined) {
+      err(["workflow"], `unknown workflow \`${d.workflow}\`${hint(d.workflow, byName.keys())}`);
+    } else {
+      suite.workflowKey = key;
+      wf = bundle.workflows[key] ?? null;
+    }
+  }
+  const cases = Array.isArray(d.cases) ? d.cases : [];
+  const names = new Map<string, number>();
+  cases.forEach((raw, i) => {
+    if (!isObj(raw)) return;
+    const at = (...rest: Array<string | number>): DataPath => ["cases", i, ...rest];
+    const name = typeof raw.name === "string" ? raw.name : `case #${i + 1}`;
+    const first = names.get(name);
+    if (first !== undefined) {
+      err(
+        at("name"),
+        `duplicate case name \`${name}\` (also case #${first + 1}, line ${file.at(["cases", first, "name"]).line})`,
+      );
+    } else names.set(name, i);
+    const tc: TestCase = {
+      index: i,
+      name,
+      path: at(),
+      params: isObj(raw.params) ? (raw.params as JsonObject) : {},
+      env: isObj(raw.env) ? (stringValues(raw.env) ?? {}) : {},
+      requestHeaders:
+        isObj(raw.request) && isObj(raw.request.headers) ? stringValues(raw.request.headers) : null,
+      mocks: {},
+      expect: isObj(raw.expect) ? (raw.expect as JsonObject) : {},
+      asserts: [],
+    };
+    suite.cases.push(tc);
+    if (!wf) return;
+    const w = wf;
+
+    // ---- params, env, request ------------------------------------------------------------
+    for (const v of validateJson(w.paramsSchema, tc.params)) {
+      const segs = v.path
+        .split("/")
+        .slice(1)
+        .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
+        .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+      err(
+        [...at("params"), ...segs],
+        `params do not match \`${w.name}\`'s params.schema: ${v.path || "/"}: ${v.message}`,
+      );
+    }
+    const known = new Set([...w.env.map((e) => e.name), ...WORKER_VARS]);
+    if (usesAgents(bundle as Bundle, w)) for (const e of bundle.gateway.env) known.add(e.name);
+    for (const k of Object.keys(tc.env)) {
+      if (!known.has(k)) {
+        warn(
+          at("env", k),
+          `\`${k}\` is not declared by \`${w.name}\`${usesAgents(bundle as Bundle, w) ? " or gateway.yaml" : ""}: the run cannot read it${hint(k, known)}`,
+          "key",
+        );
+      }
+    }
+    for (const n of collectSecrets(bundle as Bundle, w, tc.env).tooShort) {
+      err(
+        at("env", n),
+        `\`${n}\` is a secret shorter than 8 characters; the Worker would refuse the run (500 server_misconfigured)`,
+      );
+    }
+    if (tc.requestHeaders !== null)
+      checkRequestHeaders(w, tc.requestHeaders, at("request", "headers"), err, warn);
+
+    // ---- mocks -----------------------------------------------------------------------------
+    if (isObj(raw.mocks)) {
+      for (const [key, value] of Object.entries(raw.mocks)) {
+        const path = at("mocks", key);
+        const target = resolveStepPath(bundle, w, key);
+        if (!target.ok) {
+          err(path, `mocks: ${target.message}`, "key");
+          continue;
+        }
+        if (target.tool !== null) {
+          err(path, `mocks: tool-call mocks (\`${key}\`) are not supported yet`, "key");
+          continue;
+        }
+        const step = target.step;
+        if (step.kind !== "webhook" && step.kind !== "agent") {
+          const inside = step.kind === "workflow" ? ` (mock the steps inside it, e.g. \`${key}/STEP\`)` : "";
+          err(
+            path,
+            `mocks: \`${key}\` is a ${step.kind} step; only webhook and agent steps are mocked, the rest run for real${inside}`,
+            "key",
+          );
+          continue;
+        }
+        if (step.kind === "webhook" && target.suppressedBy !== null) {
+          warn(
+            path,
+            `mocks: \`${key}\` never runs: webhooks inside \`${target.suppressedBy}\` are suppressed (give that workflow step \`webhooks: execute\` to run them)`,
+            "key",
+          );
+        }
+        const answers = Array.isArray(value) ? value : [value];
+        if (!answers.every(isObj)) continue; // the schema check reported it
+        answers.forEach((a, j) => {
+          const ap = Array.isArray(value) ? [...path, j] : path;
+          checkMockAnswer(bundle, step, a as Obj, ap, err, warn);
+        });
+        tc.mocks[key] = {
+          kind: step.kind,
+          answers: answers as MockAnswer[],
+          repeat: !Array.isArray(value),
+        };
+      }
+    }
+
+    // ---- expect ----------------------------------------------------------------------------
+    const ex = tc.expect;
+    checkExpectedError(ex.error, at("expect", "error"), err, (p) => resolveStepPath(bundle, w, p), true);
+    if (ex.response !== undefined && w.invoke.response === null) {
+      err(
+        at("expect", "response"),
+        `workflow \`${w.name}\` has no \`invoke.response\`: its invoke answers with the run`,
+        "key",
+      );
+    }
+    if (isObj(ex.steps)) {
+      for (const [key, value] of Object.entries(ex.steps)) {
+        const path = at("expect", "steps", key);
+        const target = resolveStepPath(bundle, w, key);
+        if (!target.ok || target.tool !== null) {
+          err(
+            path,
+            `expect.steps: ${target.ok ? `\`${key}\` is a tool call, not a step` : target.message}`,
+            "key",
+          );
+          continue;
+        }
+        if (!isObj(value)) continue;
+        const kind = target.step.kind;
+        for (const field of ["request", "requests"]) {
+          if (field in value && kind !== "webhook" && kind !== "agent") {
+            err(
+              [...path, field],
+              `expect.steps: \`${key}\` is a ${kind} step; only webhook and agent steps send requests`,
+              "key",
+            );
+          }
+        }
+        checkExpectedError(value.error, [...path, "error"], err, null, false);
+      }
+    }
+    if (Array.isArray(ex.assert)) {
+      const ids = w.steps.map((s) => s.id);
+      ex.assert.forEach((expr, j) => {
+        if (typeof expr !== "string") return;
+        const p = at("expect", "assert", j);
+        const c = checkExpression(expr, ids);
+        if (!c.ok) {
+          err(p, `invalid JMESPath in \`assert\`: ${c.error}`);
+          return;
+        }
+        for (const r of rootPaths(c.ast)) {
+          const root = r[0];
+          if (root === undefined) continue;
+          if (!ASSERT_ROOTS.includes(root)) {
+            err(
+              p,
+              `\`assert\` reads \`${root}\`, which is always null: it sees ${ASSERT_ROOTS.map((x) => `\`${x}\``).join(", ")}${hint(root, ASSERT_ROOTS)}`,
+            );
+          } else if (root === "step" && r[1] !== undefined && !ids.includes(r[1])) {
+            err(
+              p,
+              `\`assert\` reads \`step.${r[1]}\`, which is not a step of \`${w.name}\`${hint(r[1], ids)}`,
+            );
+          }
+        }
+        tc.asserts.push({ source: expr, expr: c.text, index: j });
+      });
+    }
+  });
+  return suite;
+}
+
+function stringValues(o: Obj): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(o)) if (typeof v === "string") out[k] = v;
+  return out;
+}
+
+type Report = (path: DataPath, msg: string, part?: "key" | "value") => void;
+
+const WEBHOOK_FIELDS = ["status", "headers", "body", "delay_s", "error"];
+const AGENT_FIELDS = ["output", "reply", "status", "usage", "delay_s", "error"];
+
+function checkMockAnswer(
+  bundle: Omit<Bundle, "hash">,
+  step: CompiledStep,
+  a: Obj,
+  path: DataPath,
+  err: Report,
+  warn: Report,
+): void {
+  const fields = step.kind === "webhook" ? WEBHOOK_FIELDS : AGENT_FIELDS;
+  for (const k of Object.keys(a)) {
+    if (!fields.includes(k) && (WEBHOOK_FIELDS.includes(k) || AGENT_FIELDS.includes(k))) {
+      err(
+        [...path, k],
+        `\`${k}\` does not belong in a mock of ${step.kind} step \`${step.id}\`; it takes ${fields.map((f) => `\`${f}\``).join(", ")}`,
+        "key",
+      );
+    }
+  }
+  if (step.kind === "webhook") {
+    if ("error" in a) {
+      for (const k of ["status", "headers", "body"]) {
+        if (k in a) err([...path, k], `a mock with \`error\` (a network error) has no \`${k}\``, "key");
+      }
+    }
+    return;
+  }
+  if (step.kind !== "agent") return;
+  const answers = ["output", "reply", "status", "error"].filter((k) => k in a);
+  if (answers.length !== 1) {
+    err(
+      path,
+      answers.length === 0
+        ? `a mock of agent step \`${step.id}\` needs one of \`output\` (the step's output), \`reply\` (raw reply text), \`status\` (a provider HTTP error) or \`error\` (a network error)`
+        : `a mock of agent step \`${step.id}\` has ${answers.map((k) => `\`${k}\``).join(" and ")}; give exactly one`,
+    );
+    return;
+  }
+  if (typeof a.status === "number" && a.status < 400) {
+    err(
+      [...path, "status"],
+      "an agent mock's `status` is a provider's HTTP error (400 to 599); answer with `output` or `reply`",
+    );
+  }
+  if ("usage" in a && !("output" in a || "reply" in a)) {
+    err([...path, "usage"], "`usage` belongs to an answer (`output` or `reply`)", "key");
+  }
+  const agent = bundle.agents[step.agent];
+  if ("output" in a && agent) {
+    if (agent.builtin === "chat") {
+      const out = a.output;
+      if (!isObj(out) || typeof out.text !== "string") {
+        err(
+          [...path, "output"],
+          `\`${step.agent}\` outputs \`{text: "…"}\`: the mock's output needs a string \`text\``,
+        );
+      }
+      return;
+    }
+    const schema = agent.outputSchema;
+    const violations = schema === null ? [] : validateJson(schema, (a.output ?? null) as Json);
+    if (violations.length > 0) {
+      const list = violations.map((v) => `${v.path || "/"}: ${v.message}`).join("; ");
+      warn(
+        [...path, "output"],
+        `the mock's output does not match agent \`${agent.name}\`'s output.schema (${list}): the step will fail \`output_schema_mismatch\` after its repair call (use \`reply\` to test that on purpose)`,
+      );
+    }
+  }
+}
+
+/** Codes an expectation may name: the step and run error codes. */
+const ERROR_CODES: readonly string[] = STEP_ERROR_CODES.filter((c) => c !== "unmocked_step");
+
+function checkExpectedError(
+  value: unknown,
+  path: DataPath,
+  err: Report,
+  resolve: ((p: string) => PathTarget) | null,
+  run: boolean,
+): void {
+  const code =
+    typeof value === "string" ? value : isObj(value) && typeof value.code === "string" ? value.code : null;
+  const codePath = typeof value === "string" ? path : [...path, "code"];
+  if (code !== null && !ERROR_CODES.includes(code)) {
+    err(codePath, `unknown error code \`${code}\`${hint(code, ERROR_CODES)}`);
+  }
+  if (isObj(value)) {
+    if (!run && "step" in value) {
+      err([...path, "step"], "a step's error has `code` and `message`; `step` is on the run's error", "key");
+    }
+    if (resolve && typeof value.step === "string") {
+      const t = resolve(value.step);
+      if (!t.ok) err([...path, "step"], `error.step: ${t.message}`);
+    }
+  }
+}
+
+/**
+ * `request.headers`: the workflow must record them (`invoke.headers`, SPEC section 5); without a
+ * declaration the run cannot read them.
+ */
+function checkRequestHeaders(
+  wf: CompiledWorkflow,
+  headers: Record<string, string>,
+  path: DataPath,
+  err: Report,
+  warn: Report,
+): void {
+  const declared = wf.invoke.headers;
+  if (declared.length === 0) {
+    warn(
+      path,
+      `\`request.headers\` has no effect: workflow \`${wf.name}\` records no request headers`,
+      "key",
+    );
+    return;
+  }
+  const names = declared.map((h) => h.name.toLowerCase());
+  for (const name of Object.keys(headers)) {
+    if (!names.includes(name.toLowerCase())) {
+      err(
+        [...path, name],
+        `header \`${name}\` is not in \`${wf.name}\`'s \`invoke.headers\`${hint(name, names)}`,
+        "key",
+      );
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The facts of wrangler.toml a workflow depends on: the cron triggers (`[triggers] crons`) its
+ * `schedule` entries need, and the Rate Limiting bindings (`[[ratelimits]]`) its
+ * `invoke.rate_limit` names. A schedule whose cron is not a trigger would never fire, and a
+ * missing binding would fail every invoke, so both are build errors that show the lines to add.
+ * The file is read once, lazily (projects without schedules or rate limits never need it), with
+ * a maintained TOML parser; wrangler reads the same file.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { parse, TomlError } from "smol-toml";
+import type { DiagnosticSink } from "./diagnostics.ts";
+
+export interface RateLimitBinding {
+  limit: number;
+  /** Seconds: 10 or 60 (what the Workers Rate Limiting API accepts). */
+  periodS: number;
+}
+
+export interface WranglerFacts {
+  /** Path shown in messages. */
+  display: string;
+  /** False when the file does not exist (or did not parse: the error was reported). */
+  found: boolean;
+  crons: string[];
+  ratelimits: Map<string, RateLimitBinding>;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** A reader that parses `abs` at most once, on first use. */
+export function wranglerConfigReader(
+  abs: string,
+  display: string,
+  sink: DiagnosticSink,
+): () => WranglerFacts {
+  let facts: WranglerFacts | null = null;
+  return () => {
+    facts ??= readWranglerConfig(abs, display, sink);
+    return facts;
+  };
+}
+
+function readWranglerConfig(abs: string, display: string, sink: DiagnosticSink): WranglerFacts {
+  const facts: WranglerFacts = { display, found: false, crons: [], ratelimits: new Map() };
+  if (!existsSync(abs)) return facts;
+  let doc: Record<string, unknown>;
+  try {
+    doc = parse(readFileSync(abs, "utf8")) as Record<string, unknown>;
+  } catch (e) {
+    const at = e instanceof TomlError ? { line: e.line, col: e.column } : { line: 1, col: 1 };
+    const first = (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? "";
+    sink.error(display, at, `cannot read wrangler.toml: ${first}`);
+    return facts;
+  }
+  facts.found = true;
+  const triggers = doc.triggers;
+  if (isObj(triggers) && Array.isArray(triggers.crons)) {
+    facts.crons = triggers.crons.filter((c): c is string => typeof c === "string");
+  }
+  if (Array.isArray(doc.ratelimits)) {
+    for (const r of doc.ratelimits) {
+      if (!isObj(r) || typeof r.name !== "string") continue;
+      const simple = isObj(r.simple) ? r.simple : {};
+      facts.ratelimits.set(r.name, {
+        limit: typeof simple.limit === "number" ? simple.limit : 0,
+        periodS: simple.period === 10 ? 10 : 60,
+      });
+    }
+  }
+  return facts;
+}
+
+/** The `crons = [...]` line with `cron` added, for an error message. */
+export function cronsLine(facts: WranglerFacts, cron: string): string {
+  return `crons = ${JSON.stringify([...facts.crons, cron]).replace(/","/g, '", "')}`;
+}
+
+/** The `[[ratelimits]]` block declaring `name`, for an error message. */
+export function rateLimitBlock(name: string): string {
+  return `[[ratelimits]]\nname = "${name}"\nnamespace_id = "1001"\nsimple = { limit = 100, period = 60 }`;
+}

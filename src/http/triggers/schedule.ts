@@ -1,0 +1,50 @@
+/**
+ * The Worker's `scheduled` handler (SPEC section 5, "Schedules"): when a cron trigger fires,
+ * every invocable workflow's `schedule` entry with exactly that cron starts one run with the
+ * entry's params (checked against params.schema at build time). The idempotency key
+ * `schedule:<cron>:<scheduled time>` makes a repeated event for the same time (Cloudflare
+ * delivers cron events at least once) reach the run that exists. `invoke.auth` does not apply:
+ * no caller is involved.
+ */
+import workflowBundle from "workflow-bundle";
+import type { Bundle } from "../../bundle.ts";
+import { collectSecrets } from "../../run/secrets.ts";
+import { startRun } from "../start-run.ts";
+
+const bundle: Bundle = workflowBundle;
+
+export interface ScheduledEvent {
+  cron: string;
+  /** Epoch ms of the time the event was scheduled for. */
+  scheduledTime: number;
+}
+
+/** Starts the runs due for `event`; returns how many were started or found already started. */
+export async function runSchedules(event: ScheduledEvent, env: Env): Promise<number> {
+  const time = new Date(event.scheduledTime).toISOString();
+  const starts: Array<Promise<unknown>> = [];
+  for (const [name, key] of Object.entries(bundle.invocable)) {
+    const wf = bundle.workflows[key];
+    if (!wf) continue;
+    let nth = 0;
+    for (const entry of wf.schedule) {
+      if (entry.cron !== event.cron) continue;
+      // Two entries of one workflow with the same cron are two runs: number the second on.
+      const idempotencyKey = `schedule:${entry.cron}:${time}${nth > 0 ? `:${nth}` : ""}`;
+      nth++;
+      const tooShort = collectSecrets(bundle, wf, env as unknown as Record<string, unknown>).tooShort;
+      if (tooShort.length > 0) {
+        console.error(`schedule of ${name}: secret env values too short (${tooShort.join(", ")}); no run`);
+        continue;
+      }
+      starts.push(
+        startRun(env, key, wf, { params: entry.params, request: { headers: {} }, idempotencyKey, waitS: 0 }),
+      );
+    }
+  }
+  const results = await Promise.allSettled(starts);
+  const failed = results.filter((r) => r.status === "rejected").length;
+  // A failure here has no caller to answer: the Workers log is where an operator looks.
+  if (failed > 0) console.error(`schedule ${event.cron} at ${time}: ${failed} run(s) could not be started`);
+  return results.length - failed;
+}

@@ -1,0 +1,460 @@
+/**
+ * The tool loop of an agent with `servers:` (SPEC 9). Each turn is one model call under the
+ * budget rules (the gateway reserves its worst case); the model is offered only the tools its
+ * allowlists let through, in each provider's native form. Calls of one reply run concurrently
+ * (the run's outbound limit applies); a call of a tool that is not offered is never made and fails
+ * the step; a call gated by `require_approval` waits for a human through the approvals host.
+ * `max_turns` counts the model calls: at the last one no tools are offered and the model must
+ * answer.
+ *
+ * The conversation is a checkpoint of the step, saved after every model reply and after every
+ * turn's tool results: a run resumed after an eviction continues at its last finished turn, and a
+ * gated call asked again finds its approval by the same key. The MCP client is reached only
+ * through `ctx.tools`, so a test (or the workflow-test runner) can stand in for every server.
+ */
+import type {
+  CompiledAllowEntry,
+  CompiledApprovalPolicy,
+  CompiledGroup,
+  CompiledServerRef,
+  Json,
+  JsonObject,
+} from "../bundle.ts";
+import { render, stringify } from "../engine/substitute.ts";
+import {
+  type ApprovalOutcome,
+  type StepContext,
+  StepError,
+  type StepMetrics,
+  type ToolCallRecord,
+  type ToolServerTarget,
+  type ToolSession,
+} from "../engine/types.ts";
+import { completeInGroup, type GroupCompletion } from "../gateway/complete.ts";
+import type {
+  ChatMessage,
+  ModelRequest,
+  ToolCall,
+  ToolResultMessage,
+  ToolSpec,
+} from "../gateway/provider.ts";
+import type { GroupModel } from "../gateway/select.ts";
+
+/** What the model is told on its last turn, when no tools are offered any more. */
+export const FINAL_TURN_PROMPT =
+  "You have no tool calls left. Give your final answer now, in the required format, without calling tools.";
+
+/** One tool as offered to the model. */
+export interface OfferedTool {
+  /** The name the model sees: the tool's own, or `<server>__<tool>` when two servers share it. */
+  offered: string;
+  /** The agent's name for the server. */
+  server: string;
+  tool: string;
+  description: string | null;
+  parameters: JsonObject;
+}
+
+/** The step's resumable state (saved masked by the run). */
+export interface LoopState {
+  v: 1;
+  /** Model calls made so far by the loop. */
+  turn: number;
+  messages: ChatMessage[];
+  /** null until the servers were asked for their tools. */
+  tools: OfferedTool[] | null;
+  /** The model that wrote the last reply (the conversation continues with it). */
+  model: GroupModel | null;
+  toolCalls: ToolCallRecord[];
+  metrics: Omit<StepMetrics, "duration_ms">;
+  /** Set once the loop produced its final answer and the step waits for a human (ktsu_needs_human). */
+  final?: { output: Json };
+}
+
+export interface LoopPlan {
+  system: string | null;
+  user: string;
+  json: boolean;
+  schema: ModelRequest["jsonSchema"];
+  maxTokens: number;
+  maxTurns: number;
+}
+
+export interface LoopResult {
+  text: string;
+  model: GroupModel;
+  /** The conversation up to (not including) the final answer, for a repair call. */
+  messages: ChatMessage[];
+}
+
+function iso(ms = Date.now()): string {
+  return new Date(ms).toISOString();
+}
+
+/** Whether an allowlist pattern (`name`, `prefix*`, `*`) admits `tool`. */
+export function patternMatches(pattern: string, tool: string): boolean {
+  if (pattern === "*") return true;
+  if (pattern.endsWith("*")) return tool.startsWith(pattern.slice(0, -1));
+  return pattern === tool;
+}
+
+/**
+ * The allowlist entry that governs `tool`, or undefined when none admits it. An entry that asks
+ * for approval wins over one that does not (the safer reading), then the most specific one.
+ */
+export function governingEntry(
+  allow: CompiledAllowEntry[] | null,
+  tool: string,
+): CompiledAllowEntry | undefined {
+  if (allow === null) return { pattern: "*", approval: null };
+  const matching = allow.filter((e) => patternMatches(e.pattern, tool));
+  const specificity = (e: CompiledAllowEntry) => (e.pattern.endsWith("*") ? e.pattern.length - 1 : 1e9);
+  return matching.sort(
+    (a, b) => Number(b.approval !== null) - Number(a.approval !== null) || specificity(b) - specificity(a),
+  )[0];
+}
+
+/** The rendered connection of one server ref: url, auth header, params (secrets inside, never recorded). */
+export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: string): ToolServerTarget {
+  const scope = { params: agentParams, env: {}, step: {} };
+  const values: JsonObject = {};
+  for (const [name, decl] of Object.entries(ref.server.params)) {
+    const given = ref.params[name];
+    if (given !== undefined) values[name] = render(given, scope);
+    else if (decl.default !== undefined) values[name] = decl.default;
+  }
+  const own = { params: values, env: {}, step: {} };
+  const headers: Record<string, string> = {};
+  const auth = ref.server.auth;
+  if (auth) {
+    const secret = stringify(render(auth.secret, own));
+    headers[auth.header] = auth.scheme === "bearer" ? `Bearer ${secret}` : secret;
+  }
+  return {
+    path,
+    server: ref.name,
+    url: stringify(render(ref.server.url, own)),
+    headers,
+    config: values,
+    timeoutMs: ref.server.timeoutS * 1000,
+  };
+}
+
+function toolParameters(schema: JsonObject): JsonObject {
+  // `$schema` (MCP servers often send draft-07's) is not part of what providers accept.
+  const { $schema: _dialect, ...rest } = schema;
+  return rest.type === undefined ? { type: "object", ...rest } : rest;
+}
+
+function snapshotMetrics(m: StepMetrics): LoopState["metrics"] {
+  const { duration_ms: _d, ...rest } = m;
+  return rest;
+}
+
+export class ToolLoop {
+  private readonly ctx: StepContext;
+  private readonly refs: CompiledServerRef[];
+  private readonly agentParams: Json;
+  private readonly group: CompiledGroup;
+  private readonly plan: LoopPlan;
+  private readonly sessions = new Map<string, Promise<ToolSession>>();
+  state: LoopState;
+
+  constructor(
+    ctx: StepContext,
+    refs: CompiledServerRef[],
+    agentParams: Json,
+    group: CompiledGroup,
+    plan: LoopPlan,
+  ) {
+    this.ctx = ctx;
+    this.refs = refs;
+    this.agentParams = agentParams;
+    this.group = group;
+    this.plan = plan;
+    const saved = ctx.checkpoint?.load() as LoopState | null | undefined;
+    if (saved && saved.v === 1) {
+      this.state = saved;
+      // The step record and metrics continue where the earlier incarnation left them.
+      for (const [k, v] of Object.entries(saved.metrics)) {
+        const key = k as keyof LoopState["metrics"];
+        if (typeof v === "number") ctx.metrics[key] += v;
+      }
+      ctx.toolCalls?.push(...saved.toolCalls);
+    } else {
+      this.state = {
+        v: 1,
+        turn: 0,
+        messages: [{ role: "user", content: plan.user }],
+        tools: null,
+        model: null,
+        toolCalls: [],
+        metrics: snapshotMetrics(ctx.metrics),
+      };
+    }
+  }
+
+  save(): void {
+    this.state.metrics = snapshotMetrics(this.ctx.metrics);
+    this.state.toolCalls = this.ctx.toolCalls ?? this.state.toolCalls;
+    this.ctx.checkpoint?.save(this.state as unknown as Json);
+  }
+
+  /** Runs turns until the model answers without tool calls; returns that answer. */
+  async run(): Promise<LoopResult> {
+    const s = this.state;
+    // Resumed with a reply whose tool calls never got their results: run them first.
+    const last = s.messages[s.messages.length - 1];
+    if (last?.role === "assistant" && last.toolCalls && last.toolCalls.length > 0) {
+      await this.runCalls(last.toolCalls, s.turn);
+    }
+    for (;;) {
+      const lastTurn = s.turn + 1 >= this.plan.maxTurns;
+      const tools = lastTurn ? [] : await this.offeredTools();
+      if (lastTurn && s.turn > 0) s.messages.push({ role: "user", content: FINAL_TURN_PROMPT });
+      const conversation = [...s.messages];
+      const reply: GroupCompletion = await completeInGroup(
+        this.ctx.bundle.gateway,
+        this.group,
+        {
+          system: this.plan.system,
+          messages: conversation,
+          maxTokens: this.plan.maxTokens,
+          json: this.plan.json,
+          jsonSchema: this.plan.schema,
+          ...(tools.length > 0 ? { tools: tools.map((t) => this.spec(t)) } : {}),
+        },
+        this.ctx,
+        s.model,
+      );
+      s.turn += 1;
+      s.model = reply.model;
+      if (reply.toolCalls.length === 0) {
+        if (reply.text.trim() === "") {
+          if (lastTurn) {
+            throw new StepError(
+              "max_turns_exceeded",
+              `no final answer after max_turns = ${this.plan.maxTurns} model calls`,
+            );
+          }
+          throw new StepError(
+            "output_schema_mismatch",
+            "the model replied with neither an answer nor a tool call",
+          );
+        }
+        this.save();
+        return { text: reply.text, model: reply.model, messages: conversation };
+      }
+      if (lastTurn) {
+        throw new StepError(
+          "max_turns_exceeded",
+          `the model still called tools at its last turn (max_turns = ${this.plan.maxTurns}) and gave no final answer`,
+        );
+      }
+      s.messages.push({ role: "assistant", content: reply.text, toolCalls: reply.toolCalls });
+      this.save();
+      await this.runCalls(reply.toolCalls, s.turn);
+    }
+  }
+
+  private spec(t: OfferedTool): ToolSpec {
+    return { name: t.offered, description: t.description, parameters: t.parameters };
+  }
+
+  /** Asks every server for its tools once per step (kept in the checkpoint), filtered by the allowlists. */
+  private async offeredTools(): Promise<OfferedTool[]> {
+    if (this.state.tools !== null) return this.state.tools;
+    // A host without tools (the workflow-test runner, whose agents answer from mocks) offers none.
+    if (!this.ctx.tools) return [];
+    const listed = await Promise.all(
+      this.refs.map(async (ref) => {
+        const session = await this.session(ref);
+        let tools: Awaited<ReturnType<ToolSession["listTools"]>>;
+        try {
+          tools = await session.listTools(this.ctx.signal);
+        } catch (e) {
+          if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+          throw new StepError(
+            "tool_failed",
+            `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`,
+          );
+        }
+        return tools.filter((t) => governingEntry(ref.allow, t.name) !== undefined).map((t) => ({ ref, t }));
+      }),
+    );
+    const all = listed.flat();
+    const count = new Map<string, number>();
+    for (const { t } of all) count.set(t.name, (count.get(t.name) ?? 0) + 1);
+    this.state.tools = all.map(({ ref, t }) => ({
+      offered: (count.get(t.name) ?? 0) > 1 ? `${ref.name}__${t.name}` : t.name,
+      server: ref.name,
+      tool: t.name,
+      description: t.description,
+      parameters: toolParameters(t.inputSchema),
+    }));
+    this.save();
+    return this.state.tools;
+  }
+
+  private session(ref: CompiledServerRef): Promise<ToolSession> {
+    let s = this.sessions.get(ref.name);
+    if (!s) {
+      const host = this.ctx.tools;
+      if (!host) throw new StepError("internal_error", "this run has no tool host");
+      s = host
+        .connect(serverTarget(ref, this.agentParams, this.ctx.path), this.ctx.signal)
+        .catch((e: unknown) => {
+          this.sessions.delete(ref.name);
+          if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+          if (e instanceof StepError) throw e;
+          throw new StepError(
+            "tool_failed",
+            `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`,
+          );
+        });
+      this.sessions.set(ref.name, s);
+    }
+    return s;
+  }
+
+  async close(): Promise<void> {
+    const open = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.allSettled(open.map(async (p) => (await p).close()));
+  }
+
+  /** One reply's tool calls: permission, approvals, then the calls that may run, concurrently. */
+  private async runCalls(calls: ToolCall[], turn: number): Promise<void> {
+    const tools = this.state.tools ?? (await this.offeredTools());
+    const resolved = calls.map((call) => {
+      const offered = tools.find((t) => t.offered === call.name);
+      const ref = offered ? this.refs.find((r) => r.name === offered.server) : undefined;
+      const entry = offered && ref ? governingEntry(ref.allow, offered.tool) : undefined;
+      return { call, offered, ref, entry };
+    });
+    const refused = resolved.find((r) => !r.offered || !r.ref || !r.entry);
+    if (refused) {
+      throw new StepError(
+        "tool_not_permitted",
+        `the model called \`${refused.call.name}\`, which is not an allowlisted tool of this agent; the call was not made`,
+      );
+    }
+
+    // Gated calls: every approval of the reply is asked at once; the turn waits for all of them.
+    const outcomes = await Promise.all(
+      resolved.map((r, i) =>
+        r.entry?.approval
+          ? this.approve(r.offered as OfferedTool, r.call, r.entry.approval, `t${turn}.${i}`)
+          : null,
+      ),
+    );
+    outcomes.forEach((o, i) => {
+      const policy = resolved[i]?.entry?.approval;
+      if (!o || !policy) return;
+      const tool = resolved[i]?.offered?.tool ?? "";
+      if (o.status === "timeout" && policy.timeoutBehavior === "fail") {
+        throw new StepError("approval_timeout", `the approval of \`${tool}\` timed out (${o.id})`);
+      }
+      if (o.status !== "approved" && policy.onReject === "fail") {
+        throw new StepError(
+          "approval_rejected",
+          `a reviewer rejected the call of \`${tool}\`${o.comment ? `: ${o.comment}` : ""} (${o.id})`,
+        );
+      }
+    });
+
+    const results = await Promise.all(
+      resolved.map((r, i) => this.callOne(r.offered as OfferedTool, r.call, outcomes[i] ?? null)),
+    );
+    this.state.messages.push({ role: "tool", results });
+    this.save();
+  }
+
+  private approve(
+    tool: OfferedTool,
+    call: ToolCall,
+    policy: CompiledApprovalPolicy,
+    key: string,
+  ): Promise<ApprovalOutcome> {
+    const host = this.ctx.approvals;
+    if (!host) throw new StepError("internal_error", "this run cannot ask for approvals");
+    const scope = { params: this.agentParams, env: {}, step: {} };
+    // A notify URL that renders empty (an optional param left out) means: no notification.
+    const url = policy.notify ? stringify(render(policy.notify.url, scope)) : "";
+    const notify =
+      policy.notify && url !== ""
+        ? {
+            url,
+            signSecret: policy.notify.signSecret
+              ? stringify(render(policy.notify.signSecret, scope)) || null
+              : null,
+          }
+        : null;
+    return host.request(
+      {
+        key,
+        kind: "tool",
+        server: tool.server,
+        tool: tool.tool,
+        arguments: call.arguments,
+        timeoutS: policy.timeoutS,
+        notify,
+      },
+      this.ctx.signal,
+    );
+  }
+
+  private async callOne(
+    tool: OfferedTool,
+    call: ToolCall,
+    approval: ApprovalOutcome | null,
+  ): Promise<ToolResultMessage> {
+    const record: ToolCallRecord = {
+      server: tool.server,
+      name: tool.tool,
+      arguments: call.arguments,
+      result: null,
+      error: null,
+      started_at: iso(),
+      finished_at: null,
+      approval: approval ? { id: approval.id, status: approval.status, comment: approval.comment } : null,
+    };
+    this.ctx.toolCalls?.push(record);
+    this.ctx.metrics.tool_calls += 1;
+    const answer = (content: string, isError: boolean): ToolResultMessage => {
+      record.finished_at = iso();
+      if (isError) record.error = content;
+      return { callId: call.id, name: call.name, content, isError };
+    };
+
+    if (approval && approval.status !== "approved") {
+      // on_reject: recover (or a timeout that acts as a rejection): the model hears why and goes on.
+      const why =
+        approval.status === "timeout"
+          ? "No reviewer decided on this call in time; it was not made."
+          : `A reviewer rejected this call; it was not made.${approval.comment ? ` Comment: ${approval.comment}` : ""}`;
+      return answer(why, true);
+    }
+    if (call.invalidArguments)
+      return answer(`The call was not made: its arguments are ${call.invalidArguments}.`, true);
+
+    const ref = this.refs.find((r) => r.name === tool.server) as CompiledServerRef;
+    try {
+      const session = await this.session(ref);
+      const result = await session.callTool(tool.tool, call.arguments, this.ctx.signal);
+      const content =
+        result.structuredContent !== null && result.text === ""
+          ? JSON.stringify(result.structuredContent)
+          : result.structuredContent !== null
+            ? `${result.text}\n${JSON.stringify(result.structuredContent)}`
+            : result.text;
+      if (!result.isError) record.result = result.structuredContent ?? result.text;
+      return answer(content, result.isError);
+    } catch (e) {
+      if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+      // A failed call goes back to the model as an error result: it may try another way.
+      const message = e instanceof Error ? e.message : String(e);
+      return answer(`The tool call failed: ${message}`, true);
+    }
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * The run viewer's fan-out step in a real browser against the real Worker (`wrangler dev`) and a
+ * real webhook target: one node with its item count (no node per item), and, selected, a table
+ * of its items with status, duration and cost, each row opening that item's record; a running
+ * fan-out's count and table follow the run live.
+ */
+import type { Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startWebhookTarget } from "../servers/webhook-target.ts";
+import { type Browser, launchBrowser } from "./browser.ts";
+import { startWorker, type WorkerProcess } from "./worker-process.ts";
+
+let target: { port: number; close(): Promise<void> };
+let worker: WorkerProcess;
+let browser: Browser;
+/** Content-Security-Policy violations and uncaught page errors. */
+let pageProblems: string[] = [];
+const pages: Page[] = [];
+
+beforeAll(async () => {
+  target = await startWebhookTarget();
+  worker = await startWorker({
+    ALLOW_PRIVATE_WEBHOOKS: "true",
+    TARGET_URL: `http://127.0.0.1:${target.port}`,
+    E2E_SECRET: "e2e-secret-value-7d41c9",
+    E2E_TOKEN: "e2e-token-52be8a0f13",
+  });
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await worker?.stop();
+  await target?.close();
+});
+
+afterEach(async () => {
+  for (const p of pages.splice(0)) await p.close();
+  const problems = pageProblems;
+  pageProblems = [];
+  expect(problems).toEqual([]);
+});
+
+async function open(path: string): Promise<Page> {
+  const page = await browser.context.newPage();
+  pages.push(page);
+  page.on("console", (m) => {
+    if (/content security policy/i.test(m.text())) pageProblems.push(m.text());
+  });
+  page.on("pageerror", (err) => pageProblems.push(`page error: ${err.message}`));
+  await page.goto(`${worker.url}${path}`);
+  return page;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: envelopes are checked field by field
+type Envelope = any;
+
+async function invoke(body: unknown, wait: boolean): Promise<Envelope> {
+  const res = await fetch(`${worker.url}/invoke/e2e-fanout`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(wait ? { prefer: "wait=30" } : {}) },
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(wait ? 200 : 202);
+  return res.json();
+}
+
+async function itemRows(page: Page): Promise<Array<{ item: string; status: string; cells: string[] }>> {
+  return page.$$eval("#details-items tbody tr", (rows) =>
+    rows.map((r) => ({
+      item: (r as HTMLElement).dataset.item ?? "",
+      status: (r as HTMLElement).dataset.status ?? "",
+      cells: [...r.querySelectorAll("td")].map((td) => td.textContent ?? ""),
+    })),
+  );
+}
+
+describe("a finished fan-out", () => {
+  let run: Envelope;
+  beforeAll(async () => {
+    run = await invoke(
+      { items: [{ route: "hold/120" }, { route: "status/400" }, { route: "echo" }, { route: "hold/60" }] },
+      true,
+    );
+    expect(run.status).toBe("complete");
+  });
+
+  async function openRun(): Promise<Page> {
+    const page = await open(`/runs/${run.run_id}/view`);
+    await page.locator('#run-status[data-status="complete"]').waitFor();
+    await page.locator('.node[data-step="post"][data-status="complete"]').waitFor();
+    return page;
+  }
+
+  it("draws the fan-out as one node with its item count, and no node per item", async () => {
+    const page = await openRun();
+    const post = page.locator('.node[data-step="post"]');
+    expect(await post.getAttribute("data-fan-out")).toBe("true");
+    const badge = post.locator(".items");
+    expect(await badge.getAttribute("data-items")).toBe("4");
+    expect(await badge.getAttribute("data-items-done")).toBe("4");
+    expect(await badge.textContent()).toBe("4 items");
+    const steps = await page.$$eval(".node[data-step]", (els) =>
+      els.map((e) => (e as HTMLElement).dataset.step),
+    );
+    expect(steps).toEqual(["post", "count"]);
+    // The timeline lists the step, not its items.
+    expect(await page.locator('#timeline tr[data-step^="post/"]').count()).toBe(0);
+  });
+
+  it("lists the items with status, duration and cost when the step is selected", async () => {
+    const page = await openRun();
+    expect(await page.locator("#details-items-box").isHidden()).toBe(true);
+    await page.locator('.node[data-step="post"] > .node-head').click();
+    await page.locator("#details-items tbody tr").first().waitFor();
+    const rows = await itemRows(page);
+    expect(rows.map((r) => [r.item, r.status])).toEqual([
+      ["0", "complete"],
+      ["1", "failed"],
+      ["2", "complete"],
+      ["3", "complete"],
+    ]);
+    // Item, status, duration, cost, error code.
+    const [first, failed] = rows;
+    expect(first?.cells[1]).toBe("complete");
+    expect(first?.cells[2]).toMatch(/^\d+(\.\d+)? (ms|s)$/);
+    expect(Number.parseInt(first?.cells[2] ?? "", 10)).toBeGreaterThanOrEqual(120);
+    expect(first?.cells[3]).toMatch(/^\$0(\.0+)?$/);
+    expect(failed?.cells[4]).toBe("webhook_failed");
+    expect(await page.locator("#details-items-title").textContent()).toBe("Items (4 started)");
+    expect(await page.locator('#details-fields [data-field="Items"]').textContent()).toBe("4 items");
+  });
+
+  it("opens an item's own record from its row", async () => {
+    const page = await openRun();
+    await page.locator('.node[data-step="post"] > .node-head').click();
+    await page.locator('#details-items tr[data-item="1"]').click();
+    await expect.poll(() => page.locator("#details-title").textContent()).toBe("post · item 1");
+    expect(await page.locator("#details-error").textContent()).toContain("webhook_failed");
+    expect(await page.locator('#details-fields [data-field="Status"]').textContent()).toBe("failed");
+    // The table of its step stays in view, the item highlighted by selection.
+    expect(await itemRows(page)).toHaveLength(4);
+    await page.locator('#details-items tr[data-item="2"]').click();
+    await expect.poll(() => page.locator("#details-title").textContent()).toBe("post · item 2");
+    expect(JSON.parse((await page.locator("#details-output").textContent()) ?? "null")).toMatchObject({
+      status: 200,
+      body: { body: { index: 2 } },
+    });
+  });
+});
+
+describe("a running fan-out", () => {
+  it("counts and lists items live as they start and finish, without a reload", async () => {
+    const items = Array.from({ length: 6 }, () => ({ route: "hold/700" }));
+    const { run_id } = await invoke({ items }, false);
+    const page = await open(`/runs/${run_id}/view`);
+    await page.locator('.node[data-step="post"][data-status="running"]').waitFor();
+    await page.locator('.node[data-step="post"] > .node-head').click();
+    const badge = page.locator('.node[data-step="post"] .items');
+    // Two in flight at a time: once two are done, the rest have not all started yet.
+    let snapshot = { items: 0, done: 0, text: "" };
+    for (let i = 0; i < 300 && snapshot.done < 2; i++) {
+      snapshot = await badge.evaluate((e) => ({
+        items: Number((e as HTMLElement).dataset.items),
+        done: Number((e as HTMLElement).dataset.itemsDone),
+        text: e.textContent ?? "",
+      }));
+      if (snapshot.done < 2) await page.waitForTimeout(50);
+    }
+    expect(snapshot.done).toBeGreaterThanOrEqual(2);
+    expect(snapshot.items).toBeLessThan(6);
+    expect(snapshot.text).toBe(`${snapshot.items} items · ${snapshot.done} done`);
+    // The table, open since before, follows too.
+    expect((await itemRows(page)).length).toBeGreaterThanOrEqual(snapshot.items);
+    await page.locator('#run-status[data-status="complete"]').waitFor({ timeout: 20_000 });
+    expect(await badge.textContent()).toBe("6 items");
+    await expect
+      .poll(async () => (await itemRows(page)).map((r) => r.status))
+      .toEqual(Array(6).fill("complete"));
+    expect(await page.evaluate(() => performance.getEntriesByType("navigation").length)).toBe(1);
+  });
+});

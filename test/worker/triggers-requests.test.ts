@@ -1,0 +1,267 @@
+/**
+ * Triggers beyond signatures (SPEC section 5): form bodies and content types, declared request
+ * headers, a workflow answering as an API (invoke.response), cron schedules, rate limits, and
+ * the ADMIN_TOKEN for reading runs.
+ */
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, type Envelope, invoke, TOKEN, waitForRun } from "./harness.ts";
+
+const SECRETS = env as unknown as Record<string, string>;
+const FORM = "application/x-www-form-urlencoded";
+
+function post(name: string, body: string, contentType: string | null, headers: Record<string, string> = {}) {
+  return call(`/invoke/${name}`, {
+    method: "POST",
+    headers: {
+      ...(contentType === null ? {} : { "content-type": contentType }),
+      prefer: "wait=10",
+      ...headers,
+    },
+    body,
+  });
+}
+
+describe("bodies", () => {
+  it("turns a form into params of strings, a repeated key into an array in order", async () => {
+    const res = await post("trig-form", "command=%2Fdeploy&text=api+now&channel=C1&tag=b&tag=a", FORM);
+    expect(res.status).toBe(200);
+    const envelope = (await res.json()) as Envelope;
+    expect(envelope.params).toEqual({ command: "/deploy", text: "api now", channel: "C1", tag: ["b", "a"] });
+  });
+
+  it("unwraps a form whose only field is `payload` holding a JSON object (GitHub, Slack interactivity)", async () => {
+    const payload = JSON.stringify({ type: "block_actions", user: { id: "U1" }, actions: [{ value: "ok" }] });
+    const res = await post("trig-form", `payload=${encodeURIComponent(payload)}`, FORM);
+    expect(((await res.json()) as Envelope).params).toEqual(JSON.parse(payload));
+  });
+
+  it("keeps `payload` as a string field when it is not a JSON object, or not alone", async () => {
+    const a = await post("trig-form", "payload=hello", FORM);
+    expect(((await a.json()) as Envelope).params).toEqual({ payload: "hello" });
+    const b = await post("trig-form", `payload=${encodeURIComponent('{"a":1}')}&x=1`, FORM);
+    expect(((await b.json()) as Envelope).params).toEqual({ payload: '{"a":1}', x: "1" });
+  });
+
+  it("keeps the nesting limit inside an unwrapped payload (400, not a deep run)", async () => {
+    const deep = `${'{"a":'.repeat(200)}1${"}".repeat(200)}`;
+    const res = await post("trig-form", `payload=${encodeURIComponent(deep)}`, FORM);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe("invalid_json");
+  });
+
+  it("reads JSON sent with curl's default form content type (`curl -d '{...}'`)", async () => {
+    const res = await post("trig-form", '{"name":"Ada"}', FORM);
+    expect(((await res.json()) as Envelope).params).toEqual({ name: "Ada" });
+  });
+
+  // (A body without any content type is tested over real HTTP in test/e2e/triggers.e2e.test.ts:
+  // in workerd a request built with a body always gets one.)
+  it("reads JSON with a charset and as a +json type", async () => {
+    for (const type of ["application/json; charset=utf-8", "application/vnd.api+json"]) {
+      const res = await post("trig-form", '{"n":1}', type);
+      expect(res.status, String(type)).toBe(200);
+    }
+  });
+
+  it("answers any other content type with 415 unsupported_media_type and no run", async () => {
+    for (const type of [
+      "text/plain",
+      "multipart/form-data; boundary=x",
+      "application/xml",
+      "application/octet-stream",
+    ]) {
+      const res = await post("trig-form", "a=1", type);
+      expect(res.status, type).toBe(415);
+      expect(res.headers.get("content-type")).toBe("application/problem+json");
+      const problem = (await res.json()) as { code: string };
+      expect(problem.code).toBe("unsupported_media_type");
+    }
+  });
+
+  it("still refuses a form over 1 MiB with 413", async () => {
+    const res = await post("trig-form", `a=${"x".repeat(1024 * 1024)}`, FORM);
+    expect(res.status).toBe(413);
+  });
+});
+
+describe("request headers", () => {
+  it("records the declared headers in the envelope, lower-cased with `-` as `_`, missing ones null", async () => {
+    const res = await invoke(
+      "trig-headers",
+      {},
+      { headers: { "X-GitHub-Event": "push", "X-Other": "no" }, wait: 10 },
+    );
+    const envelope = (await res.json()) as Envelope;
+    expect(envelope.request).toEqual({ headers: { x_github_event: "push", x_request_source: null } });
+  });
+
+  it("lets conditions, {{ }} and transform `from` read them", async () => {
+    const push = (await (
+      await invoke(
+        "trig-headers",
+        {},
+        { headers: { "x-github-event": "push", "x-request-source": "ci" }, wait: 10 },
+      )
+    ).json()) as Envelope;
+    const steps = Object.fromEntries(push.steps.map((s: Envelope) => [s.id, s]));
+    expect(steps.push.status).toBe("complete");
+    expect(steps.push.output).toEqual({ result: { x_github_event: "push", x_request_source: "ci" } });
+    expect(steps.other.status).toBe("skipped");
+    expect(steps.label.output).toEqual({ result: { text: "event push" } });
+
+    const issue = (await (
+      await invoke("trig-headers", {}, { headers: { "x-github-event": "issues" }, wait: 10 })
+    ).json()) as Envelope;
+    const s2 = Object.fromEntries(issue.steps.map((s: Envelope) => [s.id, s]));
+    expect(s2.push.status).toBe("skipped");
+    expect(s2.other.output).toEqual({ result: { event: "issues", source: null } });
+  });
+
+  it("shows `request: {headers: {}}` for a workflow that declares none", async () => {
+    const res = await invoke("rel-open", {}, { wait: 10 });
+    expect(((await res.json()) as Envelope).request).toEqual({ headers: {} });
+  });
+});
+
+describe("invoke.response", () => {
+  it("answers a completed run with the rendered body, status and content type, and a Location", async () => {
+    const res = await invoke("trig-response", { name: "Ada" }, { headers: { "x-caller": "cli" } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.headers.get("location")).toMatch(/^\/runs\/[0-9a-f]{64}$/);
+    expect(await res.json()).toEqual({ greeting: "Hello, Ada", echo: "Ada", caller: "cli" });
+  });
+
+  it("renders the same answer under Prefer: wait=N (only the wait changes)", async () => {
+    const res = await invoke("trig-response", { name: "Lin" }, { wait: 20 });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { greeting: string }).greeting).toBe("Hello, Lin");
+  });
+
+  it("answers a failed run with 500 run_failed, its run_id and error", async () => {
+    const res = await invoke("trig-response", { name: "Ada", fail: true });
+    expect(res.status).toBe(500);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    const problem = (await res.json()) as {
+      code: string;
+      run_id: string;
+      error: { code: string; step: string };
+    };
+    expect(problem.code).toBe("run_failed");
+    expect(problem.run_id).toMatch(/^[0-9a-f]{64}$/);
+    expect(problem.error).toMatchObject({ code: "webhook_failed", step: "maybe-fail" });
+    expect(res.headers.get("location")).toBe(`/runs/${problem.run_id}`);
+  });
+
+  it("answers text/plain with the rendered string", async () => {
+    const res = await invoke("trig-response-text", {});
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect(await res.text()).toBe("done after 0 ms");
+  });
+
+  it("answers 202 as usual when the run does not finish within wait_s", async () => {
+    const started = Date.now();
+    const res = await invoke("trig-response-text", { slow_ms: 3000 });
+    expect(res.status).toBe(202);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    const { run_id } = (await res.json()) as { run_id: string };
+    expect((await waitForRun(run_id)).status).toBe("complete");
+  });
+});
+
+describe("schedules", () => {
+  // The Worker's own entry, as a cron event reaches it (its `scheduled` handler).
+  const scheduled = (cron: string, scheduledTime: number) =>
+    (
+      exports as unknown as {
+        default: { scheduled(o: { cron: string; scheduledTime: number }): Promise<unknown> };
+      }
+    ).default.scheduled({ cron, scheduledTime });
+
+  async function scheduledRun(cron: string, time: number, n = 0): Promise<Envelope> {
+    const key = `schedule:${cron}:${new Date(time).toISOString()}${n > 0 ? `:${n}` : ""}`;
+    const id = env.RUNS.idFromName(`trig-schedule\n${key}`).toString();
+    return waitForRun(id);
+  }
+
+  it("starts one run per entry whose cron fired, with the entry's params", async () => {
+    const time = Date.UTC(2031, 0, 6, 6, 0, 0); // a Monday, 06:00 UTC
+    await scheduled("0 6 * * MON-FRI", time);
+    const us = await scheduledRun("0 6 * * MON-FRI", time);
+    const ap = await scheduledRun("0 6 * * MON-FRI", time, 1);
+    expect(us.params).toEqual({ region: "us" });
+    expect(ap.params).toEqual({ region: "ap" });
+    expect(us.status).toBe("complete");
+    expect(us.request).toEqual({ headers: {} });
+  });
+
+  it("starts a scheduled time once, however often its event arrives", async () => {
+    const time = Date.UTC(2031, 0, 6, 6, 5, 0);
+    await scheduled("*/5 * * * *", time);
+    const first = await scheduledRun("*/5 * * * *", time);
+    await scheduled("*/5 * * * *", time);
+    const again = await scheduledRun("*/5 * * * *", time);
+    expect(again.run_id).toBe(first.run_id);
+    expect(again.created_at).toBe(first.created_at);
+    expect(first.params).toEqual({ region: "eu" });
+  });
+
+  it("starts nothing for a cron the workflow does not list", async () => {
+    const time = Date.UTC(2031, 0, 6, 7, 7, 0);
+    await scheduled("7 7 7 7 *", time);
+    const key = `schedule:7 7 7 7 *:${new Date(time).toISOString()}`;
+    const id = env.RUNS.idFromName(`trig-schedule\n${key}`).toString();
+    expect((await call(`/runs/${id}`)).status).toBe(404);
+  });
+});
+
+describe("rate limits", () => {
+  it("answers 429 rate_limited with Retry-After once a key is over its limit, per key, without a run", async () => {
+    const tenant = crypto.randomUUID();
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await invoke("trig-rate-limit", { n: i }, { headers: { "x-tenant": tenant } });
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expect(res.headers.get("retry-after")).toBe("60");
+        expect(res.headers.get("location")).toBeNull();
+        expect(((await res.json()) as { code: string }).code).toBe("rate_limited");
+      }
+    }
+    expect(statuses).toEqual([202, 202, 202, 429]);
+    // Another tenant has its own bucket.
+    const other = await invoke("trig-rate-limit", {}, { headers: { "x-tenant": crypto.randomUUID() } });
+    expect(other.status).toBe(202);
+  });
+
+  it("checks after auth and params: a refused or invalid invoke does not count", async () => {
+    // The default key is the workflow name: one bucket for this workflow, 3 a minute.
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    for (let i = 0; i < 5; i++) {
+      expect((await invoke("trig-rate-limit-default", { n: i })).status).toBe(401);
+      expect((await invoke("trig-rate-limit-default", { n: "x" }, { headers: auth })).status).toBe(422);
+    }
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++)
+      statuses.push((await invoke("trig-rate-limit-default", { n: i }, { headers: auth })).status);
+    expect(statuses).toEqual([202, 202, 202, 429]);
+  });
+});
+
+describe("ADMIN_TOKEN", () => {
+  it("reads the runs of any protected workflow with Authorization: Bearer <ADMIN_TOKEN>", async () => {
+    const res = await invoke("auth-raw", {}, { headers: { "x-api-key": TOKEN }, wait: 10 });
+    const { run_id } = (await res.json()) as { run_id: string };
+    const admin = { authorization: `Bearer ${SECRETS.ADMIN_TOKEN}` };
+    expect((await call(`/runs/${run_id}`, { headers: admin })).status).toBe(200);
+    expect((await call(`/runs/${run_id}/graph`, { headers: admin })).status).toBe(200);
+    expect((await call("/runs?workflow=auth-raw", { headers: admin })).status).toBe(200);
+    // It is not an invoke credential.
+    expect((await invoke("auth-bearer", {}, { headers: admin })).status).toBe(401);
+    // And a near miss is refused like any wrong credential.
+    const near = { authorization: `Bearer ${SECRETS.ADMIN_TOKEN}x` };
+    expect((await call(`/runs/${run_id}`, { headers: near })).status).toBe(401);
+  });
+});
