@@ -175,9 +175,14 @@ describe("run list page", () => {
   it("asks for a protected workflow's credentials before listing its runs", async () => {
     const res = await fetch(`${worker.url}/invoke/e2e-protected`, {
       method: "POST",
-      headers: { authorization: `Bearer ${E2E_TOKEN}`, prefer: "wait=30" },
+      headers: {
+        authorization: `Bearer ${E2E_TOKEN}`,
+        prefer: "wait=30",
+        "content-type": "application/json",
+      },
       body: "{}",
     });
+    expect(res.status).toBe(200);
     const { run_id } = (await res.json()) as { run_id: string };
     await expect
       .poll(
