@@ -120,6 +120,11 @@ export class RunObject extends DurableObject<Env> {
   private readonly hub = new EventHub();
   private approvalRows = new Map<string, ApprovalRecord>();
   private book: ApprovalBook | null = null;
+  /**
+   * Paths with a stored conversation checkpoint, so that finishing a step (or the run) deletes
+   * rows that exist instead of issuing a delete per step and a scan per run (`npm run bench`).
+   */
+  private checkpoints = new Set<string>();
   /** The status the run listing has acknowledged (memory only: after a wake-up it is sent again). */
   private listed: RunStatus | null = null;
   private listingWrite: Promise<boolean> | null = null;
@@ -140,6 +145,9 @@ export class RunObject extends DurableObject<Env> {
         const path = key.slice(STEP_PREFIX.length);
         this.records.set(path, JSON.parse(json) as StepRecord);
         this.stored.set(path, json);
+      }
+      for (const [key] of kv.list({ prefix: CHECKPOINT_PREFIX })) {
+        this.checkpoints.add(key.slice(CHECKPOINT_PREFIX.length));
       }
       for (const [, json] of kv.list<string>({ prefix: APPROVAL_PREFIX })) {
         const rec = JSON.parse(json) as ApprovalRecord;
@@ -559,7 +567,10 @@ export class RunObject extends DurableObject<Env> {
           return json === undefined ? null : (JSON.parse(json) as Json);
         },
         // Masked like everything stored: a conversation can quote a secret passed to a tool server.
-        save: (state) => kv.put(CHECKPOINT_PREFIX + path, JSON.stringify(this.masker.maskJson(state))),
+        save: (state) => {
+          this.checkpoints.add(path);
+          kv.put(CHECKPOINT_PREFIX + path, JSON.stringify(this.masker.maskJson(state)));
+        },
       }),
       ai: (this.env as unknown as { AI?: RunHost["ai"] }).AI,
       now: () => systemClock.now(),
@@ -578,7 +589,7 @@ export class RunObject extends DurableObject<Env> {
       onStepFinished: (path, rec) => {
         if (TERMINAL.has(doc.status)) return;
         this.writeStep(path, rec);
-        kv.delete(CHECKPOINT_PREFIX + path);
+        if (this.checkpoints.delete(path)) kv.delete(CHECKPOINT_PREFIX + path);
         this.publishStep(path, rec);
       },
     };
@@ -658,8 +669,8 @@ export class RunObject extends DurableObject<Env> {
       const book = this.approvalBook();
       for (const a of book.pending()) book.decide(a.id, "timeout", null);
     }
-    for (const [key] of this.ctx.storage.kv.list({ prefix: CHECKPOINT_PREFIX }))
-      this.ctx.storage.kv.delete(key);
+    for (const path of this.checkpoints) this.ctx.storage.kv.delete(CHECKPOINT_PREFIX + path);
+    this.checkpoints.clear();
     this.writeDoc();
     // The listing write waits for the answer to leave (a timer, not a microtask); an alarm due
     // within LISTING_RETRY_MS retries it if this incarnation does not get there. The one start()
@@ -703,6 +714,7 @@ export class RunObject extends DurableObject<Env> {
     this.alarmAt = null;
     this.approvalRows = new Map();
     this.book = null;
+    this.checkpoints = new Set();
     this.records = new Map();
     this.stored = new Map();
     this.storedRecords = new Map();
