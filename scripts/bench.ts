@@ -32,12 +32,12 @@ import {
 import { profileWorkerd } from "../bench/workerd-profile.ts";
 
 const quick = process.argv.includes("--quick");
-const SAMPLES = quick ? 30 : 200;
+const SAMPLES = quick ? 30 : 150;
 const WARMUP = quick ? 5 : 20;
 const CONCURRENCY = [16, 64] as const;
 const THROUGHPUT_S = quick ? 1 : 3;
 const THROUGHPUT_ROUNDS = quick ? 1 : 2;
-const CPU_ROUNDS = quick ? 1 : 2;
+const CPU_ROUNDS = quick ? 1 : 3;
 const CPU_BLOCK = quick ? 15 : 40;
 /**
  * A run of ours leaves work behind: its listing write (batched within FLUSH_MS) and the alarm
@@ -164,7 +164,7 @@ async function main(): Promise<void> {
       bareWrites[n] = ((await res.json()) as { writes: WriteCounts }).writes;
     }
     log("profile: workerd CPU profile over its inspector (ours 10 and 50 steps, bare DO 10 steps)");
-    const profileRuns = quick ? 50 : 150;
+    const profileRuns = quick ? 50 : 100;
     const profile = (label: string, run: Runner) =>
       profileWorkerd(label, server?.inspectorPort ?? 0, server?.scriptPath ?? "", run, profileRuns);
     const workerd = [
