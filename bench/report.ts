@@ -392,13 +392,13 @@ function findings(r: Results, d: Derived): string[] {
   const above = d.p50.ours - d.p50.bare;
   const listingShare = d.p50.ours - d.p50.unlisted;
   out.push(
-    `Above the floor: ours answers ${ms(above)} ms after the bare Durable Object at p50 (10 steps); ${ms(listingShare)} ms of that is the listing write of the previous run, which the run object sends after it answers and which overlaps the next request on workerd's one thread (the "listing off" column has no listing write). The profile below says where the rest goes.`,
+    `Above the floor: ours answers ${ms(above)} ms after the bare Durable Object at p50 (10 steps). The listing write, which the run object sends after it has answered, moves that p50 by ${listingShare >= 0 ? "+" : "−"}${ms(Math.abs(listingShare))} ms against the "listing off" column (interleaved series; a few tenths either way are noise): it costs CPU (next note), not latency. The profile below says where the rest goes.`,
   );
   const [oursProfile, bareProfile] = r.workerd;
   if (oursProfile && bareProfile) {
     // Native calls are named by their JavaScript caller; the two "call the new object" lines (the
     // Worker awaiting its run's object) carry the creation of the object and are left out.
-    const isCallLine = (w: string) => /await stub\.(start|run)\(/.test(w);
+    const isCallLine = (w: string) => /start-run\.ts|await stub\.(start|run)\(/.test(w);
     const bareTotal = (w: string) => bareProfile.allLines[w] ?? 0;
     const extra = Object.entries(oursProfile.allLines)
       .filter(([w]) => !isCallLine(w))
@@ -409,7 +409,7 @@ function findings(r: Results, d: Derived): string[] {
       .map((e) => `${ms(e.v)} ms \`${e.w}\``)
       .join("; ");
     out.push(
-      `What remains above the floor, by the profiles below (ours 10 steps minus bare 10 steps, per run, busy time of the isolate, inflated by the sampler alike for both): ${extra}. In words: the run's storage writes through the KV API (the run document twice, one row per step), the alarm that guards the deadline and the listing write, the one log line, the listing write itself, Hono's response, reading the body and JSON of the envelope.`,
+      `What remains above the floor, by the profiles below (ours 10 steps minus bare 10 steps, per run, busy time of the isolate, inflated by the sampler alike for both): ${extra}. The biggest items are always the run's storage writes through the KV API (the run document twice, one row per step), the one alarm that guards the deadline and the listing write, the listing write itself (an RPC to its shard), Hono's response and reading the body; the garbage collector's share moves between runs.`,
     );
   }
   if (r.cpu?.ours && r.cpu.bare) {
