@@ -230,16 +230,12 @@ export class ToolLoop {
       s.turn += 1;
       s.model = reply.model;
       if (reply.toolCalls.length === 0) {
-        if (reply.text.trim() === "") {
-          if (lastTurn) {
-            throw new StepError(
-              "max_turns_exceeded",
-              `no final answer after max_turns = ${this.plan.maxTurns} model calls`,
-            );
-          }
+        // An empty reply at the last turn of a tool loop is no final answer. Anywhere else (an agent
+        // without tools makes one call) it is an invalid answer: the caller's one repair call follows.
+        if (reply.text.trim() === "" && lastTurn && this.refs.length > 0) {
           throw new StepError(
-            "output_schema_mismatch",
-            "the model replied with neither an answer nor a tool call",
+            "max_turns_exceeded",
+            `no final answer after max_turns = ${this.plan.maxTurns} model calls`,
           );
         }
         this.save();

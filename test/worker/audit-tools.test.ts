@@ -40,3 +40,40 @@ describe("an Anthropic agent after tool calls", () => {
     expect(e.steps[0].metrics.llm_calls).toBe(3);
   });
 });
+
+describe("an empty reply", () => {
+  it("of an agent without tools gets the one repair call (SPEC 6), not max_turns_exceeded", async () => {
+    const tag = uniqueKey("empty");
+    const e = await run("tools-contract-plain", {
+      script: script(["", { reply: { answer: "fixed", ktsu_confidence: 0.9 } }], tag),
+    });
+    expect(e.error).toBeNull();
+    expect(e.steps[0].output).toEqual({ answer: "fixed" });
+    expect(e.steps[0].metrics.llm_calls).toBe(2);
+  });
+
+  it("of an agent without tools fails output_schema_mismatch when the repair is empty too", async () => {
+    const e = await run("tools-contract-plain", { script: script(["", ""], uniqueKey("empty2")) });
+    expect(e.error?.code).toBe("output_schema_mismatch");
+    expect(e.steps[0].metrics.llm_calls).toBe(2);
+  });
+
+  it("in the middle of a tool loop is an invalid final answer: one repair call", async () => {
+    const { url } = loggedServer();
+    const e = await run("tools-plain", {
+      script: script([echo, "", { reply: { results: ["after repair"] } }], uniqueKey("empty3")),
+      mcp_url: url,
+    });
+    expect(e.error).toBeNull();
+    expect(e.output).toEqual({ results: ["after repair"] });
+  });
+
+  it("at the last turn of a tool loop fails max_turns_exceeded", async () => {
+    const { url } = loggedServer();
+    const e = await run("tools-plain", {
+      script: script([echo, echo, echo, ""], uniqueKey("empty4")),
+      mcp_url: url,
+    });
+    expect(e.error?.code).toBe("max_turns_exceeded");
+  });
+});
