@@ -344,20 +344,28 @@ export class ToolLoop {
           : null,
       ),
     );
-    outcomes.forEach((o, i) => {
-      const policy = resolved[i]?.entry?.approval;
-      if (!o || !policy) return;
-      const tool = resolved[i]?.offered?.tool ?? "";
-      if (o.status === "timeout" && policy.timeoutBehavior === "fail") {
+    const failure = (o: ApprovalOutcome | null, policy: CompiledApprovalPolicy | null | undefined) => {
+      if (!o || !policy || o.status === "approved") return null;
+      if (o.status === "timeout" && policy.timeoutBehavior === "fail") return "approval_timeout" as const;
+      return policy.onReject === "fail" ? ("approval_rejected" as const) : null;
+    };
+    const failing = resolved.findIndex((r, i) => failure(outcomes[i] ?? null, r.entry?.approval) !== null);
+    if (failing >= 0) {
+      // The step ends here: the refused calls are still recorded, with their approvals.
+      resolved.forEach((r, i) => {
+        const o = outcomes[i];
+        if (o && o.status !== "approved") this.refusedCall(r.offered as OfferedTool, r.call, o);
+      });
+      const o = outcomes[failing] as ApprovalOutcome;
+      const tool = resolved[failing]?.offered?.tool ?? "";
+      if (failure(o, resolved[failing]?.entry?.approval) === "approval_timeout") {
         throw new StepError("approval_timeout", `the approval of \`${tool}\` timed out (${o.id})`);
       }
-      if (o.status !== "approved" && policy.onReject === "fail") {
-        throw new StepError(
-          "approval_rejected",
-          `a reviewer rejected the call of \`${tool}\`${o.comment ? `: ${o.comment}` : ""} (${o.id})`,
-        );
-      }
-    });
+      throw new StepError(
+        "approval_rejected",
+        `a reviewer rejected the call of \`${tool}\`${o.comment ? `: ${o.comment}` : ""} (${o.id})`,
+      );
+    }
 
     const results = await Promise.all(
       resolved.map((r, i) => this.callOne(r.offered as OfferedTool, r.call, outcomes[i] ?? null)),
@@ -400,11 +408,8 @@ export class ToolLoop {
     );
   }
 
-  private async callOne(
-    tool: OfferedTool,
-    call: ToolCall,
-    approval: ApprovalOutcome | null,
-  ): Promise<ToolResultMessage> {
+  /** A new record in the step's `tool_calls` (counted in `metrics.tool_calls`). */
+  private record(tool: OfferedTool, call: ToolCall, approval: ApprovalOutcome | null): ToolCallRecord {
     const record: ToolCallRecord = {
       server: tool.server,
       name: tool.tool,
@@ -417,20 +422,42 @@ export class ToolLoop {
     };
     this.ctx.toolCalls?.push(record);
     this.ctx.metrics.tool_calls += 1;
+    return record;
+  }
+
+  /** Records a gated call that was not made (rejected or timed out); returns why, as the model hears it. */
+  private refusedCall(tool: OfferedTool, call: ToolCall, approval: ApprovalOutcome): string {
+    const why =
+      approval.status === "timeout"
+        ? "No reviewer decided on this call in time; it was not made."
+        : `A reviewer rejected this call; it was not made.${approval.comment ? ` Comment: ${approval.comment}` : ""}`;
+    const record = this.record(tool, call, approval);
+    record.error = why;
+    record.finished_at = record.started_at;
+    return why;
+  }
+
+  private async callOne(
+    tool: OfferedTool,
+    call: ToolCall,
+    approval: ApprovalOutcome | null,
+  ): Promise<ToolResultMessage> {
+    if (approval && approval.status !== "approved") {
+      // on_reject: recover (or a timeout that acts as a rejection): the model hears why and goes on.
+      return {
+        callId: call.id,
+        name: call.name,
+        content: this.refusedCall(tool, call, approval),
+        isError: true,
+      };
+    }
+    const record = this.record(tool, call, approval);
     const answer = (content: string, isError: boolean): ToolResultMessage => {
       record.finished_at = iso();
       if (isError) record.error = content;
       return { callId: call.id, name: call.name, content, isError };
     };
 
-    if (approval && approval.status !== "approved") {
-      // on_reject: recover (or a timeout that acts as a rejection): the model hears why and goes on.
-      const why =
-        approval.status === "timeout"
-          ? "No reviewer decided on this call in time; it was not made."
-          : `A reviewer rejected this call; it was not made.${approval.comment ? ` Comment: ${approval.comment}` : ""}`;
-      return answer(why, true);
-    }
     if (call.invalidArguments)
       return answer(`The call was not made: its arguments are ${call.invalidArguments}.`, true);
 
