@@ -1,12 +1,12 @@
 /**
  * Audit of approvals (SPEC 9): a gated call that ends the step (rejected under `on_reject: fail`,
  * timed out under `timeout_behavior: fail`) still appears in the step's `tool_calls` with its
- * approval.
+ * approval, and ktsu's decide route never answers a 5xx for a step path it cannot decode.
  */
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { runStub } from "../reliability/run-helpers.ts";
-import { type Envelope, uniqueKey } from "./harness.ts";
+import { call, type Envelope, uniqueKey } from "./harness.ts";
 import {
   AUTH,
   approvals,
@@ -73,5 +73,23 @@ describe("a gated call that ends the step", () => {
         approval: { id: approval.id, status: "timeout", comment: null },
       }),
     ]);
+  });
+});
+
+describe("ktsu's decide route", () => {
+  it("answers 404 approval_not_found, never a 5xx, for a step path that is not valid percent-encoding", async () => {
+    const { runId, approval } = await gated();
+    for (const step of ["%E0%A4%A", "%", "act%ZZ"]) {
+      const res = await call(`/runs/${runId}/steps/${step}/approval/decide`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...AUTH },
+        body: JSON.stringify({ decision: "approved" }),
+      });
+      expect(res.status).toBe(404);
+      expect(res.headers.get("content-type")).toContain("application/problem+json");
+      expect(((await res.json()) as { code: string }).code).toBe("approval_not_found");
+    }
+    await decide(runId, approval.id, { decision: "rejected" });
+    await until(runId, finished, AUTH);
   });
 });
