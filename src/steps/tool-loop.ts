@@ -140,6 +140,26 @@ export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: st
   };
 }
 
+/** What OpenAI and Anthropic accept as a tool name; MCP names may also hold `.` or `/`, or be longer. */
+const PROVIDER_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The names tools are offered under: their own when providers accept them (the usual case), else
+ * with every other character written `_`, cut to 64 and made unique among the step's names.
+ * Calls map back through the offered name, so a server still gets its tool's own name.
+ */
+export function providerToolNames(names: string[]): string[] {
+  const taken = new Set(names.filter((n) => PROVIDER_TOOL_NAME.test(n)));
+  return names.map((name) => {
+    if (PROVIDER_TOOL_NAME.test(name)) return name;
+    const base = name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "tool";
+    let offered = base;
+    for (let n = 2; taken.has(offered); n++) offered = `${base.slice(0, 63 - String(n).length)}_${n}`;
+    taken.add(offered);
+    return offered;
+  });
+}
+
 function toolParameters(schema: JsonObject): JsonObject {
   // `$schema` (MCP servers often send draft-07's) is not part of what providers accept.
   const { $schema: _dialect, ...rest } = schema;
@@ -281,8 +301,11 @@ export class ToolLoop {
     const all = listed.flat();
     const count = new Map<string, number>();
     for (const { t } of all) count.set(t.name, (count.get(t.name) ?? 0) + 1);
-    this.state.tools = all.map(({ ref, t }) => ({
-      offered: (count.get(t.name) ?? 0) > 1 ? `${ref.name}__${t.name}` : t.name,
+    const names = providerToolNames(
+      all.map(({ ref, t }) => ((count.get(t.name) ?? 0) > 1 ? `${ref.name}__${t.name}` : t.name)),
+    );
+    this.state.tools = all.map(({ ref, t }, i) => ({
+      offered: names[i] ?? t.name,
       server: ref.name,
       tool: t.name,
       description: t.description,
