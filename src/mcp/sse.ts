@@ -18,7 +18,9 @@ export async function* readSse(
   maxEventBytes: number,
   tooLarge: () => Error,
 ): AsyncGenerator<SseEvent> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  // Typed as a plain transform: Node's DOM typings (the workflow-test runner) and workerd's disagree on its writable side.
+  const decoder = new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
+  const reader = body.pipeThrough(decoder).getReader();
   let buffer = "";
   try {
     for (;;) {

@@ -82,6 +82,7 @@ describe("a valid test file", () => {
     expect(suite?.workflowKey).toBe("t.workflow.yaml");
     expect(suite?.cases[0]?.mocks["notify/post"]).toEqual({
       kind: "webhook",
+      tool: null,
       answers: [{ status: 503 }, { status: 200, body: { ok: true } }],
       repeat: false,
     });
@@ -225,7 +226,14 @@ describe("test file checks", () => {
       75,
       /^`core\/chat@1\.0\.0` outputs `\{text: "…"\}`: the mock's output needs a string `text`$/,
     );
-    expectDiagnostic(p, "error", F, 10, 100, /^`usage` belongs to an answer \(`output` or `reply`\)$/);
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      10,
+      100,
+      /^`usage` belongs to an answer \(`output`, `reply` or `tool_calls`\)$/,
+    );
   });
 
   it("warns when an agent mock's output does not match the agent's output schema", () => {
