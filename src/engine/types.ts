@@ -242,6 +242,10 @@ export interface ToolResult {
 
 export interface ToolSession {
   listTools(signal: AbortSignal): Promise<ToolInfo[]>;
+  /**
+   * Any error is a failed call that goes back to the model as an error result, except a StepError,
+   * which fails the step (the workflow-test runner's `unmocked_step`).
+   */
   callTool(name: string, args: JsonObject, signal: AbortSignal): Promise<ToolResult>;
   close(): Promise<void>;
 }

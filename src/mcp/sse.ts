@@ -18,7 +18,9 @@ export async function* readSse(
   maxEventBytes: number,
   tooLarge: () => Error,
 ): AsyncGenerator<SseEvent> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  // Typed as a plain transform: Node's DOM typings (the workflow-test runner) and workerd's disagree on its writable side.
+  const decoder = new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
+  const reader = body.pipeThrough(decoder).getReader();
   let buffer = "";
   // A chunk may end between the `\r` and the `\n` of a CRLF: that `\r` waits for the next chunk,
   // or it would read as a line end of its own and split the event (`event: endpoint` from its data).

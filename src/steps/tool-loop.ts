@@ -13,13 +13,14 @@
  * through `ctx.tools`, so a test (or the workflow-test runner) can stand in for every server.
  */
 import type {
-  CompiledAllowEntry,
   CompiledApprovalPolicy,
   CompiledGroup,
   CompiledServerRef,
   Json,
   JsonObject,
 } from "../bundle.ts";
+import { governingEntry } from "../engine/allowlist.ts";
+import { systemClock } from "../engine/clock.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import {
   type ApprovalOutcome,
@@ -87,32 +88,11 @@ export interface LoopResult {
   messages: ChatMessage[];
 }
 
-function iso(ms = Date.now()): string {
+function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-/** Whether an allowlist pattern (`name`, `prefix*`, `*`) admits `tool`. */
-export function patternMatches(pattern: string, tool: string): boolean {
-  if (pattern === "*") return true;
-  if (pattern.endsWith("*")) return tool.startsWith(pattern.slice(0, -1));
-  return pattern === tool;
-}
-
-/**
- * The allowlist entry that governs `tool`, or undefined when none admits it. An entry that asks
- * for approval wins over one that does not (the safer reading), then the most specific one.
- */
-export function governingEntry(
-  allow: CompiledAllowEntry[] | null,
-  tool: string,
-): CompiledAllowEntry | undefined {
-  if (allow === null) return { pattern: "*", approval: null };
-  const matching = allow.filter((e) => patternMatches(e.pattern, tool));
-  const specificity = (e: CompiledAllowEntry) => (e.pattern.endsWith("*") ? e.pattern.length - 1 : 1e9);
-  return matching.sort(
-    (a, b) => Number(b.approval !== null) - Number(a.approval !== null) || specificity(b) - specificity(a),
-  )[0];
-}
+export { governingEntry, patternMatches } from "../engine/allowlist.ts";
 
 /** The rendered connection of one server ref: url, auth header, params (secrets inside, never recorded). */
 export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: string): ToolServerTarget {
@@ -212,6 +192,11 @@ export class ToolLoop {
         metrics: snapshotMetrics(ctx.metrics),
       };
     }
+  }
+
+  /** The run's clock (virtual in workflow tests), so call times agree with the step's. */
+  private now(): number {
+    return (this.ctx.clock ?? systemClock).now();
   }
 
   save(): void {
@@ -439,7 +424,7 @@ export class ToolLoop {
       arguments: call.arguments,
       result: null,
       error: null,
-      started_at: iso(),
+      started_at: iso(this.now()),
       finished_at: null,
       approval: approval ? { id: approval.id, status: approval.status, comment: approval.comment } : null,
     };
@@ -476,7 +461,7 @@ export class ToolLoop {
     }
     const record = this.record(tool, call, approval);
     const answer = (content: string, isError: boolean): ToolResultMessage => {
-      record.finished_at = iso();
+      record.finished_at = iso(this.now());
       if (isError) record.error = content;
       return { callId: call.id, name: call.name, content, isError };
     };
@@ -498,6 +483,9 @@ export class ToolLoop {
       return answer(content, result.isError);
     } catch (e) {
       if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+      // A StepError is a verdict on the step, not a failed call: a server that cannot be reached
+      // (tool_failed, as when listing) or, in workflow tests, a call without a mock (unmocked_step).
+      if (e instanceof StepError) throw e;
       // A failed call goes back to the model as an error result: it may try another way.
       const message = e instanceof Error ? e.message : String(e);
       return answer(`The tool call failed: ${message}`, true);
