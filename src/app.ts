@@ -153,7 +153,14 @@ app.post("/runs/:id/steps/*", async (c) => {
   if (!m?.[1]) throw new HttpProblem("not_found", "no such route");
   const { stub } = await viewRun(c);
   const { decision, comment } = await readDecision(c.req.raw);
-  return decided(await stub.decide({ step: decodeURIComponent(m[1]) }, decision, comment));
+  // A path that is not valid percent-encoding names no step (and must not end as a 500).
+  let step: string;
+  try {
+    step = decodeURIComponent(m[1]);
+  } catch {
+    throw new HttpProblem("approval_not_found", "no such approval in this run");
+  }
+  return decided(await stub.decide({ step }, decision, comment));
 });
 
 function decided(result: Awaited<ReturnType<RunRpc["decide"]>>): Response {

@@ -177,6 +177,13 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
         }
         for (const read of rootPaths(c.ast)) {
           const root = read[0] as string;
+          if (root === "item" || root === "item_index") {
+            err(
+              p,
+              `${where}: \`${root}\` is only defined in the substitutions of a step with \`for_each\` (agent \`params\`, workflow \`input\`, webhook \`url\`, \`headers\`, \`body\`)`,
+            );
+            continue;
+          }
           if (!(roots as string[]).includes(root)) {
             if (["params", "env", "step", "request"].includes(root)) {
               err(p, `${where} may read only ${roots.map((r) => `\`${r}\``).join(" and ")}, not \`${root}\``);

@@ -7,7 +7,7 @@
  * param (`{{ env.X }}` there), through the agent's params, and is masked like every secret.
  */
 import { existsSync, statSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { dirname, relative, resolve } from "node:path";
 import type {
   CompiledAllowEntry,
   CompiledApprovalPolicy,
@@ -62,6 +62,26 @@ export function secretParamNames(paramsSchema: unknown): string[] {
     .map(([name]) => name);
 }
 
+/**
+ * ktsu resolves `servers[].path` from the project root (`servers/x.server.yaml` in an agent under
+ * `agents/`); here it is relative to the agent file. When the path exists from a folder above the
+ * agent's, the error says what to write instead.
+ */
+function projectRootHint(agentAbs: string, path: string): string {
+  const from = dirname(agentAbs);
+  let dir = dirname(from);
+  for (let up = 0; up < 4; up++) {
+    const candidate = resolve(dir, path);
+    if (existsSync(candidate) && statSync(candidate).isFile()) {
+      return `; ktsu reads it from the project root, here paths are relative to the agent file: write \`${relative(from, candidate)}\``;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return "";
+}
+
 export interface ServerFiles {
   load(abs: string): SourceFile;
 }
@@ -105,7 +125,10 @@ export class ServerCompiler {
       if (typeof raw.path !== "string") return;
       const abs = resolve(dirname(file.abs), raw.path);
       if (!existsSync(abs) || !statSync(abs).isFile()) {
-        err(at("path"), `tool server file \`${raw.path}\` not found (relative to this agent file)`);
+        err(
+          at("path"),
+          `tool server file \`${raw.path}\` not found (relative to this agent file)${projectRootHint(file.abs, raw.path)}`,
+        );
         return;
       }
       if (!abs.endsWith(".server.yaml")) {

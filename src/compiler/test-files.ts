@@ -8,7 +8,17 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { AgentStep, Bundle, CompiledStep, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import type {
+  AgentStep,
+  Bundle,
+  CompiledAllowEntry,
+  CompiledServerRef,
+  CompiledStep,
+  CompiledWorkflow,
+  Json,
+  JsonObject,
+} from "../bundle.ts";
+import { exactNames, governingEntry, serverFor } from "../engine/allowlist.ts";
 import { validateJson } from "../engine/schema.ts";
 import { STEP_ERROR_CODES } from "../engine/types.ts";
 import { collectSecrets, usesAgents } from "../run/secrets.ts";
@@ -26,7 +36,7 @@ export const TEST_SCHEMA: FormatSchema = JSON.parse(
 const WORKER_VARS = ["ALLOW_PRIVATE_WEBHOOKS"];
 
 /** What `assert` expressions read. */
-const ASSERT_ROOTS = ["params", "env", "step", "output", "run", "requests"];
+const ASSERT_ROOTS = ["params", "env", "step", "output", "run", "requests", "approvals"];
 
 export interface MockAnswer {
   status?: number;
@@ -35,14 +45,37 @@ export interface MockAnswer {
   output?: Json;
   reply?: string;
   usage?: { tokens_in?: number; tokens_out?: number };
+  /** Agent: a model turn that calls tools (`name` as the model is offered it). */
+  tool_calls?: Array<{ name: string; arguments?: Json }>;
+  /** Tool: an MCP `tools/call` result, or its short forms `text` and `result`. */
+  content?: Json[];
+  structuredContent?: Json;
+  isError?: boolean;
+  text?: string;
+  result?: Json;
   delay_s?: number;
   error?: string;
 }
 
 export interface MockSpec {
-  kind: "webhook" | "agent";
+  kind: "webhook" | "agent" | "tool";
+  /** A tool mock's tool (its key is `<step key>/tools/<tool>`); null for a step mock. */
+  tool: string | null;
   /** One per request; with `repeat` the only answer serves every request. */
   answers: MockAnswer[];
+  repeat: boolean;
+}
+
+export interface ApprovalDecision {
+  decision: "approved" | "rejected" | "timeout";
+  comment: string | null;
+  /** Virtual seconds after the request before the reviewer decides (0: at once). */
+  after_s: number;
+}
+
+/** The decisions of one approval key, one per approval asked (or one for all with `repeat`). */
+export interface ApprovalSpec {
+  decisions: ApprovalDecision[];
   repeat: boolean;
 }
 
@@ -55,9 +88,13 @@ export interface TestCase {
   env: Record<string, string>;
   /** `request.headers` as given (names as written), or null. */
   requestHeaders: Record<string, string> | null;
-  /** By step path as written. */
+  /** By step path as written (tool calls: `<step>/tools/<tool>`). */
   mocks: Record<string, MockSpec>;
+  /** Human decisions by `<step>/tools/<tool>` or `<step>/needs_human`, as written. */
+  approvals: Record<string, ApprovalSpec>;
   expect: JsonObject;
+  /** Keys of `expect.steps` that name tool calls (`<step>/tools/<tool>`): matched against the calls' requests. */
+  toolPaths: string[];
   /** `expect.assert`, step ids quoted for JMESPath, in file order. */
   asserts: Array<{ source: string; expr: string; index: number }>;
 }
@@ -72,13 +109,17 @@ export interface TestSuite {
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
+/** What a path names below an agent step: one of its tools, or its review by a human. */
+export type CallTarget = { kind: "tool"; tool: string } | { kind: "needs_human" };
+
 /** What a slash path in a test names. */
 export type PathTarget =
   | {
       ok: true;
       step: CompiledStep;
       item: boolean;
-      tool: string | null;
+      /** `<step>/tools/<tool>` or `<step>/needs_human`; null for the step itself. */
+      call: CallTarget | null;
       /** The workflow step whose `webhooks: suppress` (or its file's) skips webhooks here, or null. */
       suppressedBy: string | null;
     }
@@ -89,10 +130,37 @@ function hasFanOut(step: CompiledStep): boolean {
   return step.kind !== "transform" && (step as { forEach?: unknown }).forEach != null;
 }
 
-/** Whether an agent step's agent has tool servers (SPEC section 9): its calls are `<path>/tools/<tool>`. */
-function hasTools(bundle: Omit<Bundle, "hash">, step: AgentStep): boolean {
-  const servers = (bundle.agents[step.agent] as { servers?: unknown[] } | undefined)?.servers;
-  return Array.isArray(servers) && servers.length > 0;
+/** The tool servers of an agent step's agent (SPEC section 9): its calls are `<path>/tools/<tool>`. */
+function serversOf(bundle: Omit<Bundle, "hash">, step: AgentStep): CompiledServerRef[] {
+  const agent = bundle.agents[step.agent];
+  return agent?.builtin === null ? (agent.servers ?? []) : [];
+}
+
+/**
+ * The allowlist entry that lets an agent step's model call `tool` (by its plain name, or as
+ * `<server>__<tool>` when two servers share it), or why it never can.
+ */
+export function toolRule(
+  bundle: Omit<Bundle, "hash">,
+  step: AgentStep,
+  tool: string,
+  asOffered: boolean,
+): { ok: true; server: string; entry: CompiledAllowEntry } | { ok: false; message: string } {
+  const refs = serversOf(bundle, step);
+  const split = asOffered ? /^(.+?)__(.+)$/.exec(tool) : null;
+  const named = split ? refs.find((r) => r.name === split[1]) : undefined;
+  const ref = named ?? serverFor(refs, tool);
+  const plain = named && split ? (split[2] as string) : tool;
+  const entry = ref ? governingEntry(ref.allow, plain) : undefined;
+  if (ref && entry) return { ok: true, server: ref.name, entry };
+  const names = [...new Set(refs.flatMap((r) => exactNames(r.allow)))];
+  const lists = refs
+    .map((r) => `${r.name}: ${r.allow === null ? "*" : r.allow.map((e) => e.pattern).join(", ")}`)
+    .join("; ");
+  return {
+    ok: false,
+    message: `\`${tool}\` is not allowed by the allowlists of agent \`${bundle.agents[step.agent]?.name}\` (${lists}): the model is never offered it${hint(tool, names)}`,
+  };
 }
 
 /**
@@ -135,19 +203,25 @@ export function resolveStepPath(
       item = true;
       i++;
     }
-    if (i === segs.length) return { ok: true, step, item, tool: null, suppressedBy };
+    if (i === segs.length) return { ok: true, step, item, call: null, suppressedBy };
     const next = segs[i] as string;
+    if (step.kind === "agent" && next === "needs_human") {
+      if (i + 1 < segs.length) {
+        return { ok: false, message: `\`${path}\`: nothing follows \`needs_human\`` };
+      }
+      return { ok: true, step, item, call: { kind: "needs_human" }, suppressedBy };
+    }
     if (step.kind === "agent" && next === "tools") {
       const tool = segs.slice(i + 1).join("/");
       if (tool === "")
         return { ok: false, message: `\`${path}\` names no tool (write \`${here}/tools/NAME\`)` };
-      if (!hasTools(bundle, step)) {
+      if (serversOf(bundle, step).length === 0) {
         return {
           ok: false,
           message: `agent step \`${here}\` has no tool servers, so it makes no tool calls`,
         };
       }
-      return { ok: true, step, item, tool, suppressedBy };
+      return { ok: true, step, item, call: { kind: "tool", tool }, suppressedBy };
     }
     const child = step.kind === "workflow" ? bundle.workflows[step.workflow] : undefined;
     if (!child) {
@@ -245,7 +319,9 @@ function compileTestFile(
       requestHeaders:
         isObj(raw.request) && isObj(raw.request.headers) ? stringValues(raw.request.headers) : null,
       mocks: {},
+      approvals: {},
       expect: isObj(raw.expect) ? (raw.expect as JsonObject) : {},
+      toolPaths: [],
       asserts: [],
     };
     suite.cases.push(tc);
@@ -285,6 +361,8 @@ function compileTestFile(
       checkRequestHeaders(w, tc.requestHeaders, at("request", "headers"), err, warn);
 
     // ---- mocks -----------------------------------------------------------------------------
+    // A model turn calling a tool it is never offered is a mistake, unless the case tests that.
+    const expectsRefusal = JSON.stringify(raw.expect ?? null).includes("tool_not_permitted");
     if (isObj(raw.mocks)) {
       for (const [key, value] of Object.entries(raw.mocks)) {
         const path = at("mocks", key);
@@ -293,11 +371,34 @@ function compileTestFile(
           err(path, `mocks: ${target.message}`, "key");
           continue;
         }
-        if (target.tool !== null) {
-          err(path, `mocks: tool-call mocks (\`${key}\`) are not supported yet`, "key");
+        const step = target.step;
+        if (target.call?.kind === "needs_human") {
+          err(
+            path,
+            `mocks: \`${key}\` is a human's decision: give it under the case's \`approvals\` (approved, rejected or timeout)`,
+            "key",
+          );
           continue;
         }
-        const step = target.step;
+        if (target.call?.kind === "tool" && step.kind === "agent") {
+          const rule = toolRule(bundle, step, target.call.tool, false);
+          if (!rule.ok) {
+            err(path, `mocks: ${rule.message}`, "key");
+            continue;
+          }
+          const answers = Array.isArray(value) ? value : [value];
+          if (!answers.every(isObj)) continue; // the schema check reported it
+          answers.forEach((a, j) => {
+            checkToolAnswer(a as Obj, Array.isArray(value) ? [...path, j] : path, err);
+          });
+          tc.mocks[key] = {
+            kind: "tool",
+            tool: target.call.tool,
+            answers: answers as MockAnswer[],
+            repeat: !Array.isArray(value),
+          };
+          continue;
+        }
         if (step.kind !== "webhook" && step.kind !== "agent") {
           const inside = step.kind === "workflow" ? ` (mock the steps inside it, e.g. \`${key}/STEP\`)` : "";
           err(
@@ -318,13 +419,22 @@ function compileTestFile(
         if (!answers.every(isObj)) continue; // the schema check reported it
         answers.forEach((a, j) => {
           const ap = Array.isArray(value) ? [...path, j] : path;
-          checkMockAnswer(bundle, step, a as Obj, ap, err, warn);
+          checkMockAnswer(bundle, step, a as Obj, ap, err, warn, expectsRefusal);
         });
         tc.mocks[key] = {
           kind: step.kind,
+          tool: null,
           answers: answers as MockAnswer[],
           repeat: !Array.isArray(value),
         };
+      }
+    }
+
+    // ---- approvals -------------------------------------------------------------------------
+    if (isObj(raw.approvals)) {
+      for (const [key, value] of Object.entries(raw.approvals)) {
+        const spec = compileApproval(bundle, w, key, value, at("approvals", key), err, warn);
+        if (spec) tc.approvals[key] = spec;
       }
     }
 
@@ -342,12 +452,41 @@ function compileTestFile(
       for (const [key, value] of Object.entries(ex.steps)) {
         const path = at("expect", "steps", key);
         const target = resolveStepPath(bundle, w, key);
-        if (!target.ok || target.tool !== null) {
+        if (!target.ok || target.call?.kind === "needs_human") {
           err(
             path,
-            `expect.steps: ${target.ok ? `\`${key}\` is a tool call, not a step` : target.message}`,
+            `expect.steps: ${target.ok ? `\`${key}\` is a human's decision, not a step (its approval is in the step's \`tool_calls\` or in \`assert\`'s \`approvals\`)` : target.message}`,
             "key",
           );
+          continue;
+        }
+        if (target.call?.kind === "tool") {
+          const rule =
+            target.step.kind === "agent" ? toolRule(bundle, target.step, target.call.tool, false) : null;
+          if (rule && !rule.ok) {
+            err(path, `expect.steps: ${rule.message}`, "key");
+            continue;
+          }
+          if (hasFanOut(target.step) && !target.item) {
+            const stepPath = key.slice(0, key.lastIndexOf("/tools/"));
+            err(
+              path,
+              `expect.steps: \`${stepPath}\` fans out: name the item whose calls you expect (\`${stepPath}/0/tools/${target.call.tool}\`)`,
+              "key",
+            );
+            continue;
+          }
+          tc.toolPaths.push(key);
+          if (!isObj(value)) continue;
+          for (const field of Object.keys(value)) {
+            if (field !== "request" && field !== "requests") {
+              err(
+                [...path, field],
+                `expect.steps: \`${key}\` is a tool call: it has \`request\` (the last call: {server, url, headers, name, arguments}) and \`requests\` (every call); the step \`${key.slice(0, key.lastIndexOf("/tools/"))}\` has the rest (\`tool_calls\`)`,
+                "key",
+              );
+            }
+          }
           continue;
         }
         if (!isObj(value)) continue;
@@ -357,6 +496,15 @@ function compileTestFile(
             err(
               [...path, field],
               `expect.steps: \`${key}\` is a ${kind} step; only webhook and agent steps send requests`,
+              "key",
+            );
+          }
+        }
+        for (const field of ["tool_calls", "annotations"]) {
+          if (field in value && kind !== "agent") {
+            err(
+              [...path, field],
+              `expect.steps: \`${key}\` is a ${kind} step; only agent steps have \`${field}\``,
               "key",
             );
           }
@@ -405,7 +553,44 @@ function stringValues(o: Obj): Record<string, string> {
 type Report = (path: DataPath, msg: string, part?: "key" | "value") => void;
 
 const WEBHOOK_FIELDS = ["status", "headers", "body", "delay_s", "error"];
-const AGENT_FIELDS = ["output", "reply", "status", "usage", "delay_s", "error"];
+const AGENT_FIELDS = ["output", "reply", "status", "usage", "tool_calls", "delay_s", "error"];
+const TOOL_FIELDS = ["content", "structuredContent", "isError", "text", "result", "delay_s", "error"];
+const ALL_FIELDS = new Set([...WEBHOOK_FIELDS, ...AGENT_FIELDS, ...TOOL_FIELDS]);
+
+/** A tool mock: an MCP `tools/call` result (`content`, `structuredContent`, `isError`), `text`, `result` or `error`. */
+function checkToolAnswer(a: Obj, path: DataPath, err: Report): void {
+  for (const k of Object.keys(a)) {
+    if (!TOOL_FIELDS.includes(k) && ALL_FIELDS.has(k)) {
+      err(
+        [...path, k],
+        `\`${k}\` does not belong in a tool mock; it takes ${TOOL_FIELDS.map((f) => `\`${f}\``).join(", ")}`,
+        "key",
+      );
+    }
+  }
+  const forms = [
+    "content" in a || "structuredContent" in a ? "content" : null,
+    "text" in a ? "text" : null,
+    "result" in a ? "result" : null,
+    "error" in a ? "error" : null,
+  ].filter((f) => f !== null);
+  if (forms.length !== 1) {
+    err(
+      path,
+      forms.length === 0
+        ? "a tool mock needs one of `text` (a text result), `result` (a JSON result), `content`/`structuredContent` (an MCP tools/call result) or `error` (the call fails)"
+        : `a tool mock has ${forms.map((k) => `\`${k}\``).join(" and ")}; give exactly one`,
+    );
+    return;
+  }
+  if ("isError" in a && ("result" in a || "error" in a)) {
+    err(
+      [...path, "isError"],
+      "`isError` goes with `text` or `content` (the error the tool reports); `error` is a call that fails",
+      "key",
+    );
+  }
+}
 
 function checkMockAnswer(
   bundle: Omit<Bundle, "hash">,
@@ -414,10 +599,11 @@ function checkMockAnswer(
   path: DataPath,
   err: Report,
   warn: Report,
+  expectsRefusal: boolean,
 ): void {
   const fields = step.kind === "webhook" ? WEBHOOK_FIELDS : AGENT_FIELDS;
   for (const k of Object.keys(a)) {
-    if (!fields.includes(k) && (WEBHOOK_FIELDS.includes(k) || AGENT_FIELDS.includes(k))) {
+    if (!fields.includes(k) && ALL_FIELDS.has(k)) {
       err(
         [...path, k],
         `\`${k}\` does not belong in a mock of ${step.kind} step \`${step.id}\`; it takes ${fields.map((f) => `\`${f}\``).join(", ")}`,
@@ -434,15 +620,35 @@ function checkMockAnswer(
     return;
   }
   if (step.kind !== "agent") return;
-  const answers = ["output", "reply", "status", "error"].filter((k) => k in a);
+  const answers = ["output", "reply", "tool_calls", "status", "error"].filter((k) => k in a);
   if (answers.length !== 1) {
     err(
       path,
       answers.length === 0
-        ? `a mock of agent step \`${step.id}\` needs one of \`output\` (the step's output), \`reply\` (raw reply text), \`status\` (a provider HTTP error) or \`error\` (a network error)`
+        ? `a mock of agent step \`${step.id}\` needs one of \`output\` (the step's output), \`reply\` (raw reply text), \`tool_calls\` (a turn that calls tools), \`status\` (a provider HTTP error) or \`error\` (a network error)`
         : `a mock of agent step \`${step.id}\` has ${answers.map((k) => `\`${k}\``).join(" and ")}; give exactly one`,
     );
     return;
+  }
+  if (Array.isArray(a.tool_calls)) {
+    if (serversOf(bundle, step).length === 0) {
+      err(
+        [...path, "tool_calls"],
+        `agent \`${bundle.agents[step.agent]?.name ?? step.agent}\` has no tool servers: its model is offered no tools`,
+        "key",
+      );
+      return;
+    }
+    a.tool_calls.forEach((c, k) => {
+      if (!isObj(c) || typeof c.name !== "string") return; // the schema check reported it
+      const rule = toolRule(bundle, step, c.name, true);
+      if (!rule.ok && !expectsRefusal) {
+        warn(
+          [...path, "tool_calls", k, "name"],
+          `${rule.message}; calling it fails the step \`tool_not_permitted\``,
+        );
+      }
+    });
   }
   if (typeof a.status === "number" && a.status < 400) {
     err(
@@ -450,8 +656,8 @@ function checkMockAnswer(
       "an agent mock's `status` is a provider's HTTP error (400 to 599); answer with `output` or `reply`",
     );
   }
-  if ("usage" in a && !("output" in a || "reply" in a)) {
-    err([...path, "usage"], "`usage` belongs to an answer (`output` or `reply`)", "key");
+  if ("usage" in a && !("output" in a || "reply" in a || "tool_calls" in a)) {
+    err([...path, "usage"], "`usage` belongs to an answer (`output`, `reply` or `tool_calls`)", "key");
   }
   const agent = bundle.agents[step.agent];
   if ("output" in a && agent) {
@@ -475,6 +681,81 @@ function checkMockAnswer(
       );
     }
   }
+}
+
+const DECISIONS = ["approved", "rejected", "timeout"] as const;
+
+/**
+ * One entry of a case's `approvals`: `<step>/tools/<tool>` (a tool whose allowlist entry has
+ * `require_approval`) or `<step>/needs_human` (an output with `ktsu_needs_human`), decided
+ * `approved`, `rejected` or `timeout`, or `{decision, comment, after_s}`; a list decides
+ * successive approvals of the key in order.
+ */
+function compileApproval(
+  bundle: Omit<Bundle, "hash">,
+  wf: CompiledWorkflow,
+  key: string,
+  value: unknown,
+  path: DataPath,
+  err: Report,
+  warn: Report,
+): ApprovalSpec | null {
+  const target = resolveStepPath(bundle, wf, key);
+  if (!target.ok) {
+    err(path, `approvals: ${target.message}`, "key");
+    return null;
+  }
+  const { step, call } = target;
+  if (call === null || step.kind !== "agent") {
+    err(
+      path,
+      `approvals: \`${key}\` is a step; an approval is asked by a gated tool call (\`${key}/tools/TOOL\`) or by an agent's output for review (\`${key}/needs_human\`)`,
+      "key",
+    );
+    return null;
+  }
+  let ownTimeout: number | null = null;
+  if (call.kind === "tool") {
+    const rule = toolRule(bundle, step, call.tool, false);
+    if (!rule.ok) {
+      err(path, `approvals: ${rule.message}`, "key");
+      return null;
+    }
+    if (rule.entry.approval === null) {
+      err(
+        path,
+        `approvals: \`${call.tool}\` has no \`require_approval\` (allowlist entry \`${rule.entry.pattern}\` of server \`${rule.server}\`): its calls are made without asking`,
+        "key",
+      );
+      return null;
+    }
+    ownTimeout = rule.entry.approval.timeoutS;
+  }
+  const items = Array.isArray(value) ? value : [value];
+  const decisions: ApprovalDecision[] = [];
+  items.forEach((item, j) => {
+    const at = Array.isArray(value) ? [...path, j] : path;
+    const d: ApprovalDecision | null =
+      typeof item === "string"
+        ? { decision: item as ApprovalDecision["decision"], comment: null, after_s: 0 }
+        : isObj(item) && typeof item.decision === "string"
+          ? {
+              decision: item.decision as ApprovalDecision["decision"],
+              comment: typeof item.comment === "string" ? item.comment : null,
+              after_s: typeof item.after_s === "number" ? item.after_s : 0,
+            }
+          : null;
+    if (d === null || !(DECISIONS as readonly string[]).includes(d.decision)) return; // the schema check reported it
+    if (d.decision === "timeout" && ownTimeout === null) {
+      warn(
+        typeof item === "string" ? at : [...at, "decision"],
+        `\`${key}\` has no timeout of its own: \`timeout\` waits for the run's deadline, and the run fails \`timeout\``,
+      );
+    }
+    decisions.push(d);
+  });
+  if (decisions.length !== items.length) return null;
+  return { decisions, repeat: !Array.isArray(value) };
 }
 
 /** Codes an expectation may name: the step and run error codes. */

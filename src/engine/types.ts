@@ -199,8 +199,8 @@ export interface StepContext {
   clock?: Clock;
   /** The step record's tool calls: an agent step appends to it as calls happen. */
   toolCalls?: ToolCallRecord[];
-  /** Sets the step record's annotations. */
-  annotate?(annotations: Annotations): void;
+  /** Sets the step record's annotations (null: the output has none). */
+  annotate?(annotations: Annotations | null): void;
   /** Connections to MCP tool servers (the run's real client, or a test's mocks). */
   tools?: ToolHost;
   /** Where a step asks a human (durable in the run object; in-memory in tests). */
@@ -242,6 +242,10 @@ export interface ToolResult {
 
 export interface ToolSession {
   listTools(signal: AbortSignal): Promise<ToolInfo[]>;
+  /**
+   * Any error is a failed call that goes back to the model as an error result, except a StepError,
+   * which fails the step (the workflow-test runner's `unmocked_step`).
+   */
   callTool(name: string, args: JsonObject, signal: AbortSignal): Promise<ToolResult>;
   close(): Promise<void>;
 }

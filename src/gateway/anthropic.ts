@@ -2,6 +2,11 @@
  * Providers of `type: anthropic`: the Messages API at `{base_url}/v1/messages`. Tools are offered
  * as `tools` with `input_schema`; the model calls them with `tool_use` blocks, and results go
  * back in a user turn of `tool_result` blocks (`is_error` for a failed call).
+ *
+ * The API refuses a request whose history holds `tool_use` or `tool_result` blocks but that
+ * defines no `tools` (400 invalid_request_error), and an empty text turn. A call that offers no
+ * tools after a tool loop (the last turn under `max_turns`, a repair call) therefore writes the
+ * earlier calls and results as text.
  */
 import {
   type ChatMessage,
@@ -46,18 +51,31 @@ export function parseMessage(body: unknown): Completion | null {
   };
 }
 
-/** The conversation as Messages API turns (tool results are a user turn of `tool_result` blocks). */
-export function anthropicMessages(messages: ChatMessage[]): unknown[] {
+/** What an empty turn is written as: the API refuses empty text content. */
+const EMPTY_TURN = "(no text)";
+
+/**
+ * The conversation as Messages API turns (tool results are a user turn of `tool_result` blocks).
+ * With `nativeTools` false (a request that defines no tools), calls and results become text blocks.
+ */
+export function anthropicMessages(messages: ChatMessage[], nativeTools = true): unknown[] {
   const turns = messages.map((m) => {
     if (m.role === "tool") {
       return {
         role: "user",
-        content: m.results.map((r) => ({
-          type: "tool_result",
-          tool_use_id: r.callId,
-          content: r.content,
-          ...(r.isError ? { is_error: true } : {}),
-        })),
+        content: m.results.map((r) =>
+          nativeTools
+            ? {
+                type: "tool_result",
+                tool_use_id: r.callId,
+                content: r.content,
+                ...(r.isError ? { is_error: true } : {}),
+              }
+            : {
+                type: "text",
+                text: `[${r.isError ? "error from" : "result of"} tool ${r.name}]\n${r.content || EMPTY_TURN}`,
+              },
+        ),
       };
     }
     if (m.role === "assistant" && m.toolCalls && m.toolCalls.length > 0) {
@@ -65,11 +83,15 @@ export function anthropicMessages(messages: ChatMessage[]): unknown[] {
         role: "assistant",
         content: [
           ...(m.content !== "" ? [{ type: "text", text: m.content }] : []),
-          ...m.toolCalls.map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: c.arguments })),
+          ...m.toolCalls.map((c) =>
+            nativeTools
+              ? { type: "tool_use", id: c.id, name: c.name, input: c.arguments }
+              : { type: "text", text: `[called tool ${c.name} with ${JSON.stringify(c.arguments)}]` },
+          ),
         ],
       };
     }
-    return { role: m.role, content: m.content };
+    return { role: m.role, content: m.content === "" ? EMPTY_TURN : m.content };
   });
   // Two user turns in a row (tool results, then "answer now") become one turn of blocks.
   const out: Array<{ role: string; content: unknown }> = [];
@@ -100,7 +122,7 @@ export const prepareAnthropic: PrepareCall = (model, req, provider, env) => {
     model,
     max_tokens: req.maxTokens,
     ...(req.system !== null ? { system: req.system } : {}),
-    messages: anthropicMessages(req.messages),
+    messages: anthropicMessages(req.messages, tools !== null),
     ...(tools ? { tools } : {}),
   });
   const headers: Record<string, string> = {

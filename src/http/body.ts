@@ -33,12 +33,7 @@ export function utf8(bytes: Uint8Array): string {
 /** A JSON object body (empty = `{}`), nesting at most MAX_JSON_DEPTH levels. */
 export function parseJsonObject(text: string): JsonObject {
   if (text.trim() === "") return {};
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-    throw new HttpProblem(
-      "invalid_json",
-      `the body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`,
-    );
-  }
+  refuseDeepNesting(text);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -50,6 +45,32 @@ export function parseJsonObject(text: string): JsonObject {
     throw new HttpProblem("invalid_json", "the body must be a JSON object (the workflow's params)");
   }
   return value as JsonObject;
+}
+
+/**
+ * `text` as a JSON object, or null when it is not valid JSON or not an object. The nesting limit
+ * still holds (400): whatever parses here becomes params like any body.
+ */
+export function jsonObjectOrNull(text: string): JsonObject | null {
+  if (!text.trimStart().startsWith("{")) return null;
+  refuseDeepNesting(text);
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === "object" && !Array.isArray(value)
+      ? (value as JsonObject)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+function refuseDeepNesting(text: string): void {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new HttpProblem(
+      "invalid_json",
+      `the body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+  }
 }
 
 /** Bracket depth outside strings; a linear scan that stops as soon as `max` is passed. */

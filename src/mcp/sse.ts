@@ -18,14 +18,21 @@ export async function* readSse(
   maxEventBytes: number,
   tooLarge: () => Error,
 ): AsyncGenerator<SseEvent> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  // Typed as a plain transform: Node's DOM typings (the workflow-test runner) and workerd's disagree on its writable side.
+  const decoder = new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
+  const reader = body.pipeThrough(decoder).getReader();
   let buffer = "";
+  // A chunk may end between the `\r` and the `\n` of a CRLF: that `\r` waits for the next chunk,
+  // or it would read as a line end of its own and split the event (`event: endpoint` from its data).
+  let heldCr = false;
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffer += value;
-      buffer = buffer.replace(/\r\n?/g, "\n");
+      let chunk: string = heldCr ? `\r${value}` : value;
+      heldCr = chunk.endsWith("\r");
+      if (heldCr) chunk = chunk.slice(0, -1);
+      buffer += chunk.replace(/\r\n?/g, "\n");
       let cut = buffer.indexOf("\n\n");
       while (cut >= 0) {
         const ev = parseBlock(buffer.slice(0, cut));
@@ -35,6 +42,7 @@ export async function* readSse(
       }
       if (buffer.length > maxEventBytes) throw tooLarge();
     }
+    if (heldCr) buffer += "\n";
     const last = parseBlock(buffer);
     if (last) yield last;
   } finally {

@@ -2,30 +2,36 @@
  * The run's `ToolHost`: how an agent step reaches its MCP servers. It refuses private hosts as
  * webhook steps do (unless ALLOW_PRIVATE_WEBHOOKS=true), sends every request through the run's
  * outbound limit, and hands the rest to the MCP client (src/mcp/). Tests and the workflow-test
- * runner give the engine another `ToolHost` instead.
+ * runner give the engine another `ToolHost` instead (the runner checks the URL with `serverUrl`).
  */
 
 import { isPrivateHost } from "../engine/net.ts";
 import type { ToolHost } from "../engine/types.ts";
 import { connectMcp, type FetchLike, McpError } from "../mcp/client.ts";
 
+/** The server's URL, or an McpError saying why no request may go there. */
+export function serverUrl(raw: string, allowPrivate: boolean): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new McpError("the server url is not a valid URL");
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new McpError(`the server url must be http(s), not ${url.protocol}`);
+  }
+  if (isPrivateHost(url.hostname) && !allowPrivate) {
+    throw new McpError(
+      `refusing the private host ${url.hostname} (set ALLOW_PRIVATE_WEBHOOKS=true for local development)`,
+    );
+  }
+  return url;
+}
+
 export function mcpToolHost(fetch: FetchLike, allowPrivate: boolean): ToolHost {
   return {
     async connect(target, signal) {
-      let url: URL;
-      try {
-        url = new URL(target.url);
-      } catch {
-        throw new McpError("the server url is not a valid URL");
-      }
-      if (url.protocol !== "https:" && url.protocol !== "http:") {
-        throw new McpError(`the server url must be http(s), not ${url.protocol}`);
-      }
-      if (isPrivateHost(url.hostname) && !allowPrivate) {
-        throw new McpError(
-          `refusing the private host ${url.hostname} (set ALLOW_PRIVATE_WEBHOOKS=true for local development)`,
-        );
-      }
+      const url = serverUrl(target.url, allowPrivate);
       return connectMcp(
         { url: url.href, headers: target.headers, fetch, timeoutMs: target.timeoutMs, config: target.config },
         signal,

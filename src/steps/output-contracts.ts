@@ -21,7 +21,8 @@ export interface ContractOptions {
   reflect: ((draft: Json) => Promise<Json>) | null;
   /** Waits for a human's decision on an output with `ktsu_needs_human: true`. */
   askHuman: (output: Json) => Promise<ApprovalOutcome>;
-  annotate: (a: Annotations) => void;
+  /** Called with the annotations of every output checked; the last call (the final output's) wins. */
+  annotate: (a: Annotations | null) => void;
 }
 
 function isObject(v: Json): v is JsonObject {
@@ -89,10 +90,8 @@ export async function applyContracts(output: Json, opts: ContractOptions): Promi
   for (;;) {
     if (!isObject(value)) return value;
     const o = value;
-    const note = () => {
-      const a = annotationsOf(o);
-      if (a) opts.annotate(a);
-    };
+    // Every round: after a reflect the annotations are the reflection's, even when it has none.
+    const note = () => opts.annotate(annotationsOf(o));
     const problems = typeProblems(o);
     if (problems.length > 0) {
       throw new StepError("output_schema_mismatch", `reserved output fields: ${problems.join("; ")}`);

@@ -13,13 +13,14 @@
  * through `ctx.tools`, so a test (or the workflow-test runner) can stand in for every server.
  */
 import type {
-  CompiledAllowEntry,
   CompiledApprovalPolicy,
   CompiledGroup,
   CompiledServerRef,
   Json,
   JsonObject,
 } from "../bundle.ts";
+import { governingEntry } from "../engine/allowlist.ts";
+import { systemClock } from "../engine/clock.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import {
   type ApprovalOutcome,
@@ -87,32 +88,11 @@ export interface LoopResult {
   messages: ChatMessage[];
 }
 
-function iso(ms = Date.now()): string {
+function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-/** Whether an allowlist pattern (`name`, `prefix*`, `*`) admits `tool`. */
-export function patternMatches(pattern: string, tool: string): boolean {
-  if (pattern === "*") return true;
-  if (pattern.endsWith("*")) return tool.startsWith(pattern.slice(0, -1));
-  return pattern === tool;
-}
-
-/**
- * The allowlist entry that governs `tool`, or undefined when none admits it. An entry that asks
- * for approval wins over one that does not (the safer reading), then the most specific one.
- */
-export function governingEntry(
-  allow: CompiledAllowEntry[] | null,
-  tool: string,
-): CompiledAllowEntry | undefined {
-  if (allow === null) return { pattern: "*", approval: null };
-  const matching = allow.filter((e) => patternMatches(e.pattern, tool));
-  const specificity = (e: CompiledAllowEntry) => (e.pattern.endsWith("*") ? e.pattern.length - 1 : 1e9);
-  return matching.sort(
-    (a, b) => Number(b.approval !== null) - Number(a.approval !== null) || specificity(b) - specificity(a),
-  )[0];
-}
+export { governingEntry, patternMatches } from "../engine/allowlist.ts";
 
 /** The rendered connection of one server ref: url, auth header, params (secrets inside, never recorded). */
 export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: string): ToolServerTarget {
@@ -138,6 +118,26 @@ export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: st
     config: values,
     timeoutMs: ref.server.timeoutS * 1000,
   };
+}
+
+/** What OpenAI and Anthropic accept as a tool name; MCP names may also hold `.` or `/`, or be longer. */
+const PROVIDER_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The names tools are offered under: their own when providers accept them (the usual case), else
+ * with every other character written `_`, cut to 64 and made unique among the step's names.
+ * Calls map back through the offered name, so a server still gets its tool's own name.
+ */
+export function providerToolNames(names: string[]): string[] {
+  const taken = new Set(names.filter((n) => PROVIDER_TOOL_NAME.test(n)));
+  return names.map((name) => {
+    if (PROVIDER_TOOL_NAME.test(name)) return name;
+    const base = name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "tool";
+    let offered = base;
+    for (let n = 2; taken.has(offered); n++) offered = `${base.slice(0, 63 - String(n).length)}_${n}`;
+    taken.add(offered);
+    return offered;
+  });
 }
 
 function toolParameters(schema: JsonObject): JsonObject {
@@ -194,6 +194,11 @@ export class ToolLoop {
     }
   }
 
+  /** The run's clock (virtual in workflow tests), so call times agree with the step's. */
+  private now(): number {
+    return (this.ctx.clock ?? systemClock).now();
+  }
+
   save(): void {
     this.state.metrics = snapshotMetrics(this.ctx.metrics);
     this.state.toolCalls = this.ctx.toolCalls ?? this.state.toolCalls;
@@ -230,16 +235,12 @@ export class ToolLoop {
       s.turn += 1;
       s.model = reply.model;
       if (reply.toolCalls.length === 0) {
-        if (reply.text.trim() === "") {
-          if (lastTurn) {
-            throw new StepError(
-              "max_turns_exceeded",
-              `no final answer after max_turns = ${this.plan.maxTurns} model calls`,
-            );
-          }
+        // An empty reply at the last turn of a tool loop is no final answer. Anywhere else (an agent
+        // without tools makes one call) it is an invalid answer: the caller's one repair call follows.
+        if (reply.text.trim() === "" && lastTurn && this.refs.length > 0) {
           throw new StepError(
-            "output_schema_mismatch",
-            "the model replied with neither an answer nor a tool call",
+            "max_turns_exceeded",
+            `no final answer after max_turns = ${this.plan.maxTurns} model calls`,
           );
         }
         this.save();
@@ -285,8 +286,11 @@ export class ToolLoop {
     const all = listed.flat();
     const count = new Map<string, number>();
     for (const { t } of all) count.set(t.name, (count.get(t.name) ?? 0) + 1);
-    this.state.tools = all.map(({ ref, t }) => ({
-      offered: (count.get(t.name) ?? 0) > 1 ? `${ref.name}__${t.name}` : t.name,
+    const names = providerToolNames(
+      all.map(({ ref, t }) => ((count.get(t.name) ?? 0) > 1 ? `${ref.name}__${t.name}` : t.name)),
+    );
+    this.state.tools = all.map(({ ref, t }, i) => ({
+      offered: names[i] ?? t.name,
       server: ref.name,
       tool: t.name,
       description: t.description,
@@ -348,20 +352,28 @@ export class ToolLoop {
           : null,
       ),
     );
-    outcomes.forEach((o, i) => {
-      const policy = resolved[i]?.entry?.approval;
-      if (!o || !policy) return;
-      const tool = resolved[i]?.offered?.tool ?? "";
-      if (o.status === "timeout" && policy.timeoutBehavior === "fail") {
+    const failure = (o: ApprovalOutcome | null, policy: CompiledApprovalPolicy | null | undefined) => {
+      if (!o || !policy || o.status === "approved") return null;
+      if (o.status === "timeout" && policy.timeoutBehavior === "fail") return "approval_timeout" as const;
+      return policy.onReject === "fail" ? ("approval_rejected" as const) : null;
+    };
+    const failing = resolved.findIndex((r, i) => failure(outcomes[i] ?? null, r.entry?.approval) !== null);
+    if (failing >= 0) {
+      // The step ends here: the refused calls are still recorded, with their approvals.
+      resolved.forEach((r, i) => {
+        const o = outcomes[i];
+        if (o && o.status !== "approved") this.refusedCall(r.offered as OfferedTool, r.call, o);
+      });
+      const o = outcomes[failing] as ApprovalOutcome;
+      const tool = resolved[failing]?.offered?.tool ?? "";
+      if (failure(o, resolved[failing]?.entry?.approval) === "approval_timeout") {
         throw new StepError("approval_timeout", `the approval of \`${tool}\` timed out (${o.id})`);
       }
-      if (o.status !== "approved" && policy.onReject === "fail") {
-        throw new StepError(
-          "approval_rejected",
-          `a reviewer rejected the call of \`${tool}\`${o.comment ? `: ${o.comment}` : ""} (${o.id})`,
-        );
-      }
-    });
+      throw new StepError(
+        "approval_rejected",
+        `a reviewer rejected the call of \`${tool}\`${o.comment ? `: ${o.comment}` : ""} (${o.id})`,
+      );
+    }
 
     const results = await Promise.all(
       resolved.map((r, i) => this.callOne(r.offered as OfferedTool, r.call, outcomes[i] ?? null)),
@@ -404,37 +416,56 @@ export class ToolLoop {
     );
   }
 
-  private async callOne(
-    tool: OfferedTool,
-    call: ToolCall,
-    approval: ApprovalOutcome | null,
-  ): Promise<ToolResultMessage> {
+  /** A new record in the step's `tool_calls` (counted in `metrics.tool_calls`). */
+  private record(tool: OfferedTool, call: ToolCall, approval: ApprovalOutcome | null): ToolCallRecord {
     const record: ToolCallRecord = {
       server: tool.server,
       name: tool.tool,
       arguments: call.arguments,
       result: null,
       error: null,
-      started_at: iso(),
+      started_at: iso(this.now()),
       finished_at: null,
       approval: approval ? { id: approval.id, status: approval.status, comment: approval.comment } : null,
     };
     this.ctx.toolCalls?.push(record);
     this.ctx.metrics.tool_calls += 1;
+    return record;
+  }
+
+  /** Records a gated call that was not made (rejected or timed out); returns why, as the model hears it. */
+  private refusedCall(tool: OfferedTool, call: ToolCall, approval: ApprovalOutcome): string {
+    const why =
+      approval.status === "timeout"
+        ? "No reviewer decided on this call in time; it was not made."
+        : `A reviewer rejected this call; it was not made.${approval.comment ? ` Comment: ${approval.comment}` : ""}`;
+    const record = this.record(tool, call, approval);
+    record.error = why;
+    record.finished_at = record.started_at;
+    return why;
+  }
+
+  private async callOne(
+    tool: OfferedTool,
+    call: ToolCall,
+    approval: ApprovalOutcome | null,
+  ): Promise<ToolResultMessage> {
+    if (approval && approval.status !== "approved") {
+      // on_reject: recover (or a timeout that acts as a rejection): the model hears why and goes on.
+      return {
+        callId: call.id,
+        name: call.name,
+        content: this.refusedCall(tool, call, approval),
+        isError: true,
+      };
+    }
+    const record = this.record(tool, call, approval);
     const answer = (content: string, isError: boolean): ToolResultMessage => {
-      record.finished_at = iso();
+      record.finished_at = iso(this.now());
       if (isError) record.error = content;
       return { callId: call.id, name: call.name, content, isError };
     };
 
-    if (approval && approval.status !== "approved") {
-      // on_reject: recover (or a timeout that acts as a rejection): the model hears why and goes on.
-      const why =
-        approval.status === "timeout"
-          ? "No reviewer decided on this call in time; it was not made."
-          : `A reviewer rejected this call; it was not made.${approval.comment ? ` Comment: ${approval.comment}` : ""}`;
-      return answer(why, true);
-    }
     if (call.invalidArguments)
       return answer(`The call was not made: its arguments are ${call.invalidArguments}.`, true);
 
@@ -452,6 +483,9 @@ export class ToolLoop {
       return answer(content, result.isError);
     } catch (e) {
       if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+      // A StepError is a verdict on the step, not a failed call: a server that cannot be reached
+      // (tool_failed, as when listing) or, in workflow tests, a call without a mock (unmocked_step).
+      if (e instanceof StepError) throw e;
       // A failed call goes back to the model as an error result: it may try another way.
       const message = e instanceof Error ? e.message : String(e);
       return answer(`The tool call failed: ${message}`, true);

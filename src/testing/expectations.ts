@@ -180,6 +180,29 @@ export function checkExpectations(tc: TestCase, run: CaseRun): Failure[] {
   if (isObject(ex.steps)) {
     for (const [path, expected] of Object.entries(ex.steps)) {
       const at: DataPath = [...base, "steps", path];
+      if (tc.toolPaths.includes(path)) {
+        // A tool call: what the tool received, `{server, url, headers, name, arguments}` per call.
+        if (!isObject(expected)) continue;
+        const calls = run.log.requests.get(path) ?? [];
+        if (expected.request !== undefined) {
+          const last = calls[calls.length - 1] ?? null;
+          compare(
+            [...at, "request"],
+            expected.request,
+            alignHeaders(expected.request, last),
+            calls.length === 0 ? " (the tool was never called)" : "",
+          );
+        }
+        if (Array.isArray(expected.requests)) {
+          const list = expected.requests;
+          compare(
+            [...at, "requests"],
+            list,
+            calls.map((r, i) => alignHeaders(list[i] ?? null, r)),
+          );
+        }
+        continue;
+      }
       const rec = run.records.get(path);
       if (!rec) {
         failures.push({
@@ -198,6 +221,8 @@ export function checkExpectations(tc: TestCase, run: CaseRun): Failure[] {
         metrics: rec.metrics as unknown as Json,
         request: requests[requests.length - 1] ?? null,
         requests,
+        tool_calls: rec.tool_calls as unknown as Json,
+        annotations: rec.annotations as unknown as Json,
       };
       for (const [field, value] of Object.entries(expected)) {
         const fieldAt = [...at, field];
@@ -232,6 +257,7 @@ export function checkExpectations(tc: TestCase, run: CaseRun): Failure[] {
       output: env.output,
       run: env as unknown as Json,
       requests: Object.fromEntries(run.log.requests),
+      approvals: run.approvals,
     };
     for (const a of tc.asserts) {
       const at: DataPath = [...base, "assert", a.index];

@@ -11,9 +11,12 @@
  *   reserved on the run's budget and settled with the mock's priced `usage`, the reply is parsed
  *   and validated against the output schema (with its repair call).
  *
- * Mocks are keyed by slash path. The most specific key wins, and a fan-out item's index may be
- * left out: `analyze` answers every item of `analyze`, `analyze/2` only the third. A step without
- * a mock fails with `unmocked_step`, before anything is sent: no request ever leaves.
+ *   A mock answer may be a turn that calls tools (`tool_calls`), sent in the provider's native
+ *   form; the tool loop then runs for real against the mock tool servers of tool-mocks.ts.
+ *
+ * Mocks are keyed by slash path (mock-keys.ts). The most specific key wins, and a fan-out item's
+ * index may be left out: `analyze` answers every item of `analyze`, `analyze/2` only the third. A
+ * step without a mock fails with `unmocked_step`, before anything is sent: no request ever leaves.
  */
 import type { AgentStep, CompiledAgent, Json, JsonObject, WebhookStep } from "../bundle.ts";
 import type { MockAnswer, MockSpec } from "../compiler/test-files.ts";
@@ -23,6 +26,10 @@ import type { Executors } from "../engine/scheduler.ts";
 import { render } from "../engine/substitute.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
 import type { OutboundLimiter } from "../run/outbound.ts";
+import { mockKeyFor } from "./mock-keys.ts";
+import { type MockAnswers, mockToolHost } from "./tool-mocks.ts";
+
+export { keyMatches, mockKeyFor } from "./mock-keys.ts";
 
 /** What one case's mocks saw: requests by step path (masked) and the steps that had no mock. */
 export interface MockLog {
@@ -36,66 +43,49 @@ export interface MockSetup {
   clock: Clock;
   /** The run's outbound limit (6 requests in flight), as in the Worker. */
   limiter: OutboundLimiter;
-}
-
-function isItemIndex(segment: string): boolean {
-  return /^\d+$/.test(segment);
-}
-
-/** Whether `key` names `path`, reading item indexes of `path` as optional. */
-export function keyMatches(key: string, path: string): boolean {
-  const k = key.split("/");
-  const p = path.split("/");
-  let j = 0;
-  for (const seg of p) {
-    if (j < k.length && k[j] === seg) j++;
-    else if (!isItemIndex(seg)) return false;
-  }
-  return j === k.length;
-}
-
-/** The most specific mock key for a step path (most segments), or null. */
-export function mockKeyFor(keys: Iterable<string>, path: string): string | null {
-  let best: string | null = null;
-  let bestLength = -1;
-  for (const key of keys) {
-    if (!keyMatches(key, path)) continue;
-    const length = key.split("/").length;
-    if (length > bestLength || (length === bestLength && best !== null && key > best)) {
-      best = key;
-      bestLength = length;
-    }
-  }
-  return best;
+  /** ALLOW_PRIVATE_WEBHOOKS=true in the case's env: tool servers may be private hosts. */
+  allowPrivate: boolean;
 }
 
 /** Wraps the real executors: webhook and agent steps talk to their mocks, the rest is untouched. */
 export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog): Executors {
   const calls = new Map<string, number>();
+  const unmocked = (message: string) => {
+    log.unmocked.push(message);
+    return new StepError("unmocked_step", message);
+  };
+  const stepKeys = Object.keys(setup.mocks).filter((k) => setup.mocks[k]?.kind !== "tool");
+  const toolKeys = Object.keys(setup.mocks).filter((k) => setup.mocks[k]?.kind === "tool");
+  const toolMocks = toolKeys.map((key) => ({ key, tool: setup.mocks[key]?.tool as string }));
   const specFor = (path: string, kind: "webhook" | "agent"): MockSpec => {
-    const key = mockKeyFor(Object.keys(setup.mocks), path);
+    const key = mockKeyFor(stepKeys, path);
     const spec = key === null ? undefined : setup.mocks[key];
-    if (!spec) {
-      const message = `${kind} step \`${path}\` has no mock: add \`${path}:\` under the case's \`mocks\``;
-      log.unmocked.push(message);
-      throw new StepError("unmocked_step", message);
-    }
+    if (!spec)
+      throw unmocked(`${kind} step \`${path}\` has no mock: add \`${path}:\` under the case's \`mocks\``);
     return spec;
   };
-  /** The answer to the next request of the step at `path`. */
+  /** The answer to the next request of the step (or tool call) at `path`. */
   const nextAnswer = (path: string, spec: MockSpec, what: string): MockAnswer => {
     const n = calls.get(path) ?? 0;
     calls.set(path, n + 1);
     const answer = spec.repeat ? spec.answers[0] : spec.answers[n];
     if (answer) return answer;
-    const message = `step \`${path}\` made ${what} ${n + 1}, but its mock lists ${spec.answers.length} answer${spec.answers.length === 1 ? "" : "s"}`;
-    log.unmocked.push(message);
-    throw new StepError("unmocked_step", message);
+    const kind = spec.kind === "tool" ? "tool" : "step";
+    throw unmocked(
+      `${kind} \`${path}\` made ${what} ${n + 1}, but its mock lists ${spec.answers.length} answer${spec.answers.length === 1 ? "" : "s"}`,
+    );
   };
   const record = (path: string, request: Json) => {
     const list = log.requests.get(path) ?? [];
     list.push(setup.masker.maskJson(request));
     log.requests.set(path, list);
+  };
+  const answers: MockAnswers = {
+    keyFor: (path) => mockKeyFor(toolKeys, path),
+    spec: (key) => setup.mocks[key] as MockSpec,
+    next: nextAnswer,
+    record,
+    unmocked,
   };
 
   return {
@@ -127,30 +117,51 @@ export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog)
           const format = providerFormat(request.url);
           if (format === null) {
             const url = new URL(request.url);
-            const message = `agent step \`${ctx.path}\` sent a request to ${url.protocol}//${url.host}${url.pathname}, which is not mocked`;
-            log.unmocked.push(message);
-            throw new StepError("unmocked_step", message);
+            throw unmocked(
+              `agent step \`${ctx.path}\` sent a request to ${url.protocol}//${url.host}${url.pathname}, which is not mocked`,
+            );
           }
           const body = (await request.json()) as JsonObject;
           record(ctx.path, modelCall(params, body));
           const answer = nextAnswer(ctx.path, spec, "model call");
+          const turn = calls.get(ctx.path) ?? 0;
           await answerDelay(setup.clock, answer, request.signal);
-          return modelResponse(format, answer, agent);
+          return modelResponse(format, answer, agent, turn);
         }, init?.signal ?? undefined);
       const ai: StepContext["ai"] = {
         run: async (model, input) => {
           const body = { ...(input as JsonObject), model } as JsonObject;
           record(ctx.path, modelCall(params, body));
           const answer = nextAnswer(ctx.path, spec, "model call");
+          const turn = calls.get(ctx.path) ?? 0;
           // The binding takes no signal; the gateway races it against the run's.
           await answerDelay(setup.clock, answer, new AbortController().signal);
           if (answer.error !== undefined) throw new Error(answer.error);
           if (answer.status !== undefined) throw new Error(`mock: HTTP ${answer.status}`);
           const { prompt_tokens, completion_tokens } = usageOf(answer);
-          return { response: replyText(answer, agent), usage: { prompt_tokens, completion_tokens } };
+          const usage = { prompt_tokens, completion_tokens };
+          if (answer.tool_calls) {
+            // The form Workers AI function-calling models answer in.
+            const tool_calls = scriptedCalls(answer, turn).map((c) => ({
+              name: c.name,
+              arguments: c.arguments,
+            }));
+            return { response: null, tool_calls, usage };
+          }
+          return { response: replyText(answer, agent), usage };
         },
       };
-      return real.agent(step, { ...ctx, fetch, ai });
+      const tools = mockToolHost({
+        path: ctx.path,
+        refs: agent?.builtin === null ? (agent.servers ?? []) : [],
+        scripted: spec.answers.flatMap((a) => (a.tool_calls ?? []).map((c) => c.name)),
+        toolMocks,
+        allowPrivate: setup.allowPrivate,
+        clock: setup.clock,
+        limiter: setup.limiter,
+        answers,
+      });
+      return real.agent(step, { ...ctx, fetch, ai, tools });
     },
   };
 }
@@ -213,13 +224,31 @@ function modelCall(params: Json, body: JsonObject): Json {
     typeof body.system === "string"
       ? body.system
       : ((raw.find((m) => m.role === "system")?.content as Json | undefined) ?? null);
+  // The names of the tools offered on this call (OpenAI and Workers AI `function.name`, Anthropic `name`).
+  const tools = (Array.isArray(body.tools) ? (body.tools as JsonObject[]) : []).map((t) => {
+    const fn = t.function as JsonObject | undefined;
+    return (fn?.name ?? t.name ?? null) as Json;
+  });
   return {
     params,
     model: body.model ?? null,
     system,
     messages: raw.filter((m) => m.role !== "system"),
+    tools,
     max_tokens: body.max_tokens ?? null,
   };
+}
+
+/** A scripted turn's tool calls, with ids fixed by the model call (`call_<turn>_<index>`). */
+function scriptedCalls(
+  answer: MockAnswer,
+  turn: number,
+): Array<{ id: string; name: string; arguments: Json }> {
+  return (answer.tool_calls ?? []).map((c, i) => ({
+    id: `call_${turn}_${i}`,
+    name: c.name,
+    arguments: c.arguments ?? {},
+  }));
 }
 
 function usageOf(answer: MockAnswer): { prompt_tokens: number; completion_tokens: number } {
@@ -241,14 +270,50 @@ function modelResponse(
   format: ProviderFormat,
   answer: MockAnswer,
   agent: CompiledAgent | undefined,
+  turn: number,
 ): Response {
   const json = (value: unknown, status = 200) =>
     new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
   if (answer.status !== undefined) {
     return json({ error: { type: "mock_error", code: "mock_error" } }, answer.status);
   }
-  const text = replyText(answer, agent);
   const { prompt_tokens, completion_tokens } = usageOf(answer);
+  if (answer.tool_calls) {
+    const calls = scriptedCalls(answer, turn);
+    if (format === "anthropic") {
+      return json({
+        type: "message",
+        role: "assistant",
+        content: calls.map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: c.arguments })),
+        stop_reason: "tool_use",
+        usage: { input_tokens: prompt_tokens, output_tokens: completion_tokens },
+      });
+    }
+    return json({
+      object: "chat.completion",
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: "assistant",
+            content: null,
+            tool_calls: calls.map((c) => ({
+              id: c.id,
+              type: "function",
+              function: {
+                name: c.name,
+                // A string is sent as is: arguments that are not JSON are a model's mistake to test.
+                arguments: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments),
+              },
+            })),
+          },
+          finish_reason: "tool_calls",
+        },
+      ],
+      usage: { prompt_tokens, completion_tokens },
+    });
+  }
+  const text = replyText(answer, agent);
   if (format === "anthropic") {
     return json({
       type: "message",

@@ -3,7 +3,9 @@
  * executors, the budget ledger, masking and the run envelope, driven through an in-memory RunHost
  * on a virtual clock. What the run object adds around the engine (a deadline that aborts the
  * run, how a run ends, masked params) is reproduced here from the same pure modules; storage,
- * events and alarms are left out because nothing in a test reads them.
+ * events and alarms are left out because nothing in a test reads them. Tool servers answer from
+ * the case's mocks (tool-mocks.ts), humans from its `approvals` (approvals.ts), and a step's
+ * checkpoint is kept in memory.
  */
 import { createHash } from "node:crypto";
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
@@ -21,6 +23,7 @@ import { MAX_OUTBOUND, OutboundLimiter } from "../run/outbound.ts";
 import { collectSecrets, declaredEnv, usesAgents } from "../run/secrets.ts";
 import { deadlineError, failureError, settleRecords } from "../run/settle.ts";
 import { executors } from "../steps/index.ts";
+import { caseApprovals } from "./approvals.ts";
 import { type MockLog, mockedExecutors } from "./mocks.ts";
 import { VirtualClock } from "./virtual-clock.ts";
 
@@ -40,6 +43,8 @@ export interface CaseRun {
   virtualMs: number;
   /** What the invoke would answer with `invoke.response` (null without it): `{status, content_type, body}`. */
   response: Json;
+  /** The run's approvals as `GET /runs/{id}/approvals` lists them. */
+  approvals: Json[];
 }
 
 interface Ended {
@@ -105,11 +110,34 @@ export async function runCase(
 
   const log: MockLog = { requests: new Map(), unmocked: [] };
   const limiter = new OutboundLimiter(MAX_OUTBOUND);
+  const created = clock.now();
+  const deadline = created + wf.policy.timeoutS * 1000;
+  const records = new Map<string, StepRecord>();
+  const approvals = caseApprovals({
+    approvals: tc.approvals,
+    runId,
+    deadline,
+    masker,
+    clock,
+    records,
+    unmocked: (message) => {
+      log.unmocked.push(message);
+      return new StepError("unmocked_step", message);
+    },
+  });
+  const checkpoints = new Map<string, Json>();
+  const allowPrivate = tc.env.ALLOW_PRIVATE_WEBHOOKS === "true";
   const host: RunHost = {
     bundle: def,
     runId,
     env: { ...tc.env, ...providerPlaceholders(def, wf, tc.env) },
-    executors: mockedExecutors(executors, { mocks: tc.mocks, masker, clock, limiter }, log),
+    executors: mockedExecutors(executors, { mocks: tc.mocks, masker, clock, limiter, allowPrivate }, log),
+    approvals: (path) => approvals.host(path),
+    checkpoint: (path) => ({
+      load: () => checkpoints.get(path) ?? null,
+      // Masked, as the run object stores it.
+      save: (state) => checkpoints.set(path, masker.maskJson(state)),
+    }),
     masker,
     fetch: (input) => {
       const url = new URL(input instanceof Request ? input.url : input);
@@ -120,13 +148,11 @@ export async function runCase(
     now: () => clock.now(),
     clock,
     restored: new Map(),
-    records: new Map(),
+    records,
     outboundLimit: MAX_OUTBOUND,
     onStepFinished: () => {},
   };
 
-  const created = clock.now();
-  const deadline = created + wf.policy.timeoutS * 1000;
   // As the run object stores them: masked, and that is what the pipeline reads.
   const params = masker.maskJson(tc.params);
   const request = masker.maskJson(recordRequest(wf.invoke.headers, new Headers(tc.requestHeaders ?? {})));
@@ -168,6 +194,7 @@ export async function runCase(
   // unwinding cannot change the settled records).
   await clock.run(ended, REAL_LIMIT_MS);
   cancelDeadline();
+  approvals.close();
 
   const final = outcome.ended;
   if (!final) throw new Error("the run ended without an outcome");
@@ -199,5 +226,6 @@ export async function runCase(
     params,
     env: masker.maskJson(declaredEnv(wf, tc.env)) as JsonObject,
     virtualMs: finishedAt - created,
+    approvals: approvals.list(),
   };
 }

@@ -39,6 +39,10 @@ function duration(ms: number): string {
   const s = ms / 1000;
   if (s < 60) return `${Number(s.toFixed(1))} s`;
   const m = Math.floor(s / 60);
+  if (m >= 60) {
+    const h = Math.floor(m / 60);
+    return m % 60 === 0 ? `${h} h` : `${h} h ${m % 60} min`;
+  }
   const rest = Math.round(s - m * 60);
   return rest === 0 ? `${m} min` : `${m} min ${rest} s`;
 }

@@ -82,6 +82,7 @@ describe("a valid test file", () => {
     expect(suite?.workflowKey).toBe("t.workflow.yaml");
     expect(suite?.cases[0]?.mocks["notify/post"]).toEqual({
       kind: "webhook",
+      tool: null,
       answers: [{ status: 503 }, { status: 200, body: { ok: true } }],
       repeat: false,
     });
@@ -225,7 +226,14 @@ describe("test file checks", () => {
       75,
       /^`core\/chat@1\.0\.0` outputs `\{text: "…"\}`: the mock's output needs a string `text`$/,
     );
-    expectDiagnostic(p, "error", F, 10, 100, /^`usage` belongs to an answer \(`output` or `reply`\)$/);
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      10,
+      100,
+      /^`usage` belongs to an answer \(`output`, `reply` or `tool_calls`\)$/,
+    );
   });
 
   it("warns when an agent mock's output does not match the agent's output schema", () => {
@@ -437,6 +445,281 @@ cases:
       15,
       /^`request\.headers` has no effect: workflow `t` records no request headers$/,
     );
+  });
+});
+
+describe("tool and approval keys", () => {
+  const TOOLS_WORKFLOW = `kind: workflow
+name: w
+params: {schema: {type: object}}
+model_policy: {cost_budget_usd: 0.5}
+pipeline:
+  - id: ask
+    agent: core/chat@1.0.0
+    params: {prompt: hi}
+  - id: risk
+    agent: agents/calc.agent.yaml
+    params: {url: "https://calc.example/mcp"}
+  - id: each
+    agent: agents/calc.agent.yaml
+    for_each: {from: "\`[1, 2]\`"}
+    params: {url: "https://calc.example/mcp"}
+`;
+  const AGENT = `name: calc
+model: economy
+params: {schema: {type: object, properties: {url: {type: string}}}}
+servers:
+  - name: calc
+    path: ../servers/calc.server.yaml
+    params: {url: "{{ params.url }}"}
+    access:
+      allowlist:
+        - get-sum
+        - echo
+        - {name: delete-record, require_approval: {timeout: 1h}}
+        - {name: archive-*, require_approval: {on_reject: recover}}
+output: {schema: {type: object}}
+`;
+  const SERVER = `name: calc
+url: "{{ params.url }}"
+params: {url: {}}
+`;
+  const tools = (test: string) =>
+    compileFiles({
+      "gateway.yaml": GATEWAY,
+      "w.workflow.yaml": TOOLS_WORKFLOW,
+      "agents/calc.agent.yaml": AGENT,
+      "servers/calc.server.yaml": SERVER,
+      [F]: test,
+    });
+
+  it("accepts tool mocks, scripted tool turns and decisions, and keeps them for the runner", () => {
+    const p = tools(`kind: test
+workflow: w
+cases:
+  - name: ok
+    mocks:
+      ask: {output: {text: hi}}
+      risk:
+        - tool_calls: [{name: get-sum, arguments: {a: 1, b: 2}}, {name: archive-old}]
+        - output: {n: 3}
+      risk/tools/get-sum: [{result: {sum: 3}}, {content: [{type: text, text: "3"}], structuredContent: {sum: 3}}]
+      each/tools/echo: {text: hi, isError: true}
+      each/1/tools/echo: {error: reset, delay_s: 2}
+      each: {output: {}}
+    approvals:
+      risk/tools/archive-old: [rejected, {decision: approved, comment: ok, after_s: 60}]
+      each/0/tools/delete-record: timeout
+      risk/needs_human: approved
+    expect:
+      steps:
+        risk: {tool_calls: [{name: get-sum}], annotations: null, metrics: {tool_calls: 1}}
+        risk/tools/get-sum: {request: {arguments: {a: 1}}, requests: []}
+        each/1/tools/echo: {requests: []}
+      assert: ["approvals[0].status == 'rejected'"]
+`);
+    expect(p.result.diagnostics.filter((d) => d.file.endsWith(F)).map((d) => d.text)).toEqual([]);
+    const tc = p.result.tests[0]?.cases[0];
+    expect(tc?.mocks["risk/tools/get-sum"]).toMatchObject({ kind: "tool", tool: "get-sum", repeat: false });
+    expect(tc?.mocks["each/1/tools/echo"]).toMatchObject({ kind: "tool", tool: "echo", repeat: true });
+    expect(tc?.approvals).toEqual({
+      "risk/tools/archive-old": {
+        decisions: [
+          { decision: "rejected", comment: null, after_s: 0 },
+          { decision: "approved", comment: "ok", after_s: 60 },
+        ],
+        repeat: false,
+      },
+      "each/0/tools/delete-record": {
+        decisions: [{ decision: "timeout", comment: null, after_s: 0 }],
+        repeat: true,
+      },
+      "risk/needs_human": { decisions: [{ decision: "approved", comment: null, after_s: 0 }], repeat: true },
+    });
+    expect(tc?.toolPaths).toEqual(["risk/tools/get-sum", "each/1/tools/echo"]);
+  });
+
+  it("names tools the allowlist never lets through, with a hint from its exact names", () => {
+    const p = tools(`kind: test
+workflow: w
+cases:
+  - name: keys
+    mocks:
+      ask/tools/get-sum: {text: x}
+      risk/tools/get-summ: {text: x}
+      risk/needs_human: {output: {}}
+    approvals:
+      risk: approved
+      risk/tools/get-sum: approved
+      risk/tools/delete-recrd: approved
+    expect:
+      steps:
+        risk/tools/echoo: {requests: []}
+`);
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      6,
+      7,
+      /^mocks: agent step `ask` has no tool servers, so it makes no tool calls$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      7,
+      7,
+      /^mocks: `get-summ` is not allowed by the allowlists of agent `calc` \(calc: get-sum, echo, delete-record, archive-\*\): the model is never offered it; did you mean `get-sum`\?$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      8,
+      7,
+      /^mocks: `risk\/needs_human` is a human's decision: give it under the case's `approvals` \(approved, rejected or timeout\)$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      10,
+      7,
+      /^approvals: `risk` is a step; an approval is asked by a gated tool call \(`risk\/tools\/TOOL`\) or by an agent's output for review \(`risk\/needs_human`\)$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      11,
+      7,
+      /^approvals: `get-sum` has no `require_approval` \(allowlist entry `get-sum` of server `calc`\): its calls are made without asking$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      12,
+      7,
+      /^approvals: `delete-recrd` is not allowed .*; did you mean `delete-record`\?$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      15,
+      9,
+      /^expect\.steps: `echoo` is not allowed .*; did you mean `echo`\?$/,
+    );
+    expect(p.errors).toHaveLength(7);
+  });
+
+  it("checks the shape of tool mocks, scripted turns and decisions", () => {
+    const p = tools(`kind: test
+workflow: w
+cases:
+  - name: shapes
+    mocks:
+      ask: {tool_calls: [{name: get-sum}]}
+      risk:
+        - tool_calls: [{name: delet-record}]
+        - {output: {}, tool_calls: [{name: echo}]}
+      risk/tools/get-sum: {status: 200}
+      risk/tools/echo: {text: a, result: b}
+      risk/tools/archive-x: {result: {}, isError: true}
+    approvals:
+      risk/tools/delete-record: {decision: maybe}
+      risk/needs_human: timeout
+    expect:
+      steps:
+        risk/tools/echo: {status: complete}
+        each/tools/echo: {requests: []}
+        risk/needs_human: {status: complete}
+        post: {tool_calls: []}
+`);
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      6,
+      13,
+      /^agent `chat` has no tool servers: its model is offered no tools$/,
+    );
+    expectDiagnostic(
+      p,
+      "warning",
+      F,
+      8,
+      31,
+      /^`delet-record` is not allowed .*; did you mean `delete-record`\?; calling it fails the step `tool_not_permitted`$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      9,
+      11,
+      /^a mock of agent step `risk` has `output` and `tool_calls`; give exactly one$/,
+    );
+    expectDiagnostic(p, "error", F, 10, 28, /^`status` does not belong in a tool mock; it takes `content`, /);
+    expectDiagnostic(p, "error", F, 10, 27, /^a tool mock needs one of `text` \(a text result\), `result` /);
+    expectDiagnostic(p, "error", F, 11, 24, /^a tool mock has `text` and `result`; give exactly one$/);
+    expectDiagnostic(p, "error", F, 12, 42, /^`isError` goes with `text` or `content`/);
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      14,
+      44,
+      /^`cases\[0\]\.approvals\.risk\/tools\/delete-record\.decision` must be one of `approved`, `rejected`, `timeout`, got `maybe`$/,
+    );
+    expectDiagnostic(
+      p,
+      "warning",
+      F,
+      15,
+      25,
+      /^`risk\/needs_human` has no timeout of its own: `timeout` waits for the run's deadline, and the run fails `timeout`$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      18,
+      27,
+      /^expect\.steps: `risk\/tools\/echo` is a tool call: it has `request` \(the last call: \{server, url, headers, name, arguments\}\) and `requests` \(every call\); the step `risk` has the rest \(`tool_calls`\)$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      19,
+      9,
+      /^expect\.steps: `each` fans out: name the item whose calls you expect \(`each\/0\/tools\/echo`\)$/,
+    );
+    expectDiagnostic(
+      p,
+      "error",
+      F,
+      20,
+      9,
+      /^expect\.steps: `risk\/needs_human` is a human's decision, not a step/,
+    );
+    expectDiagnostic(p, "error", F, 21, 9, /^expect\.steps: `post` is not a step of workflow `w`/);
+  });
+
+  it("does not warn about a refused tool in a case that expects the refusal", () => {
+    const p = tools(`kind: test
+workflow: w
+cases:
+  - name: refused
+    mocks:
+      ask: {output: {text: hi}}
+      risk: {tool_calls: [{name: drop-table}]}
+    expect: {error: tool_not_permitted}
+`);
+    expect(p.result.diagnostics.filter((d) => d.file.endsWith(F)).map((d) => d.text)).toEqual([]);
   });
 });
 

@@ -28,6 +28,7 @@
  *   call) is answered with that text. Calls come back in the provider's native form.
  * Every reply reports usage 1000 input / 500 output tokens (STUB_USAGE).
  *
+ * Anthropic requests the real API refuses (tool blocks without `tools`, empty text) get its 400.
  * Every request is recorded with its headers and body. `GET /__log?key=K` returns those sent
  * with API key K (Bearer token or x-api-key), oldest first; tests use a fresh key each to stay
  * independent. `DELETE /__log?key=K` forgets them.
@@ -154,6 +155,25 @@ function jsonReply(conv: Conversation): string {
     }
   }
   return JSON.stringify({ ok: true });
+}
+
+/**
+ * What the real Messages API refuses with 400 and this stub refuses too: `tool_use` / `tool_result`
+ * blocks in a request that defines no tools, and empty text content.
+ */
+function anthropicRefusal(body: Record<string, unknown>): string | null {
+  const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
+  for (const m of (Array.isArray(body.messages) ? body.messages : []) as Array<Record<string, unknown>>) {
+    const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+    if (!Array.isArray(blocks) || blocks.length === 0) return "messages: content must be non-empty";
+    for (const b of blocks as Array<Record<string, unknown>>) {
+      if (b.type === "text" && b.text === "") return "messages: text content blocks must be non-empty";
+      if ((b.type === "tool_use" || b.type === "tool_result") && !hasTools) {
+        return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
+      }
+    }
+  }
+  return null;
 }
 
 type Outcome = { status: number; text?: string; usage?: boolean; delayMs?: number; retryAfter?: string };
@@ -293,6 +313,11 @@ export async function startModelStub(): Promise<{ port: number; close(): Promise
     }
     if (isAnthropic && req.headers["anthropic-version"] === undefined) {
       send(res, 400, { error: { type: "invalid_request_error", message: "anthropic-version is required" } });
+      return;
+    }
+    const refusal = isAnthropic ? anthropicRefusal(body) : null;
+    if (refusal) {
+      send(res, 400, { type: "error", error: { type: "invalid_request_error", message: refusal } });
       return;
     }
 

@@ -66,7 +66,9 @@ describe("webhook mocks", () => {
 
   it("fail the step with unmocked_step when the list has fewer answers than attempts", async () => {
     const r = await run("signed.test.yaml", "retries through a mock list", {
-      mocks: { send: { kind: "webhook", answers: [{ status: 503 }, { status: 502 }], repeat: false } },
+      mocks: {
+        send: { kind: "webhook", tool: null, answers: [{ status: 503 }, { status: 502 }], repeat: false },
+      },
     });
     expect(r.log.unmocked).toEqual(["step `send` made attempt 3, but its mock lists 2 answers"]);
     expect(r.envelope.error).toMatchObject({ code: "unmocked_step", step: "send" });
@@ -114,6 +116,7 @@ describe("agent mocks", () => {
         model: "claude-haiku",
         system: null,
         messages: [{ role: "user", content: "Polish: Short." }],
+        tools: [],
         max_tokens: 100,
       },
     ]);
@@ -132,10 +135,11 @@ describe("agent mocks", () => {
       mocks: {
         draft: {
           kind: "agent",
+          tool: null,
           answers: [{ reply: "no JSON here" }, { output: { summary: "Fixed." } }],
           repeat: false,
         },
-        polish: { kind: "agent", answers: [{ output: { text: "ok" } }], repeat: true },
+        polish: { kind: "agent", tool: null, answers: [{ output: { text: "ok" } }], repeat: true },
       },
       expect: {},
     });
@@ -147,7 +151,7 @@ describe("agent mocks", () => {
 
   it("turn a provider error into retries and then agent_failed", async () => {
     const r = await run("agents.test.yaml", "prices each call under the budget", {
-      mocks: { draft: { kind: "agent", answers: [{ status: 503 }], repeat: true } },
+      mocks: { draft: { kind: "agent", tool: null, answers: [{ status: 503 }], repeat: true } },
       expect: {},
     });
     expect(r.envelope.error).toMatchObject({ code: "agent_failed", step: "draft" });

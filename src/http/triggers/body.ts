@@ -7,7 +7,7 @@
  * the bytes were read; the nesting cap applies to every JSON, the unwrapped payload included.
  */
 import type { JsonObject } from "../../bundle.ts";
-import { parseJsonObject, utf8 } from "../body.ts";
+import { jsonObjectOrNull, parseJsonObject, utf8 } from "../body.ts";
 import { HttpProblem } from "../problem.ts";
 
 const FORM = "application/x-www-form-urlencoded";
@@ -48,9 +48,9 @@ function decodeForm(text: string): JsonObject {
   if (text.trimStart().startsWith("{")) return parseJsonObject(text);
   const fields = formFields(text);
   const payload = fields.size === 1 ? fields.get("payload") : undefined;
-  if (payload?.length === 1 && (payload[0] as string).trimStart().startsWith("{")) {
-    return parseJsonObject(payload[0] as string);
-  }
+  // Only a `payload` that parses as a JSON object is unwrapped; any other stays a string field.
+  const unwrapped = payload?.length === 1 ? jsonObjectOrNull(payload[0] as string) : null;
+  if (unwrapped !== null) return unwrapped;
   // fromEntries defines own properties, so a `__proto__` field is just a field.
   return Object.fromEntries(
     [...fields].map(([k, values]) => [k, values.length === 1 ? (values[0] as string) : values]),

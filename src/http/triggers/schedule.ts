@@ -10,6 +10,7 @@ import workflowBundle from "workflow-bundle";
 import type { Bundle } from "../../bundle.ts";
 import { collectSecrets } from "../../run/secrets.ts";
 import { startRun } from "../start-run.ts";
+import { recordRequest } from "./request-headers.ts";
 
 const bundle: Bundle = workflowBundle;
 
@@ -38,7 +39,13 @@ export async function runSchedules(event: ScheduledEvent, env: Env): Promise<num
         continue;
       }
       starts.push(
-        startRun(env, key, wf, { params: entry.params, request: { headers: {} }, idempotencyKey, waitS: 0 }),
+        startRun(env, key, wf, {
+          params: entry.params,
+          // No request: every declared header is missing (null), as on an invoke without it.
+          request: recordRequest(wf.invoke.headers, new Headers()),
+          idempotencyKey,
+          waitS: 0,
+        }),
       );
     }
   }
