@@ -56,6 +56,7 @@ export default defineConfig({
                 SIGNER_URL: `http://127.0.0.1:${inject<number>("signerPort")}`,
                 DISCORD_PUBLIC_KEY: inject<string>("discordPublicKey"),
                 GREETING: "Hello",
+                PUBLIC_URL: "https://flows.example.com/some/path",
                 ...inject<Record<string, string>>("testSecrets"),
               },
             },

@@ -3,6 +3,7 @@
  * headers, a workflow answering as an API (invoke.response), cron schedules, rate limits, and
  * the ADMIN_TOKEN for reading runs.
  */
+import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, type Envelope, invoke, TOKEN, waitForRun } from "./harness.ts";
@@ -195,6 +196,19 @@ describe("schedules", () => {
     expect(ap.params).toEqual({ region: "ap" });
     expect(us.status).toBe("complete");
     expect(us.request).toEqual({ headers: {} });
+  });
+
+  it("gives a scheduled run the origin of PUBLIC_URL, so its approvals' decide_url is absolute", async () => {
+    const time = Date.UTC(2031, 0, 6, 6, 10, 0);
+    await scheduled("*/5 * * * *", time);
+    const run = await scheduledRun("*/5 * * * *", time);
+    const stub = env.RUNS.get(env.RUNS.idFromString(run.run_id));
+    const origin = await runInDurableObject(
+      stub,
+      (obj) => (obj as unknown as { doc: { origin: string | null } }).doc.origin,
+    );
+    // PUBLIC_URL is https://flows.example.com/some/path in the test Worker: only its origin counts.
+    expect(origin).toBe("https://flows.example.com");
   });
 
   it("starts a scheduled time once, however often its event arrives", async () => {

@@ -23,6 +23,7 @@ export interface ScheduledEvent {
 /** Starts the runs due for `event`; returns how many were started or found already started. */
 export async function runSchedules(event: ScheduledEvent, env: Env): Promise<number> {
   const time = new Date(event.scheduledTime).toISOString();
+  const origin = publicOrigin(env);
   const starts: Array<Promise<unknown>> = [];
   for (const [name, key] of Object.entries(bundle.invocable)) {
     const wf = bundle.workflows[key];
@@ -45,6 +46,7 @@ export async function runSchedules(event: ScheduledEvent, env: Env): Promise<num
           request: recordRequest(wf.invoke.headers, new Headers()),
           idempotencyKey,
           waitS: 0,
+          origin,
         }),
       );
     }
@@ -54,4 +56,20 @@ export async function runSchedules(event: ScheduledEvent, env: Env): Promise<num
   // A failure here has no caller to answer: the Workers log is where an operator looks.
   if (failed > 0) console.error(`schedule ${event.cron} at ${time}: ${failed} run(s) could not be started`);
   return results.length - failed;
+}
+
+/**
+ * The origin a scheduled run's absolute URLs (an approval's `decide_url`) start with: no invoke
+ * started the run, so it is the Worker's public URL from the optional `PUBLIC_URL` var; without
+ * it (or when it is not an http(s) URL) those URLs stay relative.
+ */
+export function publicOrigin(env: Env): string | null {
+  const raw = (env as unknown as Record<string, unknown>).PUBLIC_URL;
+  if (typeof raw !== "string" || raw.trim() === "") return null;
+  try {
+    const url = new URL(raw.trim());
+    return url.protocol === "https:" || url.protocol === "http:" ? url.origin : null;
+  } catch {
+    return null;
+  }
 }
