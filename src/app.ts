@@ -74,7 +74,8 @@ app.post("/invoke/:name", async (c) => {
 
   const requested = requestedWait(req);
   const response = wf.invoke.response;
-  const waitS = requested > 0 ? requested : (response?.waitS ?? 0);
+  // A requested wait, even `wait=0`, replaces invoke.response's wait_s (SPEC 5: it changes how long).
+  const waitS = requested ?? response?.waitS ?? 0;
   const result = await startRun(c.env, key, wf, {
     params,
     request,
@@ -228,12 +229,13 @@ function runStub(env: Env, runId: string): RunRpc | null {
   }
 }
 
-/** `Prefer: wait=N` (RFC 7240) or `?wait=N`; capped at 60 s. */
-function requestedWait(req: Request): number {
+/** `Prefer: wait=N` (RFC 7240) or `?wait=N`, capped at 60 s; null when the request asks for none. */
+function requestedWait(req: Request): number | null {
   const fromQuery = new URL(req.url).searchParams.get("wait");
   const prefer = req.headers.get("prefer") ?? "";
   const m = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(prefer);
   const raw = fromQuery ?? m?.[1] ?? null;
-  const n = raw === null ? 0 : Number.parseInt(raw, 10);
+  if (raw === null) return null;
+  const n = Number.parseInt(raw, 10);
   return Number.isFinite(n) && n > 0 ? Math.min(n, MAX_WAIT_S) : 0;
 }

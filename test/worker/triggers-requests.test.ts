@@ -162,6 +162,17 @@ describe("invoke.response", () => {
     expect(await res.text()).toBe("done after 0 ms");
   });
 
+  it("answers 202 at once under Prefer: wait=0 (the request's wait replaces wait_s)", async () => {
+    // wait_s is 1 s: without the request's wait=0 this 600 ms run would answer 200 with its text.
+    const res = await invoke("trig-response-text", { slow_ms: 600 }, { wait: 0 });
+    expect(res.status).toBe(202);
+    const { run_id } = (await res.json()) as { run_id: string };
+    // Answered while the run is still going: nothing waited for it.
+    const now = (await (await call(`/runs/${run_id}`)).json()) as Envelope;
+    expect(["pending", "running"]).toContain(now.status);
+    expect((await waitForRun(run_id)).status).toBe("complete");
+  });
+
   it("answers 202 as usual when the run does not finish within wait_s", async () => {
     const started = Date.now();
     const res = await invoke("trig-response-text", { slow_ms: 3000 });
