@@ -128,7 +128,13 @@ function listed(workflow: string, r: IndexRow): ListedRun {
 export async function listRuns(env: Env, q: ListQuery): Promise<ListPage> {
   const now = Date.now();
   const retention = retentionMs(env);
-  const maxBucket = q.after ? Math.floor(q.after.t / BUCKET_MS) : Number.MAX_SAFE_INTEGER;
+  // The newest bucket that can hold an entry after the position. A position without an id (a page
+  // that ended at a bucket boundary) excludes its own millisecond, so the bucket it closes is not
+  // read again: reading it would spend the shard budget on nothing, and the page would end empty
+  // at the same boundary, again and again.
+  const maxBucket = q.after
+    ? Math.floor((q.after.id === "" ? q.after.t - 1 : q.after.t) / BUCKET_MS)
+    : Number.MAX_SAFE_INTEGER;
   const shards = await directoryStub(env, q.workflow).shards(maxBucket, now);
   const buckets = new Map<number, number[]>();
   for (const s of shards) buckets.set(s.bucket, [...(buckets.get(s.bucket) ?? []), s.shard]);
