@@ -14,7 +14,7 @@ import { validateJson } from "./engine/schema.ts";
 import { authenticatedBody, isSignature, requireReader } from "./http/auth.ts";
 import { readDecision } from "./http/decision.ts";
 import { HttpProblem } from "./http/problem.ts";
-import { runListPage } from "./http/run-list.ts";
+import { runListPage, workflowParam } from "./http/run-list.ts";
 import { startRun } from "./http/start-run.ts";
 import { decodeParams } from "./http/triggers/body.ts";
 import { enforceRateLimit } from "./http/triggers/rate-limit.ts";
@@ -192,9 +192,7 @@ app.delete("/runs/:id", async (c) => {
 /** A workflow's runs, newest first, for whoever holds that workflow's credentials. */
 app.get("/runs", async (c) => {
   const query = new URL(c.req.url).searchParams;
-  const name = query.get("workflow");
-  if (!name) throw new HttpProblem("invalid_query", "workflow is required (GET /runs?workflow=NAME)");
-  const { wf } = invocable(name, "");
+  const { wf } = invocable(workflowParam(query), "");
   await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   return c.json(await runListPage(c.env, wf.name, query));
 });

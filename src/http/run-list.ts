@@ -41,6 +41,13 @@ function single(query: URLSearchParams, name: string): string | null {
   return all[0] ?? null;
 }
 
+/** The `workflow` parameter: required, and given once (a second one could name another workflow). */
+export function workflowParam(query: URLSearchParams): string {
+  const name = single(query, "workflow");
+  if (!name) throw bad("workflow is required (GET /runs?workflow=NAME)");
+  return name;
+}
+
 export function parseLimit(raw: string | null): number {
   if (raw === null) return DEFAULT_LIMIT;
   const n = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : Number.NaN;

@@ -83,3 +83,16 @@ describe("GET /runs paging across busy hours", () => {
     expect(new Set(failed)).toEqual(new Set(recorded.filter((r) => r.status === "failed").map((r) => r.id)));
   });
 });
+
+describe("GET /runs query checks", () => {
+  it.each([
+    "workflow=audit3-listing&workflow=listing-quick",
+    "workflow=audit3-listing&workflow=",
+    "workflow=&workflow=audit3-listing",
+  ])("refuses a repeated workflow parameter (%s) with 400 invalid_query", async (q) => {
+    const res = await call(`/runs?${q}`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    expect(((await res.json()) as { code: string }).code).toBe("invalid_query");
+  });
+});
