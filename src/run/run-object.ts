@@ -405,7 +405,8 @@ export class RunObject extends DurableObject<Env> {
       const status = doc.status;
       const write = recordRun(this.env, this.listedRun(doc)).then(
         () => {
-          this.listed = status;
+          // A run deleted meanwhile (and perhaps created anew under the same id) is not this one.
+          if (this.doc === doc) this.listed = status;
           this.listingFailures = 0;
           return true;
         },

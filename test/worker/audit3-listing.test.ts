@@ -6,8 +6,14 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { recordRun } from "../../src/run/listing.ts";
-import { BUCKET_MS, MAX_SHARD_READS, SHARDS_PER_BUCKET, shardOf } from "../../src/run/listing-layout.ts";
-import { call } from "./harness.ts";
+import {
+  BUCKET_MS,
+  FLUSH_MS,
+  MAX_SHARD_READS,
+  SHARDS_PER_BUCKET,
+  shardOf,
+} from "../../src/run/listing-layout.ts";
+import { call, run } from "./harness.ts";
 
 interface Listed {
   run_id: string;
@@ -95,4 +101,56 @@ describe("GET /runs query checks", () => {
     expect(res.headers.get("content-type")).toBe("application/problem+json");
     expect(((await res.json()) as { code: string }).code).toBe("invalid_query");
   });
+});
+
+describe("a run deleted, then created again under the same Idempotency-Key", () => {
+  async function listed(runId: string): Promise<Listed[]> {
+    const res = await call("/runs?workflow=audit3-listing&limit=100");
+    const body = (await res.json()) as ListBody;
+    return body.runs.filter((r) => r.run_id === runId);
+  }
+
+  async function listedWithin10s(second: { run_id: string; created_at: string }): Promise<void> {
+    for (let i = 0; ; i++) {
+      const entries = await listed(second.run_id);
+      if (entries.length > 0) {
+        expect(entries).toHaveLength(1);
+        expect(entries[0]?.created_at).toBe(second.created_at);
+        expect(entries[0]?.status).toBe("complete");
+        return;
+      }
+      expect(i, "the new run is listed within 10 s").toBeLessThan(100);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it("is listed when the first run was deleted while its own listing write was still on its way", async () => {
+    const key = `audit3-${crypto.randomUUID()}`;
+    const first = await run("audit3-listing", { n: 1 }, { headers: { "idempotency-key": key } });
+    // The first run has sent its entry, which waits in its shard's batch (FLUSH_MS) while the
+    // run is deleted and created anew.
+    await new Promise((r) => setTimeout(r, FLUSH_MS / 4));
+    expect((await call(`/runs/${first.run_id}`, { method: "DELETE" })).status).toBe(204);
+    const second = await run("audit3-listing", { n: 2 }, { headers: { "idempotency-key": key } });
+    expect(second.run_id).toBe(first.run_id);
+    await listedWithin10s(second);
+    // The deleted first run never comes back.
+    expect((await listed(first.run_id)).filter((r) => r.created_at === first.created_at)).toEqual([]);
+  }, 30_000);
+
+  it("is listed again (the new run, once)", async () => {
+    const key = `audit3-${crypto.randomUUID()}`;
+    const first = await run("audit3-listing", { n: 1 }, { headers: { "idempotency-key": key } });
+    for (let i = 0; (await listed(first.run_id)).length === 0; i++) {
+      expect(i, "the first run is listed within 10 s").toBeLessThan(100);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await call(`/runs/${first.run_id}`, { method: "DELETE" })).status).toBe(204);
+    expect(await listed(first.run_id)).toEqual([]);
+    // The key is free again: a new run, with the same (derived) run id.
+    const second = await run("audit3-listing", { n: 2 }, { headers: { "idempotency-key": key } });
+    expect(second.run_id).toBe(first.run_id);
+    expect(second.created_at).not.toBe(first.created_at);
+    await listedWithin10s(second);
+  }, 30_000);
 });
