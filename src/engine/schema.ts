@@ -46,14 +46,33 @@ function leafErrors(errors: OutputUnit[]): OutputUnit[] {
   );
 }
 
+/**
+ * The validator reports locations as URI fragments (`#/e%20f`): the JSON Pointer inside is the
+ * fragment percent-decoded (RFC 6901 section 6). Its encoding came from encodeURI, so decoding
+ * cannot fail.
+ */
+function pointerOf(instanceLocation: string): string {
+  return decodeURIComponent(instanceLocation.replace(/^#/, ""));
+}
+
 /** Returns [] when `value` is valid. Paths are JSON Pointers ("/customer/email"). */
 export function validateJson(schema: JsonSchema, value: Json): SchemaViolation[] {
-  const result = validatorFor(schema).validate(value);
+  let result: ReturnType<Validator["validate"]>;
+  try {
+    result = validatorFor(schema).validate(value);
+  } catch (err) {
+    // The validator percent-encodes every property name it walks; one holding a lone surrogate
+    // (legal as a JSON escape, `"\ud800"`, but not Unicode text) cannot be encoded.
+    if (err instanceof URIError) {
+      return [{ path: "", message: "a property name is not Unicode text (it holds a lone surrogate)" }];
+    }
+    throw err;
+  }
   if (result.valid) return [];
   const seen = new Set<string>();
   const out: SchemaViolation[] = [];
   for (const e of leafErrors(result.errors)) {
-    const path = e.instanceLocation.replace(/^#/, "");
+    const path = pointerOf(e.instanceLocation);
     const message = e.error;
     const k = `${path}\u0000${message}`;
     if (seen.has(k)) continue;
