@@ -30,6 +30,11 @@ export function stringify(v: Json): string {
   return JSON.stringify(v);
 }
 
+/** Lone surrogates (legal in a JSON string, not Unicode text) become U+FFFD, as the URL parser does. */
+function wellFormed(text: string): string {
+  return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+}
+
 function renderWith(t: Template, data: JsonObject): Json {
   switch (t.t) {
     case "lit":
@@ -44,7 +49,7 @@ function renderWith(t: Template, data: JsonObject): Json {
           continue;
         }
         const text = stringify(evaluate(part.e, data));
-        out += part.encode ? encodeURIComponent(text) : text;
+        out += part.encode ? encodeURIComponent(wellFormed(text)) : text;
       }
       return out;
     }
