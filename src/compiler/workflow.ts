@@ -41,6 +41,8 @@ import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 export const MAX_STEPS = 200;
 const STEP_KINDS = ["agent", "workflow", "transform", "webhook"] as const;
+/** An HTTP field name: an RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 type StepKind = (typeof STEP_KINDS)[number];
 /** What `for_each.from` may read (SPEC section 8). */
 const FROM_ROOTS = new Set(["params", "env", "step", "request"]);
@@ -589,6 +591,17 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       );
     }
     const headers = w.headers === undefined ? null : template(i, w.headers, at("webhook", "headers"));
+    if (isObj(w.headers)) {
+      // Every request of the step would fail on such a name (fetch refuses it).
+      for (const name of Object.keys(w.headers)) {
+        if (HEADER_NAME.test(name)) continue;
+        err(
+          at("webhook", "headers", name),
+          `${label}: header name \`${name}\` is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_\`|~; names are not substituted)`,
+          "key",
+        );
+      }
+    }
     const body = w.body === undefined ? null : template(i, w.body, at("webhook", "body"));
     let sign: { secretEnv: string } | null = null;
     if (isObj(w.sign)) {
