@@ -141,10 +141,12 @@ export class RunObject extends DurableObject<Env> {
       const run = kv.get<string>(RUN_KEY);
       if (run === undefined) return;
       this.doc = JSON.parse(run) as RunDoc;
+      // What was stored is kept only while steps can still change (see writeStep).
+      const active = !TERMINAL.has(this.doc.status);
       for (const [key, json] of kv.list<string>({ prefix: STEP_PREFIX })) {
         const path = key.slice(STEP_PREFIX.length);
         this.records.set(path, JSON.parse(json) as StepRecord);
-        this.stored.set(path, json);
+        if (active) this.stored.set(path, json);
       }
       for (const [key] of kv.list({ prefix: CHECKPOINT_PREFIX })) {
         this.checkpoints.add(key.slice(CHECKPOINT_PREFIX.length));
@@ -665,6 +667,10 @@ export class RunObject extends DurableObject<Env> {
     }
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
+    // Nothing writes a step row of a finished run again: an object that lingers in memory after
+    // its run (many do in a busy isolate) keeps the records it serves, not a second copy as JSON.
+    this.stored = new Map();
+    this.storedRecords = new Map();
     // Nobody will decide for a run that has ended; its conversations are no longer needed.
     if (this.approvalRows.size > 0) {
       const book = this.approvalBook();
