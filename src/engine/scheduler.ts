@@ -263,24 +263,14 @@ async function runStep(
   const path = opts.prefix + step.id;
   const rec = host.records.get(path) ?? pendingRecord(step.id);
   host.records.set(path, rec);
-  const t0 = host.now();
-  rec.status = "running";
-  rec.started_at = iso(t0);
   rec.finished_at = null;
   rec.error = null;
   rec.output = null;
   rec.metrics = emptyMetrics();
   rec.tool_calls = [];
   rec.annotations = null;
-  host.onStepStarted?.(path, rec);
+  const finish = startRecord(host, path, rec);
 
-  const finish = (status: StepRecord["status"]) => {
-    const t1 = host.now();
-    rec.status = status;
-    rec.finished_at = iso(t1);
-    rec.metrics.duration_ms = t1 - t0;
-    maskToolRecords(host, rec);
-  };
   const skip = (reason: string) => {
     rec.output = { skipped: true, reason };
     if (step.kind === "workflow") skipChildTree(host, step, `${path}/`, reason);
@@ -481,6 +471,24 @@ function runFanOutStep(
 }
 
 /**
+ * Marks a step's (or fan-out item's) record running from now and tells the host; the function it
+ * returns settles the record with a status, its duration, and its tool calls masked.
+ */
+function startRecord(host: RunHost, path: string, rec: StepRecord): (status: StepRecord["status"]) => void {
+  const t0 = host.now();
+  rec.status = "running";
+  rec.started_at = iso(t0);
+  host.onStepStarted?.(path, rec);
+  return (status) => {
+    const t1 = host.now();
+    rec.status = status;
+    rec.finished_at = iso(t1);
+    rec.metrics.duration_ms = t1 - t0;
+    maskToolRecords(host, rec);
+  };
+}
+
+/**
  * One item of a fan-out, recorded like a step (id = its index, path `<step>/<index>`) and
  * persisted when it finishes; its substitutions see `item` and `item_index`.
  */
@@ -495,17 +503,7 @@ async function runFanOutItem(
   const { path, signal } = item;
   const rec = pendingRecord(String(item.index));
   host.records.set(path, rec);
-  const t0 = host.now();
-  rec.status = "running";
-  rec.started_at = iso(t0);
-  host.onStepStarted?.(path, rec);
-  const finish = (status: StepRecord["status"]) => {
-    const t1 = host.now();
-    rec.status = status;
-    rec.finished_at = iso(t1);
-    rec.metrics.duration_ms = t1 - t0;
-    maskToolRecords(host, rec);
-  };
+  const finish = startRecord(host, path, rec);
   const scope: EvalScope = { ...stepScope, item: item.value, item_index: item.index };
   try {
     if (signal.aborted) throw signal.reason;
