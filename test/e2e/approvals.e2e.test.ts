@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startMcpTools } from "../servers/mcp-tools.ts";
 import { startModelStub } from "../servers/model-stub.ts";
 import { startServerEverything } from "../servers/server-everything.ts";
-import { type Browser, launchBrowser } from "./browser.ts";
+import { type Browser, launchBrowser, PageTracker } from "./browser.ts";
 import { startWorker, type WorkerProcess } from "./worker-process.ts";
 
 const E2E_TOKEN = "e2e-approval-token-4f2a9c";
@@ -21,8 +21,10 @@ let mcp: { port: number; close(): Promise<void> };
 let everything: { url: string; close(): Promise<void> };
 let worker: WorkerProcess;
 let browser: Browser;
-let pageProblems: string[] = [];
-const pages: Page[] = [];
+const pages = new PageTracker(
+  () => browser,
+  () => worker.url,
+);
 
 beforeAll(async () => {
   model = await startModelStub();
@@ -49,10 +51,7 @@ afterAll(async () => {
 });
 
 afterEach(async () => {
-  for (const p of pages.splice(0)) await p.close();
-  const problems = pageProblems;
-  pageProblems = [];
-  expect(problems).toEqual([]);
+  expect(await pages.closeAll()).toEqual([]);
 });
 
 // biome-ignore lint/suspicious/noExplicitAny: envelopes are checked field by field
@@ -83,13 +82,7 @@ async function toolCalls(key: string): Promise<unknown[]> {
 
 /** Opens the run's page and gives it the workflow's credential through the form. */
 async function openRun(runId: string): Promise<Page> {
-  const page = await browser.context.newPage();
-  pages.push(page);
-  page.on("console", (m) => {
-    if (/content security policy/i.test(m.text())) pageProblems.push(m.text());
-  });
-  page.on("pageerror", (err) => pageProblems.push(`page error: ${err.message}`));
-  await page.goto(`${worker.url}/runs/${runId}/view`);
+  const page = await pages.open(`/runs/${runId}/view`);
   await page.locator("#credential-form").waitFor();
   await page.locator("#credential-value").fill(`Bearer ${E2E_TOKEN}`);
   await page.locator('#credential-form button[type="submit"]').click();

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -39,4 +39,38 @@ export async function launchBrowser(): Promise<Browser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The pages one test opens on the Worker: each records Content-Security-Policy violations and
+ * uncaught page errors. `closeAll` (in `afterEach`) closes them and gives those problems back, so
+ * that a test whose page broke fails even if its assertions passed.
+ */
+export class PageTracker {
+  private problems: string[] = [];
+  private readonly pages: Page[] = [];
+  private readonly browser: () => Browser;
+  private readonly baseUrl: () => string;
+  constructor(browser: () => Browser, baseUrl: () => string) {
+    this.browser = browser;
+    this.baseUrl = baseUrl;
+  }
+
+  async open(path: string): Promise<Page> {
+    const page = await this.browser().context.newPage();
+    this.pages.push(page);
+    page.on("console", (m) => {
+      if (/content security policy/i.test(m.text())) this.problems.push(m.text());
+    });
+    page.on("pageerror", (err) => this.problems.push(`page error: ${err.message}`));
+    await page.goto(`${this.baseUrl()}${path}`);
+    return page;
+  }
+
+  async closeAll(): Promise<string[]> {
+    for (const p of this.pages.splice(0)) await p.close();
+    const problems = this.problems;
+    this.problems = [];
+    return problems;
+  }
 }

@@ -7,7 +7,7 @@
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookTarget } from "../servers/webhook-target.ts";
-import { type Browser, launchBrowser } from "./browser.ts";
+import { type Browser, launchBrowser, PageTracker } from "./browser.ts";
 import { startWorker, type WorkerProcess } from "./worker-process.ts";
 
 const E2E_SECRET = "e2e-secret-value-7d41c9";
@@ -16,9 +16,11 @@ const E2E_TOKEN = "e2e-token-52be8a0f13";
 let target: { port: number; close(): Promise<void> };
 let worker: WorkerProcess;
 let browser: Browser;
+const pages = new PageTracker(
+  () => browser,
+  () => worker.url,
+);
 /** Console messages about Content-Security-Policy violations and uncaught page errors. */
-let pageProblems: string[] = [];
-const pages: Page[] = [];
 
 beforeAll(async () => {
   target = await startWebhookTarget();
@@ -38,21 +40,11 @@ afterAll(async () => {
 });
 
 afterEach(async () => {
-  for (const p of pages.splice(0)) await p.close();
-  const problems = pageProblems;
-  pageProblems = [];
-  expect(problems).toEqual([]);
+  expect(await pages.closeAll()).toEqual([]);
 });
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.context.newPage();
-  pages.push(page);
-  page.on("console", (m) => {
-    if (/content security policy/i.test(m.text())) pageProblems.push(m.text());
-  });
-  page.on("pageerror", (err) => pageProblems.push(`page error: ${err.message}`));
-  await page.goto(`${worker.url}${path}`);
-  return page;
+function open(path: string): Promise<Page> {
+  return pages.open(path);
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: envelopes are checked field by field
