@@ -119,6 +119,8 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
     durableObjects: {
       RUNS: { className: "CountingRunObject", useSQLite: true },
       RUNS_UNLISTED: { className: "UnlistedRunObject", useSQLite: true },
+      RUNS_NOALARM: { className: "NoAlarmRunObject", useSQLite: true },
+      RUNS_NOLOG: { className: "NoLogRunObject", useSQLite: true },
       RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
       BARE_RUNS: { className: "BareRunObject", useSQLite: true },
     },

@@ -26,6 +26,8 @@ import { RunObject } from "../src/run/run-object.ts";
 interface BenchEnv {
   RUNS: DurableObjectNamespace;
   RUNS_UNLISTED: DurableObjectNamespace;
+  RUNS_NOALARM: DurableObjectNamespace;
+  RUNS_NOLOG: DurableObjectNamespace;
   RUN_INDEX: DurableObjectNamespace;
   BARE_RUNS: DurableObjectNamespace<BareRunObject>;
   BENCH_WF: Workflow<BenchParams>;
@@ -117,6 +119,21 @@ export class UnlistedRunObject extends CountingRunObject {
   }
 }
 
+/** Ablations for `npm run bench:ablate` (bench only): one part of a run switched off each. */
+export class NoAlarmRunObject extends UnlistedRunObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    ctx.storage.setAlarm = async () => {};
+    ctx.storage.deleteAlarm = async () => {};
+    super(ctx, env);
+  }
+}
+export class NoLogRunObject extends UnlistedRunObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    (this as unknown as { logFinished: () => void }).logFinished = () => {};
+  }
+}
+
 /** Listing traffic of every RunIndex object of this isolate (local workerd runs them all in one). */
 export interface IndexStats {
   /** `record` calls (one per listing write of a run) and the rows they carried */
@@ -183,13 +200,23 @@ export class BareRunObject extends DurableObject<Env> {
     super(ctx, env);
     this.writes = writes;
   }
-  async run(params: BenchParams): Promise<{ result: Item[]; writes: WriteCount }> {
+  override async alarm(): Promise<void> {}
+  async run(params: BenchParams, extra: string[] = []): Promise<{ result: Item[]; writes: WriteCount }> {
     const sql = this.ctx.storage.sql;
-    sql.exec("CREATE TABLE IF NOT EXISTS step (i INTEGER PRIMARY KEY, output TEXT NOT NULL)");
+    // Ablations (`npm run bench:ablate`): what a deadline alarm or a log line costs the floor.
+    if (extra.includes("alarm")) void this.ctx.storage.setAlarm(Date.now() + 2000);
+    if (extra.length > 0)
+      setTimeout(() => {
+        if (extra.includes("log")) console.log(JSON.stringify({ event: "bare.finished", steps: params.steps }));
+        if (extra.includes("alarm")) void this.ctx.storage.deleteAlarm();
+      }, 0);
+    const kv = extra.includes("kv") ? this.ctx.storage.kv : null;
+    if (!kv) sql.exec("CREATE TABLE IF NOT EXISTS step (i INTEGER PRIMARY KEY, output TEXT NOT NULL)");
     let items = params.items;
     for (let i = 0; i < params.steps; i++) {
       items = bump(items);
-      sql.exec("INSERT INTO step (i, output) VALUES (?, ?)", i, JSON.stringify({ result: items }));
+      if (kv) kv.put(`step/${i}`, JSON.stringify({ result: items }));
+      else sql.exec("INSERT INTO step (i, output) VALUES (?, ?)", i, JSON.stringify({ result: items }));
     }
     return { result: items, writes: this.writes };
   }
@@ -263,7 +290,8 @@ async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Respon
       return runWorkflow(env, params, Number.parseInt(url.searchParams.get("poll_ms") ?? "1", 10));
     }
     const stub = env.BARE_RUNS.get(env.BARE_RUNS.newUniqueId());
-    return Response.json(await stub.run(params));
+    const extra = (url.searchParams.get("with") ?? "").split(",").filter((x) => x);
+    return Response.json(await stub.run(params, extra));
   }
   const writes = /^\/bench\/writes\/([0-9a-f]{64})$/.exec(url.pathname);
   if (writes?.[1]) {
@@ -282,6 +310,12 @@ export default {
       // The real app, with its runs in UnlistedRunObject: same routing, no listing writes.
       const inner = new Request(new URL(url.pathname.slice("/bench/unlisted".length), url), req);
       return app.fetch(inner, { ...env, RUNS: env.RUNS_UNLISTED } as unknown as Env, ctx);
+    }
+    const v = /^\/bench\/v\/(\w+)(\/.*)$/.exec(url.pathname);
+    if (v) {
+      const inner = new Request(new URL(v[2] as string, url), req);
+      const ns = (env as unknown as Record<string, unknown>)[`RUNS_${v[1]}`];
+      return app.fetch(inner, { ...env, RUNS: ns } as unknown as Env, ctx);
     }
     if (url.pathname.startsWith("/bench/")) return benchRoute(req, env, url);
     return app.fetch(req, env as unknown as Env, ctx);
