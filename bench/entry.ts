@@ -207,7 +207,8 @@ export class BareRunObject extends DurableObject<Env> {
     if (extra.includes("alarm")) void this.ctx.storage.setAlarm(Date.now() + 2000);
     if (extra.length > 0)
       setTimeout(() => {
-        if (extra.includes("log")) console.log(JSON.stringify({ event: "bare.finished", steps: params.steps }));
+        if (extra.includes("log"))
+          console.log(JSON.stringify({ event: "bare.finished", steps: params.steps }));
         if (extra.includes("alarm")) void this.ctx.storage.deleteAlarm();
       }, 0);
     const kv = extra.includes("kv") ? this.ctx.storage.kv : null;

@@ -55,12 +55,7 @@ export function oursRunner(
 export const WORKFLOW_POLL_MS = 1;
 
 /** The bare Durable Object baseline or Cloudflare Workflows, through the bench routes. */
-export function baselineRunner(
-  base: string,
-  kind: "bare" | "workflows",
-  steps: number,
-  extra = "",
-): Runner {
+export function baselineRunner(base: string, kind: "bare" | "workflows", steps: number, extra = ""): Runner {
   const poll = kind === "workflows" ? `&poll_ms=${WORKFLOW_POLL_MS}` : "";
   const url = `${base}/bench/${kind}?steps=${steps}${poll}${extra ? `&with=${extra}` : ""}`;
   return async () => {

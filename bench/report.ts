@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { cpus, freemem, loadavg, platform, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { FLUSH_MS, SHARDS_PER_BUCKET } from "../src/run/listing-layout.ts";
+import { type AblationRow, renderAblation } from "./ablation.ts";
 import type { BundleSize, Startup } from "./bundle-size.ts";
 import type { CpuPerRun } from "./cpu.ts";
 import { ROOT } from "./dev-server.ts";
@@ -50,6 +51,8 @@ export interface IndexStats {
 export interface Results {
   /** p50/p99 by contender and pipeline size (unlisted and workflows: 10 steps only) */
   latency: Record<Contender, Record<number, Samples>>;
+  /** 10 steps: parts of ours switched off, parts added to the bare floor (bench/ablation.ts) */
+  ablation: AblationRow[];
   throughput: Array<{ concurrency: number; results: Partial<Record<Contender, Throughput>> }>;
   /** workerd CPU (user + system) per 10-step run, null when /proc could not be read */
   cpu: Partial<Record<Contender, CpuPerRun>> | null;
@@ -427,6 +430,21 @@ function findings(r: Results, d: Derived): string[] {
       `Latency vs bare DO is ${x(d.ratioToBare)}, over the ${MAX_RATIO_TO_BARE}x target (listing off: ${x(d.unlistedRatioToBare)}). The gap is a per-run fixed cost (compare the 1-step rows), not a per-step one.`,
     );
   }
+  const ab = (k: string) => r.ablation.find((a) => a.key === k);
+  const [abOurs, abFloor, abBare, abNoAlarm, abUnlisted] = [
+    ab("ours"),
+    ab("bare DO + alarm + KV rows"),
+    ab("bare DO"),
+    ab("ours, listing and alarm off"),
+    ab("ours, listing off"),
+  ];
+  if (abOurs && abFloor && abBare && abNoAlarm && abUnlisted) {
+    const cpuX = (a: AblationRow, b: AblationRow) =>
+      a.cpu === null || b.cpu === null ? "n/a" : x(a.cpu / b.cpu);
+    out.push(
+      `What limits it (ablation below, its own series): switching the deadline alarm off takes ours from ${x(abUnlisted.p50 / abBare.p50)} to ${x(abNoAlarm.p50 / abBare.p50)} of the bare p50 (CPU ${cpuX(abUnlisted, abBare)} → ${cpuX(abNoAlarm, abBare)}). The alarm is what makes a deadline hold and a listing write get retried after an eviction, so it stays; against the floor of a run that keeps one and stores its rows like ours (bare DO + alarm + KV rows) ours is ${x(abOurs.p50 / abFloor.p50)} at p50 and ${cpuX(abOurs, abFloor)} in CPU per run, listing included. Locally the first setAlarm on a new object's database costs about a millisecond of CPU (the profile's \`setAlarm (native)\` line); on Cloudflare a SQLite-backed object keeps its alarm in its own database, so we expect it to ride in the same commit as the run document, which the output gate waits for anyway (not measurable here).`,
+    );
+  }
   if (d.speedupOverWorkflows < MIN_SPEEDUP_OVER_WORKFLOWS) {
     out.push(
       `Workflows is ${d.speedupOverWorkflows.toFixed(1)}x slower than ours, under the ${MIN_SPEEDUP_OVER_WORKFLOWS}x target; the bare floor itself is only ${(d.p50.workflows / d.p50.bare).toFixed(1)}x faster than Workflows here, so no engine on this architecture can reach ${MIN_SPEEDUP_OVER_WORKFLOWS}x on this machine: both pay for a new Durable Object with a new SQLite database per run (Workflows: per instance), which locally is a file on disk. Workflows is polled every ${WORKFLOW_POLL_MS} ms.`,
@@ -527,6 +545,11 @@ ${t}
 ${findings(r, d)
   .map((f) => `- ${f}`)
   .join("\n")}
+
+What the gap to the floor is made of (bench/ablation.ts, 10 steps; its own interleaved series
+and CPU blocks, fewer samples than the table above; \`npm run bench:ablate\` runs it alone with more):
+
+${renderAblation(r.ablation)}
 
 Storage writes by statement (one run of each size; the bare baseline for comparison):
 

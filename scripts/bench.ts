@@ -14,6 +14,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
+import { ablationVariants, runAblation } from "../bench/ablation.ts";
 import { measureBundleSize, measureStartup } from "../bench/bundle-size.ts";
 import { cpuPerRun } from "../bench/cpu.ts";
 import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts";
@@ -148,6 +149,14 @@ async function main(): Promise<void> {
       );
     }
 
+    log("ablation: each part of a run switched off in turn, the bare floor with each part added");
+    const ablation = await runAblation(ablationVariants(base, 10), server.pid, {
+      samples: quick ? 20 : 60,
+      cpuRounds: quick ? 1 : 2,
+      cpuBlock: quick ? 10 : 30,
+      settleMs: 1_000,
+    });
+
     log("storage writes per run");
     const writes: Record<number, WriteCounts> = {};
     for (const n of PIPELINE_SIZES) {
@@ -174,6 +183,7 @@ async function main(): Promise<void> {
     ];
     results = {
       latency,
+      ablation,
       workerd,
       throughput,
       cpu,

@@ -1,0 +1,97 @@
+/**
+ * What the gap between ours and the bare floor is made of: each part of a run switched off in
+ * turn (bench only: production always has all of them), and the bare Durable Object with one
+ * part of ours added at a time. Latency series interleaved, CPU per run (workerd user + system
+ * from /proc) in alternating blocks, as in the main table. Used by `npm run bench` (a section of
+ * bench/results.md) and `npm run bench:ablate` (the table alone).
+ */
+import { cpuPerRun } from "./cpu.ts";
+import { baselineRunner, interleaved, oursRunner, type Runner } from "./latency.ts";
+
+export interface AblationVariant {
+  key: string;
+  what: string;
+  run: Runner;
+}
+
+export function ablationVariants(base: string, steps: number): AblationVariant[] {
+  const bare = (extra: string) => baselineRunner(base, "bare", steps, extra);
+  return [
+    { key: "ours", what: "the real app and run object, listing on", run: oursRunner(base, steps) },
+    {
+      key: "ours, listing off",
+      what: "the same, without the listing write",
+      run: oursRunner(base, steps, undefined, "/bench/unlisted"),
+    },
+    {
+      key: "ours, listing and alarm off",
+      what: "setAlarm/deleteAlarm are no-ops (no deadline, no listing retry)",
+      run: oursRunner(base, steps, undefined, "/bench/v/NOALARM"),
+    },
+    {
+      key: "ours, listing and log line off",
+      what: "no run.finished line",
+      run: oursRunner(base, steps, undefined, "/bench/v/NOLOG"),
+    },
+    { key: "bare DO", what: "CREATE TABLE + one INSERT per step (the floor)", run: bare("") },
+    {
+      key: "bare DO + alarm",
+      what: "a deadline alarm set at start, deleted after answering",
+      run: bare("alarm"),
+    },
+    { key: "bare DO + log line", what: "one console.log line after answering", run: bare("log") },
+    { key: "bare DO + KV rows", what: "each step stored with the KV API, as ours does", run: bare("kv") },
+    {
+      key: "bare DO + alarm + KV rows",
+      what: "the floor of a run stored like ours that keeps a deadline",
+      run: bare("alarm,kv"),
+    },
+  ];
+}
+
+export interface AblationRow {
+  key: string;
+  what: string;
+  p50: number;
+  /** workerd ms per run (user + system), null without /proc */
+  cpu: number | null;
+}
+
+export async function runAblation(
+  variants: AblationVariant[],
+  pid: number | null,
+  o: { samples: number; cpuRounds: number; cpuBlock: number; settleMs: number },
+): Promise<AblationRow[]> {
+  const runners = variants.map((v) => [v.key, v.run] as const);
+  const lat = await interleaved(runners, 5, o.samples);
+  const cpu = pid === null ? null : await cpuPerRun(pid, runners, o.cpuRounds, o.cpuBlock, o.settleMs);
+  return variants.map((v) => ({
+    key: v.key,
+    what: v.what,
+    p50: lat.get(v.key)?.p50 ?? Number.NaN,
+    cpu: cpu?.get(v.key)?.total ?? null,
+  }));
+}
+
+/** A markdown table: p50 and CPU per run, each also as a ratio to the bare floor. */
+export function renderAblation(rows: AblationRow[]): string {
+  const bare = rows.find((r) => r.key === "bare DO");
+  const ratio = (a: number | null, b: number | null | undefined) =>
+    a === null || !b ? "—" : `${(a / b).toFixed(2)}x`;
+  const cells = [
+    ["variant", "what changes", "p50", "/ bare", "CPU per run", "/ bare"],
+    ...rows.map((r) => [
+      r.key,
+      r.what,
+      `${r.p50.toFixed(2)} ms`,
+      ratio(r.p50, bare?.p50),
+      r.cpu === null ? "—" : `${r.cpu.toFixed(2)} ms`,
+      ratio(r.cpu, bare?.cpu),
+    ]),
+  ];
+  const widths = (cells[0] ?? []).map((_, i) => Math.max(...cells.map((c) => (c[i] ?? "").length)));
+  const line = (c: string[]) => `| ${c.map((x, i) => x.padEnd(widths[i] ?? 0)).join(" | ")} |`;
+  return [line(cells[0] ?? []), line(widths.map((w) => "-".repeat(w))), ...cells.slice(1).map(line)].join(
+    "\n",
+  );
+}
