@@ -13,6 +13,7 @@ import { createMasker } from "./engine/mask.ts";
 import { validateJson } from "./engine/schema.ts";
 import { authenticatedBody, isSignature, requireReader } from "./http/auth.ts";
 import { readDecision } from "./http/decision.ts";
+import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { runListPage, workflowParam } from "./http/run-list.ts";
 import { startRun } from "./http/start-run.ts";
@@ -200,7 +201,8 @@ app.get("/runs", async (c) => {
 mountViewer(app);
 mountOpenApi(app);
 
-app.notFound(() => new HttpProblem("not_found", "no such route").toResponse());
+// A known path with another method is 405 with Allow (OPTIONS: 204); any other path 404.
+app.notFound((c) => unmatched(app.routes, c.req.method, c.req.path));
 
 app.onError((err) => {
   if (err instanceof HttpProblem) return err.toResponse();
