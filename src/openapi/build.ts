@@ -708,6 +708,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
         "400": problem("`invalid_query`: a bad limit, status or cursor, or no workflow."),
         "401": problem("`unauthorized`."),
         "404": problem("`workflow_not_found`."),
+        "500": problem("`server_misconfigured` (a secret is unset or too short) or `internal_error`."),
       },
     },
   };

@@ -111,6 +111,21 @@ describe("an unset signing secret", () => {
   });
 });
 
+describe("the OpenAPI document", () => {
+  it("describes the 500 that a misconfigured read of the listing answers", async () => {
+    const doc = (await (await call("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    for (const [path, method] of [
+      ["/runs", "get"],
+      ["/runs/{run_id}", "get"],
+      ["/runs/{run_id}/cancel", "post"],
+    ] as const) {
+      expect(doc.paths[path]?.[method]?.responses, `${method} ${path}`).toHaveProperty("500");
+    }
+  });
+});
+
 describe("a rate limit binding missing at run time", () => {
   it("is 500 server_misconfigured and creates no run", async () => {
     const tenant = crypto.randomUUID();
