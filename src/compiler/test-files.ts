@@ -227,7 +227,7 @@ export function resolveStepPath(
     if (!child) {
       return {
         ok: false,
-        message: `\`${here}\` is a ${step.kind} step: it has no steps inside (\`${path}\`)`,
+        message: `\`${here}\` is ${step.kind === "agent" ? "an" : "a"} ${step.kind} step: it has no steps inside (\`${path}\`)`,
       };
     }
     // SPEC section 3: webhooks run only if every workflow step on the way says `execute` (and,

@@ -103,7 +103,7 @@ export function subsetMismatches(expected: Json, actual: Json | undefined, path:
       : expected === actual;
   if (same) return [];
   const problem =
-    kindOf(expected) === kindOf(actual) || actual === undefined
+    kindOf(expected) === kindOf(actual) || actual === undefined || actual === null
       ? `expected ${show(expected)}, got ${show(actual)}`
       : `expected ${show(expected)}, got ${kindOf(actual)} ${show(actual)}`;
   return [{ path, problem }];
