@@ -97,3 +97,80 @@ cases:
     );
   });
 });
+
+describe("assert", () => {
+  it("masks a secret written in an assert, as every other expectation is masked", async () => {
+    const dir = project(`kind: test
+workflow: team
+cases:
+  - name: the header carries the token
+    env: { CHAT_TOKEN: chat-token-4711 }
+    mocks:
+      summarize: { output: { summary: short } }
+      post-greeting: { status: 200 }
+    expect:
+      assert:
+        - "requests.\\"post-greeting\\"[0].headers.authorization == 'Bearer chat-token-4711'"
+        - "env.CHAT_TOKEN == 'chat-token-4711'"
+`);
+    const { summary, out } = await runTests(dir);
+    expect(out).toContain("✓ the header carries the token");
+    expect(summary).toMatchObject({ passed: 1, failed: 0 });
+    expect(out).not.toContain("chat-token-4711");
+  });
+
+  it("prints both sides of the comparison that made an assert false", async () => {
+    const dir = project(`kind: test
+workflow: team
+cases:
+  - name: wrong first name
+    mocks:
+      summarize: { output: { summary: short } }
+      post-greeting: { status: 200 }
+    expect:
+      assert:
+        - "step.names.result[0] == 'Lin'"
+        - "length(step.names.result) == \`2\` && step.summarize.summary == 'long'"
+`);
+    const file = join(dir, "tests/team.test.yaml");
+    const { out } = await runTests(dir);
+    const lines = out.split("\n");
+    expect(lines).toContain(
+      `    ${file}:10:11: assert \`step.names.result[0] == 'Lin'\` is false: left "Ada", right "Lin"`,
+    );
+    expect(lines).toContain(
+      `    ${file}:11:11: assert \`length(step.names.result) == \`2\` && step.summarize.summary == 'long'\` is false: left "short", right "long"`,
+    );
+  });
+});
+
+describe("a case without expect", () => {
+  it("expects the run to complete", async () => {
+    const dir = project(`kind: test
+workflow: team
+cases:
+  - name: runs through
+    mocks:
+      summarize: { output: { summary: short } }
+      post-greeting: { status: 200 }
+  - name: runs into a failing webhook
+    mocks:
+      summarize: { output: { summary: short } }
+      post-greeting: { status: 404 }
+  - name: expects the failure
+    mocks:
+      summarize: { output: { summary: short } }
+      post-greeting: { status: 404 }
+    expect: { status: failed }
+`);
+    const { summary, out } = await runTests(dir);
+    expect(summary).toMatchObject({ cases: 3, passed: 2, failed: 1 });
+    expect(out).toContain("✓ runs through");
+    expect(out).toContain("✓ expects the failure");
+    expect(out).toMatch(
+      new RegExp(
+        `✗ runs into a failing webhook \\(\\d+ ms\\)\\n {4}${join(dir, "tests/team.test.yaml")}:8:5: the run is failed \\(webhook_failed at \`post-greeting\`: .*\\); a case without \`expect\` expects it to complete`,
+      ),
+    );
+  });
+});
