@@ -2,10 +2,12 @@
  * Findings of a black-box audit of `npm run test:workflows` against SPEC section 11: what a user
  * reads when a case fails, and how expectations and asserts treat secrets and failed runs.
  */
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { compileFiles, expectDiagnostic, removeProjects, writeProject } from "../compiler/temp-project.ts";
-import { runTests } from "./helpers.ts";
+import { FIXTURE, root, runTests } from "./helpers.ts";
 
 afterAll(removeProjects);
 
@@ -172,5 +174,51 @@ cases:
         `✗ runs into a failing webhook \\(\\d+ ms\\)\\n {4}${join(dir, "tests/team.test.yaml")}:8:5: the run is failed \\(webhook_failed at \`post-greeting\`: .*\\); a case without \`expect\` expects it to complete`,
       ),
     );
+  });
+});
+
+describe("the CLI's paths", () => {
+  it("reads a relative path from where `npm run test:workflows` was typed, not from the package root", () => {
+    const r = spawnSync(
+      join(root, "node_modules/.bin/node"),
+      [join(root, "scripts/test-workflows.ts"), "tests/edge.test.yaml", "agents"],
+      {
+        cwd: root,
+        encoding: "utf8",
+        env: { ...process.env, npm_lifecycle_event: "test:workflows", INIT_CWD: FIXTURE },
+      },
+    );
+    expect(r.stdout).toContain("test/fixtures/wftest-project/tests/edge.test.yaml (");
+    expect(r.stdout).toContain("test/fixtures/wftest-project/agents: no *.test.yaml file here");
+    expect(r.stdout).not.toContain("not found");
+    expect(r.status).toBe(1);
+  });
+
+  it("prints the warnings of the test files it runs, not of the others", async () => {
+    const dir = project(`kind: test
+workflow: team
+cases:
+  - name: runs through
+    mocks:
+      summarize: { output: { summary: short } }
+      post-greeting: { status: 200 }
+`);
+    writeFileSync(
+      join(dir, "tests/other.test.yaml"),
+      `kind: test
+workflow: team
+cases:
+  - name: reads an env var nobody declared
+    env: { NOT_DECLARED: x }
+    mocks:
+      summarize: { output: { summary: short } }
+      post-greeting: { status: 200 }
+`,
+    );
+    const all = await runTests(dir);
+    expect(all.out).toContain("other.test.yaml:5:12: warning: `NOT_DECLARED`");
+    const one = await runTests(dir, [join(dir, "tests/team.test.yaml")]);
+    expect(one.summary).toMatchObject({ files: 1, passed: 1, errors: 0 });
+    expect(one.out).not.toContain("warning");
   });
 });
