@@ -165,7 +165,12 @@ export function parseReply(text: string): { ok: true; value: Json } | { ok: fals
     try {
       return { ok: true, value: JSON.parse(c) as Json };
     } catch (e) {
-      firstError ||= e instanceof Error ? e.message : String(e);
+      // V8 quotes the first characters of the text ("{"a": sk-live-"...): a secret cut there
+      // would escape masking, so the quote is dropped.
+      firstError ||= (e instanceof Error ? e.message : String(e)).replace(
+        /, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s,
+        "",
+      );
     }
   }
   return { ok: false, error: `the reply is not JSON (${firstError || "empty reply"})` };

@@ -222,3 +222,23 @@ cases:
     expect(one.out).not.toContain("warning");
   });
 });
+
+describe("masking", () => {
+  it("prints no part of a secret that a reply which is not JSON starts with", async () => {
+    const dir = project(`kind: test
+workflow: team
+cases:
+  - name: the model echoes the token
+    env: { CHAT_TOKEN: chat-token-4711 }
+    mocks:
+      summarize: { reply: '{"summary": chat-token-4711}' }
+      post-greeting: { status: 200 }
+    expect: { status: complete }
+`);
+    const { out } = await runTests(dir);
+    expect(out).toMatch(
+      /output_schema_mismatch at `summarize`: .*the reply is not JSON \(Unexpected token 'c'\)/,
+    );
+    expect(out).not.toMatch(/chat-/);
+  });
+});
