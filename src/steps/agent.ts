@@ -15,6 +15,7 @@ import type {
   Json,
   JsonSchema,
 } from "../bundle.ts";
+import { jsonErrorMessage } from "../engine/mask.ts";
 import { validateJson } from "../engine/schema.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
@@ -165,12 +166,7 @@ export function parseReply(text: string): { ok: true; value: Json } | { ok: fals
     try {
       return { ok: true, value: JSON.parse(c) as Json };
     } catch (e) {
-      // V8 quotes the first characters of the text ("{"a": sk-live-"...): a secret cut there
-      // would escape masking, so the quote is dropped.
-      firstError ||= (e instanceof Error ? e.message : String(e)).replace(
-        /, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s,
-        "",
-      );
+      firstError ||= jsonErrorMessage(e);
     }
   }
   return { ok: false, error: `the reply is not JSON (${firstError || "empty reply"})` };

@@ -6,6 +6,7 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { toolArguments } from "../../src/gateway/provider.ts";
 import { compileFiles, expectDiagnostic, removeProjects, writeProject } from "../compiler/temp-project.ts";
 import { FIXTURE, root, runTests } from "./helpers.ts";
 
@@ -240,5 +241,11 @@ cases:
       /output_schema_mismatch at `summarize`: .*the reply is not JSON \(Unexpected token 'c'\)/,
     );
     expect(out).not.toMatch(/chat-/);
+  });
+
+  it("quotes no part of tool-call arguments that are not JSON", () => {
+    const parsed = toolArguments('{"token": sk-live-0123456789}');
+    expect(parsed.arguments).toEqual({});
+    expect(parsed.invalidArguments).toBe("not JSON (Unexpected token 's')");
   });
 });
