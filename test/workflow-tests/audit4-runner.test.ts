@@ -102,7 +102,7 @@ cases:
 });
 
 describe("assert", () => {
-  it("masks a secret written in an assert, as every other expectation is masked", async () => {
+  it("masks a secret written in an assert, as every other expectation is masked; reads requests.<hyphenated id>", async () => {
     const dir = project(`kind: test
 workflow: team
 cases:
@@ -115,6 +115,8 @@ cases:
       assert:
         - "requests.\\"post-greeting\\"[0].headers.authorization == 'Bearer chat-token-4711'"
         - "env.CHAT_TOKEN == 'chat-token-4711'"
+        - "requests.post-greeting[0].url == 'https://chat.example/hook'"
+        - "step.post-greeting.status == \`200\`"
 `);
     const { summary, out } = await runTests(dir);
     expect(out).toContain("✓ the header carries the token");
