@@ -17,8 +17,10 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const args = process.argv.slice(2);
 const flag = args.indexOf("--workflows");
 const explicit = flag >= 0 ? args[flag + 1] : undefined;
-const paths = args.filter((_, i) => flag < 0 || (i !== flag && i !== flag + 1)).map((p) => resolve(p));
-const defaultDir = resolve(explicit ?? resolve(root, "workflows"));
+// `npm run` starts scripts in the package root; paths are relative to where the user typed them.
+const cwd = (process.env.npm_lifecycle_event === "test:workflows" && process.env.INIT_CWD) || process.cwd();
+const paths = args.filter((_, i) => flag < 0 || (i !== flag && i !== flag + 1)).map((p) => resolve(cwd, p));
+const defaultDir = explicit !== undefined ? resolve(cwd, explicit) : resolve(root, "workflows");
 
 function inside(path: string, dir: string): boolean {
   const rel = relative(dir, path);
@@ -51,7 +53,7 @@ for (const p of paths) {
   const dir = existsSync(p) ? projectOf(p) : null;
   if (dir === null) {
     console.error(
-      `${relative(process.cwd(), p) || p}: ${existsSync(p) ? "no workflows directory above it; pass --workflows DIR" : "not found"}`,
+      `${relative(cwd, p) || p}: ${existsSync(p) ? "no workflows directory above it; pass --workflows DIR" : "not found"}`,
     );
     problems++;
     continue;
@@ -78,9 +80,7 @@ if (total.errors > 0) {
   process.exit(1);
 }
 if (total.files === 0) {
-  console.log(
-    `no *.test.yaml file in ${[...groups.keys()].map((d) => relative(process.cwd(), d) || ".").join(", ")}`,
-  );
+  console.log(`no *.test.yaml file in ${[...groups.keys()].map((d) => relative(cwd, d) || ".").join(", ")}`);
 } else {
   console.log(
     `${plural(total.cases, "case")} in ${plural(total.files, "file")}: ${total.passed} passed, ${total.failed} failed (${seconds} s)`,

@@ -13,11 +13,13 @@ const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
  * Rewrites `step.<id>` to `step."<id>"` for every id that is not a plain identifier (JMESPath
  * reads `step.post-result` as `step.post - result`). Longest ids first so `post-result` wins over
- * `post`; text inside '…', "…" and `…` literals is left alone.
+ * `post`; text inside '…', "…" and `…` literals is left alone. `root` rewrites another name the same
+ * way (`requests.<id>` in a test's `assert`).
  */
-export function quoteStepIds(expr: string, stepIds: Iterable<string>): string {
+export function quoteStepIds(expr: string, stepIds: Iterable<string>, root = "step"): string {
   const ids = [...stepIds].filter((id) => !PLAIN_IDENTIFIER.test(id)).sort((a, b) => b.length - a.length);
-  if (ids.length === 0 || !expr.includes("step.")) return expr;
+  const prefix = `${root}.`;
+  if (ids.length === 0 || !expr.includes(prefix)) return expr;
   let out = "";
   let i = 0;
   while (i < expr.length) {
@@ -28,14 +30,14 @@ export function quoteStepIds(expr: string, stepIds: Iterable<string>): string {
       i = end;
       continue;
     }
-    if (expr.startsWith("step.", i) && !isIdentChar(expr[i - 1]) && expr[i - 1] !== ".") {
-      const rest = expr.slice(i + 5);
+    if (expr.startsWith(prefix, i) && !isIdentChar(expr[i - 1]) && expr[i - 1] !== ".") {
+      const rest = expr.slice(i + prefix.length);
       const id = ids.find(
         (x) => rest.startsWith(x) && !isIdentChar(rest[x.length]) && rest[x.length] !== "-",
       );
       if (id !== undefined) {
-        out += `step.${JSON.stringify(id)}`;
-        i += 5 + id.length;
+        out += `${prefix}${JSON.stringify(id)}`;
+        i += prefix.length + id.length;
         continue;
       }
     }

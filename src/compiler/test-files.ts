@@ -24,7 +24,7 @@ import { STEP_ERROR_CODES } from "../engine/types.ts";
 import { collectSecrets, usesAgents } from "../run/secrets.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
-import { checkExpression, rootPaths } from "./expressions.ts";
+import { checkExpression, quoteStepIds, rootPaths } from "./expressions.ts";
 import { checkAgainstSchema, type FormatSchema } from "./structure-check.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
@@ -227,7 +227,7 @@ export function resolveStepPath(
     if (!child) {
       return {
         ok: false,
-        message: `\`${here}\` is a ${step.kind} step: it has no steps inside (\`${path}\`)`,
+        message: `\`${here}\` is ${step.kind === "agent" ? "an" : "a"} ${step.kind} step: it has no steps inside (\`${path}\`)`,
       };
     }
     // SPEC section 3: webhooks run only if every workflow step on the way says `execute` (and,
@@ -517,7 +517,8 @@ function compileTestFile(
       ex.assert.forEach((expr, j) => {
         if (typeof expr !== "string") return;
         const p = at("expect", "assert", j);
-        const c = checkExpression(expr, ids);
+        // `requests.post-result` names a step's requests as `step.post-result` names its output.
+        const c = checkExpression(quoteStepIds(expr, ids, "requests"), ids);
         if (!c.ok) {
           err(p, `invalid JMESPath in \`assert\`: ${c.error}`);
           return;

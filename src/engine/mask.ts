@@ -103,3 +103,14 @@ export function createMasker(secrets: string[]): Masker {
 
   return { maskJson, maskText };
 }
+
+/**
+ * JSON.parse's message without V8's quote of the text (`Unexpected token 's', "{"a": sk-live-"...
+ * is not valid JSON`): a secret cut in that quote would escape masking.
+ */
+export function jsonErrorMessage(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).replace(
+    /, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s,
+    "",
+  );
+}

@@ -8,6 +8,7 @@
  */
 import type { CompiledProvider, JsonObject, JsonSchema } from "../bundle.ts";
 import type { Clock } from "../engine/clock.ts";
+import { jsonErrorMessage } from "../engine/mask.ts";
 import { retryHttp } from "../engine/retry.ts";
 
 /**
@@ -77,7 +78,7 @@ export function toolArguments(raw: unknown): { arguments: JsonObject; invalidArg
     try {
       value = JSON.parse(raw);
     } catch (e) {
-      return { arguments: {}, invalidArguments: `not JSON (${e instanceof Error ? e.message : String(e)})` };
+      return { arguments: {}, invalidArguments: `not JSON (${jsonErrorMessage(e)})` };
     }
   }
   if (value === undefined || value === null) return { arguments: {} };

@@ -15,6 +15,7 @@ import type {
   Json,
   JsonSchema,
 } from "../bundle.ts";
+import { jsonErrorMessage } from "../engine/mask.ts";
 import { validateJson } from "../engine/schema.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
@@ -165,7 +166,7 @@ export function parseReply(text: string): { ok: true; value: Json } | { ok: fals
     try {
       return { ok: true, value: JSON.parse(c) as Json };
     } catch (e) {
-      firstError ||= e instanceof Error ? e.message : String(e);
+      firstError ||= jsonErrorMessage(e);
     }
   }
   return { ok: false, error: `the reply is not JSON (${firstError || "empty reply"})` };

@@ -9,6 +9,7 @@
  * actual values are masked (as stored), and a secret written in a test file must not reach the
  * output either.
  */
+import { compile, TreeInterpreter } from "@jmespath-community/jmespath";
 import type { Json, JsonObject } from "../bundle.ts";
 import type { TestCase } from "../compiler/test-files.ts";
 import type { DataPath } from "../compiler/yaml-source.ts";
@@ -103,7 +104,7 @@ export function subsetMismatches(expected: Json, actual: Json | undefined, path:
       : expected === actual;
   if (same) return [];
   const problem =
-    kindOf(expected) === kindOf(actual) || actual === undefined
+    kindOf(expected) === kindOf(actual) || actual === undefined || actual === null
       ? `expected ${show(expected)}, got ${show(actual)}`
       : `expected ${show(expected)}, got ${kindOf(actual)} ${show(actual)}`;
   return [{ path, problem }];
@@ -162,6 +163,14 @@ export function checkExpectations(tc: TestCase, run: CaseRun): Failure[] {
     return ` (${env.error.code}${where}: ${env.error.message})`;
   };
 
+  // A case that expects nothing is a smoke test: it expects the run to complete.
+  if (Object.keys(ex).length === 0 && env.status !== "complete") {
+    failures.push({
+      at: tc.path,
+      message: `the run is ${env.status}${runContext()}; a case without \`expect\` expects it to complete`,
+      detail: [],
+    });
+  }
   if (ex.status !== undefined) compare([...base, "status"], ex.status, env.status, runContext());
   if (ex.error !== undefined) {
     const actual = env.error as unknown as Json;
@@ -261,17 +270,44 @@ export function checkExpectations(tc: TestCase, run: CaseRun): Failure[] {
     };
     for (const a of tc.asserts) {
       const at: DataPath = [...base, "assert", a.index];
+      // The run's values are masked, so a secret written in the assert is masked too (as in
+      // every other expectation): `env.TOKEN == 'the-token'` compares *** with ***.
+      const text = run.masker.maskText(a.expr);
       let value: Json;
       try {
-        value = evaluate(a.expr, scope);
+        value = evaluate(text, scope);
       } catch (e) {
         failures.push({ at, message: `assert \`${a.source}\`: ${(e as Error).message}`, detail: [] });
         continue;
       }
       if (!isTruthy(value)) {
-        failures.push({ at, message: `assert \`${a.source}\` is ${show(value)}${runContext()}`, detail: [] });
+        failures.push({
+          at,
+          message: `assert \`${a.source}\` is ${show(value)}${whyFalse(text, scope)}${runContext()}`,
+          detail: [],
+        });
       }
     }
   }
   return failures;
+}
+
+type AstNode = { type: string; name?: string; left?: AstNode; right?: AstNode };
+
+/**
+ * For a false assert whose deciding part is a comparison (`a == b`, or the first false operand of
+ * `x && a < b`): both sides' values, so the output gives the actual value next to the expected one.
+ */
+function whyFalse(text: string, scope: JsonObject): string {
+  try {
+    let node = compile(text) as unknown as AstNode;
+    const value = (n: AstNode) => (TreeInterpreter.search(n as never, scope) ?? null) as Json;
+    while (node.type === "AndExpression" && node.left && node.right) {
+      node = isTruthy(value(node.left)) ? node.right : node.left;
+    }
+    if (node.type !== "Comparator" || !node.left || !node.right) return "";
+    return `: left ${show(value(node.left))}, right ${show(value(node.right))}`;
+  } catch {
+    return "";
+  }
 }

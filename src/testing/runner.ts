@@ -52,20 +52,22 @@ export async function runWorkflowTests(workflowsDir: string, opts: RunOptions): 
   const summary: Summary = { files: 0, cases: 0, passed: 0, failed: 0, errors: 0 };
   const result = compileProject(workflowsDir);
   let write = opts.write;
+  const selected = (abs: string) => opts.only.length === 0 || opts.only.some((t) => within(abs, resolve(t)));
   for (const d of result.diagnostics) {
-    // Workflow warnings belong to `npm run build`; here only what concerns the tests.
-    if (d.severity === "error" || d.file.endsWith(".test.yaml")) write(d.text);
+    // Workflow warnings belong to `npm run build`; here only what concerns the tests that run.
+    if (d.severity === "error" || (d.file.endsWith(".test.yaml") && selected(resolve(d.file)))) write(d.text);
   }
   summary.errors = result.diagnostics.filter((d) => d.severity === "error").length;
   if (summary.errors > 0 || !result.bundle) return summary;
   const bundle = result.bundle;
 
-  const suites = result.tests.filter(
-    (s) => opts.only.length === 0 || opts.only.some((target) => within(s.file.abs, resolve(target))),
-  );
+  const suites = result.tests.filter((s) => selected(s.file.abs));
   for (const target of opts.only) {
     if (!suites.some((s) => within(s.file.abs, resolve(target)))) {
-      write(`${target}: no *.test.yaml file here`);
+      const rel = relative(process.cwd(), target);
+      write(
+        `${rel === "" || rel.startsWith("..") || isAbsolute(rel) ? target : rel}: no *.test.yaml file here`,
+      );
       summary.errors++;
     }
   }
