@@ -179,7 +179,18 @@ export class ServerCompiler {
           );
           continue;
         }
-        out[key] = this.agentTemplate(agent, value, p, `\`params.${key}\``);
+        const read: string[] = [];
+        out[key] = this.agentTemplate(agent, value, p, `\`params.${key}\``, read);
+        const open = read.filter((name) => !agent.secretParams.has(name));
+        if (server.params[key]?.secret && open.length > 0) {
+          // ktsu's rule: a secret server param is fed from secret agent params only; an unmarked
+          // param would reach the model (the default prompt sends the params as JSON).
+          this.sink.error(
+            file.display,
+            file.at(p),
+            `\`${key}\` is a secret param of server \`${server.name}\` but reads agent param ${open.map((n) => `\`${n}\``).join(", ")}, which is not \`secret: true\`: mark it \`secret: true\` in the agent's \`params.schema\` (else the model could see it)`,
+          );
+        }
         if (server.params[key]?.secret && out[key]?.t === "lit") {
           this.sink.warning(
             file.display,
@@ -202,7 +213,13 @@ export class ServerCompiler {
   }
 
   /** A value in an agent file that may read the agent's own params (and nothing else). */
-  private agentTemplate(agent: AgentView, value: unknown, path: DataPath, what: string): Template {
+  private agentTemplate(
+    agent: AgentView,
+    value: unknown,
+    path: DataPath,
+    what: string,
+    read: string[] = [],
+  ): Template {
     const file = agent.file;
     const err = (msg: string) => this.sink.error(file.display, file.at(path), msg);
     if (typeof value === "string" && /^env:[A-Za-z_]/.test(value.trim())) {
@@ -227,8 +244,10 @@ export class ServerCompiler {
             err(`${what}: \`{{ ${e} }}\` can only read the agent's \`params\`, not \`${p[0] ?? "$"}\``);
           } else if (p[1] !== undefined && agent.params !== null && !agent.params.has(p[1])) {
             err(
-              `${what}: the agent declares no param \`${p[1]}\`${hint(p[1], agent.params)} in \`params.schema\``,
+              `${what}: the agent declares no param \`${p[1]}\` in \`params.schema\`${hint(p[1], agent.params)}`,
             );
+          } else if (p[1] !== undefined) {
+            read.push(p[1]);
           }
         }
         return c.text;
@@ -358,7 +377,7 @@ export class ServerCompiler {
             } else if (p[1] !== undefined && !declared.has(p[1])) {
               err(
                 path,
-                `${what}: the server declares no param \`${p[1]}\`${hint(p[1], declared)} under \`params\``,
+                `${what}: the server declares no param \`${p[1]}\` under \`params\`${hint(p[1], declared)}`,
               );
             }
           }
