@@ -359,10 +359,16 @@ export class ToolLoop {
     };
     const failing = resolved.findIndex((r, i) => failure(outcomes[i] ?? null, r.entry?.approval) !== null);
     if (failing >= 0) {
-      // The step ends here: the refused calls are still recorded, with their approvals.
+      // The step ends here: every call of the reply is still recorded (none was made), the refused
+      // ones with why, the others (approved, or not gated) with the reason they were not made.
       resolved.forEach((r, i) => {
-        const o = outcomes[i];
+        const o = outcomes[i] ?? null;
         if (o && o.status !== "approved") this.refusedCall(r.offered as OfferedTool, r.call, o);
+        else {
+          const record = this.record(r.offered as OfferedTool, r.call, o);
+          record.error = "Not made: another call of this reply was refused and the step failed.";
+          record.finished_at = record.started_at;
+        }
       });
       const o = outcomes[failing] as ApprovalOutcome;
       const tool = resolved[failing]?.offered?.tool ?? "";
