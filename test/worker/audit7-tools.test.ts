@@ -187,3 +187,17 @@ describe("ktsu_skip_reason", () => {
     expect(e.steps[0]).toMatchObject({ status: "complete", output: { answer: "x" } });
   });
 });
+
+describe("the budget", () => {
+  it("holds per turn: a turn that does not fit fails budget_exceeded, keeping the calls made so far", async () => {
+    const server = loggedServer();
+    const e = await run("audit7-budget", {
+      script: script([[{ name: "echo", arguments: { message: "a" } }], "$results"]),
+      mcp_url: server.url,
+    });
+    expect(e.error).toMatchObject({ code: "budget_exceeded", step: "act" });
+    expect(e.steps[0].metrics).toMatchObject({ llm_calls: 1, tool_calls: 1 });
+    expect(e.steps[0].tool_calls).toEqual([expect.objectContaining({ name: "echo", result: "Echo: a" })]);
+    expect(e.totals.cost_usd).toBeLessThanOrEqual(e.budget_usd);
+  });
+});
