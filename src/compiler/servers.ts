@@ -54,6 +54,15 @@ export function parseDuration(v: unknown): number | null {
   return total > 0 ? total : null;
 }
 
+function isHttpUrl(text: string): boolean {
+  try {
+    const u = new URL(text);
+    return (u.protocol === "https:" || u.protocol === "http:") && u.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
 /** Names of the agent's params whose schema says `secret: true` (ktsu's marking). */
 export function secretParamNames(paramsSchema: unknown): string[] {
   const props = isObj(paramsSchema) && isObj(paramsSchema.properties) ? paramsSchema.properties : {};
@@ -301,6 +310,14 @@ export class ServerCompiler {
     let notify: CompiledApprovalPolicy["notify"] = null;
     if (isObj(raw.notify) && typeof raw.notify.url === "string") {
       const url = this.agentTemplate(agent, raw.notify.url, [...path, "notify", "url"], "`notify.url`");
+      if (url.t === "lit" && typeof url.v === "string" && !isHttpUrl(url.v)) {
+        // Else the notification would silently never be sent.
+        this.sink.error(
+          file.display,
+          file.at([...path, "notify", "url"]),
+          `\`notify.url\` must be an absolute http(s) URL (or \`{{ params.X }}\` of the agent), got \`${url.v}\``,
+        );
+      }
       let signSecret: Template | null = null;
       const sign = raw.notify.sign;
       if (isObj(sign) && typeof sign.secret === "string") {

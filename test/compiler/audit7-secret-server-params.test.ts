@@ -2,6 +2,7 @@
  * Audit 7 (SPEC 9, ktsu's rule): a server param declared `secret: true` is fed only from agent
  * params marked `secret: true`. An unmarked agent param would reach the model (an agent without
  * `prompt.user` sends its params as JSON), so the build rejects it at the server ref's param.
+ * A literal `notify.url` must be an absolute http(s) URL: anything else would never be sent.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { compileFiles, expectDiagnostic, GATEWAY, HEAD, removeProjects } from "./temp-project.ts";
@@ -88,5 +89,29 @@ describe("a param the agent does not declare", () => {
       12,
       /^`params.tok`: the agent declares no param `tokn` in `params.schema`; did you mean `token`\?$/,
     );
+  });
+});
+
+describe("notify.url", () => {
+  function gated(url: string): string {
+    return agent("{type: string, secret: true}", '"{{ params.token }}"').replace(
+      'allowlist: ["*"]',
+      `allowlist:
+        - name: drop
+          require_approval: {notify: {url: "${url}"}}`,
+    );
+  }
+
+  it("a literal that is not an absolute http(s) URL is a build error (it could never be sent)", () => {
+    for (const url of ["hooks.example.com/approve", "ftp://hooks.example.com/approve"]) {
+      const p = build(gated(url));
+      expectDiagnostic(p, "error", A, 17, 44, /^`notify.url` must be an absolute http\(s\) URL/);
+    }
+  });
+
+  it("an https literal or {{ params.X }} compiles", () => {
+    for (const url of ["https://hooks.example.com/approve", "{{ params.q }}"]) {
+      expect(build(gated(url)).errors).toEqual([]);
+    }
   });
 });
