@@ -196,3 +196,24 @@ describe("ktsu's air-lock on workflow steps", () => {
     expect(second.steps[1].steps.map((s: { status: string }) => s.status)).toEqual(["complete", "failed"]);
   });
 });
+
+describe("live events of a fan-out", () => {
+  it("streams each item's start and end as they happen, then run.completed", async () => {
+    const key = uniqueKey("a6-live");
+    const runId = await startRun("audit6-fan-sub", { key, routes: ["hold/300", "hold/300"] });
+    const res = await call(`/runs/${runId}/events`);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const ev = events(await res.text());
+    for (const step of ["each/0", "each/1"]) {
+      expect(ev.filter((x) => x.step === step).map((x) => x.type)).toEqual([
+        "step.started",
+        "step.completed",
+      ]);
+      expect(ev.find((x) => x.step === step)?.id).toBe(step.slice(-1));
+    }
+    const order = ev.map((x) => `${x.type}:${x.step ?? ""}`);
+    expect(order.indexOf("step.completed:each/0")).toBeLessThan(order.indexOf("step.started:each/1"));
+    expect(order.indexOf("step.completed:each/1")).toBeLessThan(order.indexOf("step.completed:each"));
+    expect(ev.at(-1)?.type).toBe("run.completed");
+  });
+});
