@@ -217,3 +217,13 @@ describe("live events of a fan-out", () => {
     expect(ev.at(-1)?.type).toBe("run.completed");
   });
 });
+
+describe("for_each.from over the request", () => {
+  it("fans out over a declared request header", async () => {
+    const key = uniqueKey("a6-req");
+    const e = await run("audit6-fan-request", { key }, { headers: { "x-routes": "echo,slow/1" } });
+    expect(e.status).toBe("complete");
+    expect(e.steps[0].output.results.map((r: { status: number }) => r.status)).toEqual([200, 200]);
+    expect((await targetLog(key)).map((r) => r.path).sort()).toEqual(["/echo", "/slow/1"]);
+  });
+});
