@@ -392,7 +392,8 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, "for_each", ...rest];
     const label = stepLabel(d, i);
     let from = "";
-    if (typeof fe.from === "string") {
+    // An empty `from` is reported once, by the structure check ("must not be empty").
+    if (typeof fe.from === "string" && fe.from !== "") {
       let expr: string | null = fe.from;
       if (expr.includes("{{")) {
         let exprs: string[] = [];

@@ -111,14 +111,6 @@ function failureEntry(index: number, error: { code: string; message: string }): 
  * `too_many_items`, `fanout_failed`) or, when stopped from outside, what the canceled item gave.
  */
 export async function runFanOut(host: FanOutHost, f: FanOut): Promise<Json> {
-  try {
-    return await fanOut(host, f);
-  } finally {
-    sumItemMetrics(host, f);
-  }
-}
-
-async function fanOut(host: FanOutHost, f: FanOut): Promise<Json> {
   const items = fanOutItems(f.forEach, f.scope);
   const results: Json[] = new Array(items.length).fill(null);
   const failed: Array<{ index: number; error: { code: string; message: string } }> = [];
@@ -131,6 +123,7 @@ async function fanOut(host: FanOutHost, f: FanOut): Promise<Json> {
     const rec = host.restored.get(path);
     if (rec && ITEM_FINISHED.has(rec.status)) {
       host.records.set(path, rec);
+      addMetrics(f.record, rec);
       if (rec.status === "complete" || rec.status === "skipped") results[i] = rec.output;
       else {
         const error = rec.error ?? { code: "internal_error", message: "the item failed" };
@@ -175,6 +168,9 @@ async function fanOut(host: FanOutHost, f: FanOut): Promise<Json> {
         if (running.size === 0) resolve();
       };
       const settle = (index: number, outcome: ItemOutcome) => {
+        // The step's sums grow as items finish, so a run read mid-fan-out counts them already.
+        const rec = host.records.get(`${f.path}/${index}`);
+        if (rec) addMetrics(f.record, rec);
         if (outcome.status === "complete") {
           results[index] = outcome.output;
         } else if (outcome.status === "failed") {
@@ -217,17 +213,16 @@ async function fanOut(host: FanOutHost, f: FanOut): Promise<Json> {
   return { results };
 }
 
-/** The step's tokens, cost, calls and attempts are its items' sums (its duration is its own). */
-function sumItemMetrics(host: FanOutHost, f: FanOut): void {
-  const m = f.record.metrics;
-  for (const i of fanOutItemIndices(host.records, f.path)) {
-    const r = host.records.get(`${f.path}/${i}`);
-    if (!r) continue;
-    m.tokens_in += r.metrics.tokens_in;
-    m.tokens_out += r.metrics.tokens_out;
-    m.cost_usd += r.metrics.cost_usd;
-    m.llm_calls += r.metrics.llm_calls;
-    m.attempts += r.metrics.attempts;
-    m.tool_calls += r.metrics.tool_calls ?? 0;
-  }
+/**
+ * Adds a part's tokens, cost, calls and attempts to `whole`: a fan-out step's are its items' sums,
+ * a workflow step's its children's (a step's duration is its own wall time).
+ */
+export function addMetrics(whole: StepRecord, part: StepRecord): void {
+  const m = whole.metrics;
+  m.tokens_in += part.metrics.tokens_in;
+  m.tokens_out += part.metrics.tokens_out;
+  m.cost_usd += part.metrics.cost_usd;
+  m.llm_calls += part.metrics.llm_calls;
+  m.attempts += part.metrics.attempts;
+  m.tool_calls += part.metrics.tool_calls ?? 0;
 }

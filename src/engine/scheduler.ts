@@ -19,7 +19,7 @@ import type {
 } from "../bundle.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
-import { type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
+import { addMetrics, type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
 import type { Masker } from "./mask.ts";
 import { describeViolations, validateJson } from "./schema.ts";
 import { render } from "./substitute.ts";
@@ -550,12 +550,6 @@ async function runFanOutItem(
 function aggregateChildMetrics(host: RunHost, child: CompiledWorkflow, prefix: string, rec: StepRecord) {
   for (const s of child.steps) {
     const r = host.records.get(prefix + s.id);
-    if (!r) continue;
-    rec.metrics.tokens_in += r.metrics.tokens_in;
-    rec.metrics.tokens_out += r.metrics.tokens_out;
-    rec.metrics.cost_usd += r.metrics.cost_usd;
-    rec.metrics.llm_calls += r.metrics.llm_calls;
-    rec.metrics.attempts += r.metrics.attempts;
-    rec.metrics.tool_calls += r.metrics.tool_calls ?? 0;
+    if (r) addMetrics(rec, r);
   }
 }
