@@ -75,6 +75,14 @@ function usd(n: number): string {
  * outstanding when the object was evicted are charged at their worst case, because their calls
  * may have reached the provider and been billed; the resumed step reserves again.
  */
+/**
+ * Adds two dollar amounts without binary floating-point noise in what users read
+ * (`0.1 + 0.2` is `0.30000000000000004`): sums are kept to the pico-dollar, far below any price.
+ */
+export function addUsd(a: number, b: number): number {
+  return Math.round((a + b) * 1e12) / 1e12;
+}
+
 export function createLedger(
   capUsd: number | null,
   initial?: LedgerState | null,
@@ -135,7 +143,7 @@ function makeLedger(
         if (!outstanding.has(id)) return;
         outstanding.delete(id);
         // A provider that reports more than the worst case is still what was spent: record it.
-        spent += Math.max(0, Number.isFinite(actualUsd) ? actualUsd : amount);
+        spent = addUsd(spent, Math.max(0, Number.isFinite(actualUsd) ? actualUsd : amount));
         changed();
         wakeWaiters();
       },

@@ -11,6 +11,7 @@
  * again: an evicted run repeats only the items that were in flight.
  */
 import type { ForEach, Json, JsonObject } from "../bundle.ts";
+import { addUsd } from "./budget.ts";
 import { evaluate } from "./expressions.ts";
 import { expressionData } from "./substitute.ts";
 import { type EvalScope, RUN_FATAL_CODES, StepError, type StepErrorCode, type StepRecord } from "./types.ts";
@@ -221,7 +222,7 @@ export function addMetrics(whole: StepRecord, part: StepRecord): void {
   const m = whole.metrics;
   m.tokens_in += part.metrics.tokens_in;
   m.tokens_out += part.metrics.tokens_out;
-  m.cost_usd += part.metrics.cost_usd;
+  m.cost_usd = addUsd(m.cost_usd, part.metrics.cost_usd);
   m.llm_calls += part.metrics.llm_calls;
   m.attempts += part.metrics.attempts;
   m.tool_calls += part.metrics.tool_calls ?? 0;

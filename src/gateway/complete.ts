@@ -8,6 +8,7 @@
  * never quotes a response body. A budget refusal is final: no call is made.
  */
 import type { CompiledGateway, CompiledGroup, CompiledProvider } from "../bundle.ts";
+import { addUsd } from "../engine/budget.ts";
 import { systemClock } from "../engine/clock.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
 import { prepareAnthropic } from "./anthropic.ts";
@@ -123,7 +124,7 @@ export async function completeInGroup(
     reservation.settle(cost);
     ctx.metrics.tokens_in += usage.input_tokens;
     ctx.metrics.tokens_out += usage.output_tokens;
-    ctx.metrics.cost_usd += cost;
+    ctx.metrics.cost_usd = addUsd(ctx.metrics.cost_usd, cost);
     ctx.metrics.llm_calls += 1;
     return { text: completion.text, toolCalls: completion.toolCalls ?? [], model: m, usage, costUsd: cost };
   }

@@ -4,6 +4,7 @@
  * steps nest under their workflow step, and every key is always present.
  */
 import type { Bundle, CompiledStep, CompiledWorkflow, Json } from "../bundle.ts";
+import { addUsd } from "../engine/budget.ts";
 import { fanOutItemIndices } from "../engine/fan-out.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
@@ -106,7 +107,7 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
     // Workflow steps already carry the sum of their children.
     totals.tokens_in += s.metrics.tokens_in;
     totals.tokens_out += s.metrics.tokens_out;
-    totals.cost_usd += s.metrics.cost_usd;
+    totals.cost_usd = addUsd(totals.cost_usd, s.metrics.cost_usd);
     totals.llm_calls += s.metrics.llm_calls;
   }
   const end = doc.finished_at ? Date.parse(doc.finished_at) : now;

@@ -6,6 +6,7 @@
  * every value that leaves a run.
  */
 import type { Json } from "../bundle.ts";
+import { addUsd } from "../engine/budget.ts";
 import type { StepRecord, StepStatus } from "../engine/types.ts";
 import type { RunDoc } from "./envelope.ts";
 
@@ -45,7 +46,7 @@ export function finishedRunLog(
     if (path.includes("/")) continue;
     steps.total += 1;
     steps[rec.status] = (steps[rec.status] ?? 0) + 1;
-    cost += rec.metrics.cost_usd;
+    cost = addUsd(cost, rec.metrics.cost_usd);
     tokensIn += rec.metrics.tokens_in;
     tokensOut += rec.metrics.tokens_out;
     llmCalls += rec.metrics.llm_calls;

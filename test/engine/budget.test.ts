@@ -3,7 +3,7 @@
  * reserve at the same time and when sub-workflows spend from the same run.
  */
 import { describe, expect, it } from "vitest";
-import { createLedger, type LedgerState } from "../../src/engine/budget.ts";
+import { addUsd, createLedger, type LedgerState } from "../../src/engine/budget.ts";
 import { StepError } from "../../src/engine/types.ts";
 
 const never = new AbortController().signal;
@@ -123,6 +123,15 @@ describe("budget ledger", () => {
     (await ledger.reserve(0.2, never)).settle(0.2);
     expect(ledger.spentUsd()).toBeCloseTo(0.3, 12);
     await expect(ledger.reserve(0.01, never)).rejects.toMatchObject({ code: "budget_exceeded" });
+  });
+
+  it("reports spend without binary rounding noise (0.1 + 0.2 reads 0.3)", async () => {
+    const ledger = createLedger(1);
+    (await ledger.reserve(0.1, never)).settle(0.1);
+    (await ledger.reserve(0.2, never)).settle(0.2);
+    expect(ledger.spentUsd()).toBe(0.3);
+    expect(addUsd(0.01, 0.01 + 1e-13)).toBe(0.02);
+    expect(addUsd(0.000021, 0.000045)).toBe(0.000066);
   });
 
   it("reports every change as a JSON state the run can persist", async () => {
