@@ -21,6 +21,7 @@ import type {
   WorkflowStep,
 } from "../bundle.ts";
 import type { AgentResolver } from "./agents.ts";
+import { callerHost, envReads } from "./caller-host.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import {
@@ -30,7 +31,6 @@ import {
   expandEnvShorthand,
   readEnvDecls,
 } from "./env-refs.ts";
-import { callerHost, envReads } from "./caller-host.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { unpricedModels } from "./gateway.ts";
 import { compileTriggers } from "./invoke.ts";
