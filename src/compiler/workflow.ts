@@ -485,6 +485,13 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
         `${label} calls an LLM but workflow \`${name}\` has no \`model_policy.cost_budget_usd\`: its spend is not capped`,
       );
     }
+    if (typeof s.confidence_threshold === "number" && resolved?.agent.builtin === "chat") {
+      sink.warning(
+        file.display,
+        file.at(at("confidence_threshold")),
+        `${label}: \`core/chat\` answers text, so it never reports \`ktsu_confidence\` (counted as 0) and the step always fails \`low_confidence\`; use \`core/classify\` or a local agent whose output declares \`ktsu_confidence\``,
+      );
+    }
     const agentKey = resolved?.key ?? "";
     const maxTokens = typeof model.max_tokens === "number" ? model.max_tokens : (resolved?.maxTokens ?? null);
     return {

@@ -77,7 +77,13 @@ function withoutSecretParams(params: Json, secret: string[]): Json {
   return Object.fromEntries(Object.entries(params).filter(([k]) => !secret.includes(k)));
 }
 
-function planFor(agent: CompiledAgent, params: Json): AgentPlan {
+/** The reserved `ktsu_*` keys of a reply (SPEC 10 reads them after the output validates). */
+function reservedOf(reply: Json): Record<string, Json> {
+  if (typeof reply !== "object" || reply === null || Array.isArray(reply)) return {};
+  return Object.fromEntries(Object.entries(reply).filter(([k]) => k.startsWith("ktsu_")));
+}
+
+function planFor(agent: CompiledAgent, params: Json, threshold: number | null): AgentPlan {
   const p = (typeof params === "object" && params !== null && !Array.isArray(params) ? params : {}) as Record<
     string,
     Json
@@ -104,18 +110,27 @@ function planFor(agent: CompiledAgent, params: Json): AgentPlan {
     case "classify": {
       const labels = Array.isArray(p.labels) ? p.labels : [];
       // The label check is a schema, so a wrong label gets the same repair call as bad JSON.
+      // Under a confidence_threshold the model is asked for its confidence, which the step's
+      // contract reads (SPEC 10) and then removes: the output stays `{label}`.
       const schema: JsonSchema = {
         type: "object",
-        properties: { label: { type: "string", enum: labels } },
+        properties: {
+          label: { type: "string", enum: labels },
+          ...(threshold === null ? {} : { ktsu_confidence: { type: "number", minimum: 0, maximum: 1 } }),
+        },
         required: ["label"],
         additionalProperties: false,
       };
+      const system =
+        threshold === null
+          ? agent.system
+          : `${agent.system} Add "ktsu_confidence": how sure you are of the label, from 0 to 1.`;
       return {
-        system: withJson(agent.system, schema),
+        system: withJson(system, schema),
         user: `Labels: ${JSON.stringify(labels)}\n\nText:\n${stringify(p.text ?? null)}`,
         json: true,
         schema,
-        output: (reply) => ({ label: (reply as { label: Json }).label }),
+        output: (reply) => ({ label: (reply as { label: Json }).label, ...reservedOf(reply) }),
       };
     }
     case null:
@@ -234,7 +249,7 @@ export const executeAgent: StepExecutor<AgentStep> = async (step, ctx) => {
 
   const gateway = ctx.bundle.gateway;
   const group = resolveGroup(step, agent, gateway);
-  const plan = planFor(agent, params);
+  const plan = planFor(agent, params, step.confidenceThreshold ?? null);
   const maxTokens = step.maxTokens ?? group.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
   const servers = agent.builtin === null ? (agent.servers ?? []) : [];
 
