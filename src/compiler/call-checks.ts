@@ -4,16 +4,16 @@
  * schema requires, or names one it forbids (`additionalProperties: false`). Values may be computed
  * (`{{ }}`); only the keys are checked here, the values are validated at run time.
  */
-import type { Bundle, JsonSchema, Template } from "../bundle.ts";
+import type { Bundle, CompiledStep, CompiledWorkflow, JsonSchema, Template } from "../bundle.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import type { SourceFile } from "./yaml-source.ts";
 
-export function checkCalls(
+/** Each compiled step with its workflow, its source file and its index in the file's `pipeline`. */
+export function* sourcedSteps(
   bundle: Omit<Bundle, "hash">,
   files: Map<string, SourceFile>,
-  sink: DiagnosticSink,
-): void {
+): Generator<{ wf: CompiledWorkflow; file: SourceFile; step: CompiledStep; index: number }> {
   const byKey = new Map([...files.values()].map((f) => [f.key, f]));
   for (const wf of Object.values(bundle.workflows)) {
     const file = byKey.get(wf.key);
@@ -21,42 +21,52 @@ export function checkCalls(
     const pipeline = (file.data as { pipeline?: unknown[] } | null)?.pipeline ?? [];
     for (const step of wf.steps) {
       const index = pipeline.findIndex((s) => (s as { id?: unknown } | null)?.id === step.id);
-      if (step.kind === "agent") {
-        const agent = bundle.agents[step.agent];
-        if (!agent) continue;
-        check(
-          file,
-          index,
-          "params",
-          "agent",
-          step.params,
-          agent.paramsSchema,
-          `agent \`${agent.key}\``,
-          "param",
-          sink,
-        );
-      } else if (step.kind === "workflow") {
-        const child = bundle.workflows[step.workflow];
-        if (!child) continue;
-        if (step.webhooks === "execute" && child.webhooks === "suppress") {
-          sink.warning(
-            file.display,
-            file.at(["pipeline", index, "webhooks"]),
-            `step \`${step.id}\` says \`webhooks: execute\`, but \`${child.key}\` declares \`webhooks: suppress\`: its webhook steps are always skipped`,
-          );
-        }
-        check(
-          file,
-          index,
-          "input",
-          "workflow",
-          step.input,
-          child.paramsSchema,
-          `sub-workflow \`${child.key}\``,
-          "input",
-          sink,
+      yield { wf, file, step, index };
+    }
+  }
+}
+
+export function checkCalls(
+  bundle: Omit<Bundle, "hash">,
+  files: Map<string, SourceFile>,
+  sink: DiagnosticSink,
+): void {
+  for (const { file, step, index } of sourcedSteps(bundle, files)) {
+    if (step.kind === "agent") {
+      const agent = bundle.agents[step.agent];
+      if (!agent) continue;
+      check(
+        file,
+        index,
+        "params",
+        "agent",
+        step.params,
+        agent.paramsSchema,
+        `agent \`${agent.key}\``,
+        "param",
+        sink,
+      );
+    } else if (step.kind === "workflow") {
+      const child = bundle.workflows[step.workflow];
+      if (!child) continue;
+      if (step.webhooks === "execute" && child.webhooks === "suppress") {
+        sink.warning(
+          file.display,
+          file.at(["pipeline", index, "webhooks"]),
+          `step \`${step.id}\` says \`webhooks: execute\`, but \`${child.key}\` declares \`webhooks: suppress\`: its webhook steps are always skipped`,
         );
       }
+      check(
+        file,
+        index,
+        "input",
+        "workflow",
+        step.input,
+        child.paramsSchema,
+        `sub-workflow \`${child.key}\``,
+        "input",
+        sink,
+      );
     }
   }
 }

@@ -18,6 +18,7 @@ import { DiagnosticSink } from "./diagnostics.ts";
 import { compileGateway, EMPTY_GATEWAY } from "./gateway.ts";
 import { warnUnknownFields } from "./output-shapes.ts";
 import { analyseGraph, type Edge } from "./project-graph.ts";
+import { checkServerHosts } from "./server-hosts.ts";
 import { checkStructure } from "./structure-check.ts";
 import { compileTestFiles, findTestFiles, type TestSuite } from "./test-files.ts";
 import { compileWorkflow, type FieldRead } from "./workflow.ts";
@@ -165,6 +166,7 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
     gateway,
   };
   checkCalls(body, files, sink);
+  checkServerHosts(body, files, sink);
   warnUnknownFields(body, fieldReads, sink);
   tests = compileTestFiles(findTestFiles(dir).map(load), body, sink);
   if (sink.errorCount > 0) return finish(null);

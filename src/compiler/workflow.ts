@@ -21,6 +21,7 @@ import type {
   WorkflowStep,
 } from "../bundle.ts";
 import type { AgentResolver } from "./agents.ts";
+import { callerHost, envReads } from "./caller-host.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import {
@@ -35,7 +36,7 @@ import { unpricedModels } from "./gateway.ts";
 import { compileTriggers } from "./invoke.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
 import { stepFieldKinds, stepLabel } from "./structure-check.ts";
-import { compileTemplate, splitTemplate, templateExprs } from "./templates.ts";
+import { compileTemplate, splitTemplate } from "./templates.ts";
 import type { WranglerFacts } from "./wrangler-config.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
@@ -632,17 +633,11 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       for (const n of envReads(tpl)) if (secretNames.has(n)) leaks.push(`\`env.${n}\` in its ${where}`);
     }
     if (sign && secretNames.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
-    const tainted = hostSource(url);
-    let hostFrom = tainted === null ? null : `\`${tainted}\``;
-    // An item is caller data only when `for_each.from` reads some (a list of URLs in env is not).
-    if (tainted !== null && /^item(_index)?(\.|$)/.test(tainted)) {
-      const from = isObj(s.for_each) ? s.for_each.from : undefined;
-      const fromSource =
-        typeof from === "string"
-          ? hostSource({ t: "expr", e: from.replace(/^\s*\{\{|\}\}\s*$/g, "") })
-          : null;
-      hostFrom = fromSource === null ? null : `${hostFrom} (items of \`${fromSource}\`)`;
-    }
+    const from = isObj(s.for_each) ? s.for_each.from : undefined;
+    const hostFrom = callerHost(
+      url,
+      typeof from === "string" ? from.replace(/^\s*\{\{|\}\}\s*$/g, "") : null,
+    );
     if (leaks.length > 0 && hostFrom) {
       err(
         at("webhook", "url"),
@@ -742,45 +737,6 @@ function reportCycles(
   ids.forEach((_, i) => {
     if (!state.has(i)) visit(i, []);
   });
-}
-
-/** Names of the env vars a template reads. */
-function envReads(t: Template | null): string[] {
-  if (!t) return [];
-  const out: string[] = [];
-  for (const e of templateExprs(t)) {
-    const c = checkExpression(e, []);
-    if (!c.ok) continue;
-    for (const p of rootPaths(c.ast)) if (p[0] === "env" && p[1]) out.push(p[1]);
-  }
-  return out;
-}
-
-/** `params.x` / `step.y` when the url's host part comes from caller-controlled data, else null. */
-function hostSource(url: Template): string | null {
-  const callerData = (e: string): string | null => {
-    const c = checkExpression(e, []);
-    if (!c.ok) return null;
-    for (const p of rootPaths(c.ast)) if (p[0] !== "env") return p.slice(0, 2).join(".") || "$";
-    return null;
-  };
-  if (url.t === "expr") return callerData(url.e);
-  if (url.t !== "concat") return null;
-  let acc = "";
-  for (const part of url.parts) {
-    if (typeof part === "string") {
-      acc += part;
-      continue;
-    }
-    // The authority ends at the first `/`, `?` or `#` after the scheme.
-    const rest = acc.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
-    if (!/[/?#]/.test(rest)) {
-      const src = callerData(part.e);
-      if (src) return src;
-    }
-    acc += "\u0000";
-  }
-  return null;
 }
 
 /** The step id as written after `step.` in `expr`, hyphens included, when it starts with `id`. */
