@@ -627,6 +627,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     const secretNames = new Set(declared.filter((e) => e.secret).map((e) => e.name));
     const leaks: string[] = [];
     for (const [where, tpl] of [
+      ["url", url],
       ["headers", headers],
       ["body", body],
     ] as const) {

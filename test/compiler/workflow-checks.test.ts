@@ -424,6 +424,19 @@ describe("env, auth and secrets", () => {
     );
   });
 
+  it("rejects a webhook that puts a secret in the query of a url whose host comes from params", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: a\n    webhook:\n      url: "https://{{ params.host }}/hook?token={{ env.TOKEN }}"\n`,
+    });
+    expectOnlyError(
+      p,
+      T,
+      12,
+      12,
+      /^step `a` uses secret `env\.TOKEN` in its url, but its url host comes from `params\.host`/,
+    );
+  });
+
   it("accepts a secret sent to an env host with a caller-chosen path", () => {
     const p = compileFiles({
       [T]: `${HEAD.replace("  - {name: TOKEN, secret: true}", "  - {name: TOKEN, secret: true}\n  - {name: BASE, secret: false}")}  - id: a\n    webhook:\n      url: "{{ env.BASE }}/items/{{ params.id }}?q={{ params.q }}"\n      headers: {Authorization: "Bearer {{ env.TOKEN }}"}\n`,
