@@ -492,13 +492,35 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
         `${label}: \`core/chat\` answers text, so it never reports \`ktsu_confidence\` (counted as 0) and the step always fails \`low_confidence\`; use \`core/classify\` or a local agent whose output declares \`ktsu_confidence\``,
       );
     }
+    const params =
+      s.params === undefined ? ({ t: "lit", v: {} } as Template) : template(i, s.params, at("params"));
+    if (resolved && params.t === "obj") {
+      // A secret handed to an agent param the agent does not mark `secret: true` goes to the model
+      // provider (SPEC 9: secret params are for tool servers only).
+      const secretEnv = new Set(declared.filter((e) => e.secret).map((e) => e.name));
+      const marked = new Set(resolved.agent.secretParams ?? []);
+      for (const [key, value] of params.entries) {
+        if (marked.has(key)) continue;
+        const leaked = envReads(value).filter((n) => secretEnv.has(n));
+        if (leaked.length === 0) continue;
+        const agentName =
+          resolved.agent.builtin === null
+            ? `agent \`${resolved.agent.name}\``
+            : `\`core/${resolved.agent.builtin}\``;
+        sink.warning(
+          file.display,
+          file.at(at("params", key)),
+          `${label}: param \`${key}\` carries secret ${leaked.map((n) => `\`env.${n}\``).join(", ")}, which ${agentName} sends to the model provider (masked only in records); ${resolved.agent.builtin === null ? `mark \`${key}\` \`secret: true\` in the agent's \`params.schema\` if it is meant for a tool server` : "built-in agents send every param to the model"}`,
+        );
+      }
+    }
     const agentKey = resolved?.key ?? "";
     const maxTokens = typeof model.max_tokens === "number" ? model.max_tokens : (resolved?.maxTokens ?? null);
     return {
       ...base,
       kind: "agent",
       agent: agentKey,
-      params: s.params === undefined ? { t: "lit", v: {} } : template(i, s.params, at("params")),
+      params,
       group: stepGroup,
       maxTokens,
       ...(typeof s.confidence_threshold === "number" ? { confidenceThreshold: s.confidence_threshold } : {}),
