@@ -35,7 +35,7 @@ function wellFormed(text: string): string {
   return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
-function renderWith(t: Template, data: JsonObject): Json {
+function renderWith(t: Template, data: JsonObject, url = false): Json {
   switch (t.t) {
     case "lit":
       return t.v;
@@ -49,7 +49,9 @@ function renderWith(t: Template, data: JsonObject): Json {
           continue;
         }
         const text = stringify(evaluate(part.e, data));
-        out += part.encode ? encodeURIComponent(wellFormed(text)) : text;
+        // In a URL the first `?` may also come from an inserted value (a base URL with a query).
+        const encode = part.encode === true || (url && out.includes("?"));
+        out += encode ? encodeURIComponent(wellFormed(text)) : text;
       }
       return out;
     }
@@ -66,4 +68,14 @@ function renderWith(t: Template, data: JsonObject): Json {
 /** Renders a template against `{params, env, step}`; expression failures are expression_error. */
 export function render(t: Template, scope: EvalScope): Json {
   return renderWith(t, expressionData(scope));
+}
+
+/**
+ * Renders a webhook URL: every value inserted after the first `?` of the URL is percent-encoded,
+ * whether that `?` is literal text (marked `encode` at build time) or came from an earlier
+ * inserted value, e.g. `{{ env.HOOK_URL }}&thread={{ params.thread }}` with a HOOK_URL that
+ * carries its own query.
+ */
+export function renderUrl(t: Template, scope: EvalScope): Json {
+  return renderWith(t, expressionData(scope), true);
 }

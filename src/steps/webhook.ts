@@ -11,7 +11,7 @@ import { systemClock } from "../engine/clock.ts";
 import { isPrivateHost } from "../engine/net.ts";
 import { readCapped } from "../engine/read-capped.ts";
 import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
-import { render, stringify } from "../engine/substitute.ts";
+import { render, renderUrl, stringify } from "../engine/substitute.ts";
 import { setOwn } from "../engine/transform-ops.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
 
@@ -30,7 +30,7 @@ function fail(message: string): StepError {
 }
 
 function parseTarget(step: WebhookStep, ctx: StepContext): URL {
-  const rendered = render(step.url, ctx.scope);
+  const rendered = renderUrl(step.url, ctx.scope);
   if (typeof rendered !== "string" || rendered.trim() === "") {
     throw fail("the webhook url did not render to a non-empty string");
   }

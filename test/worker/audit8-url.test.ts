@@ -1,0 +1,18 @@
+/**
+ * Audit of SPEC section 3 "Substitution" against the real webhook target: a value inserted after
+ * the first `?` of a webhook URL is percent-encoded, also when that `?` came from an inserted
+ * base URL (so a caller's value cannot add query parameters).
+ */
+import { describe, expect, it } from "vitest";
+import { run, TARGET, targetLog, uniqueKey } from "./harness.ts";
+
+describe("webhook url with a base that has a query", () => {
+  it("sends the appended value percent-encoded, as one query parameter", async () => {
+    const key = uniqueKey("a8url");
+    const e = await run("audit8-url", { base: `${TARGET}/echo?key=${key}`, thread: "t1&admin=true" });
+    expect(e.status).toBe("complete");
+    const [req] = await targetLog(key);
+    expect(req?.query).toEqual({ key, thread: "t1&admin=true" });
+    expect(e.steps[0].output.body.query).toEqual({ key, thread: "t1&admin=true" });
+  });
+});
