@@ -11,8 +11,8 @@ describe("webhook url with a base that has a query", () => {
     const key = uniqueKey("a8url");
     const e = await run("audit8-url", { base: `${TARGET}/echo?key=${key}`, thread: "t1&admin=true" });
     expect(e.status).toBe("complete");
-    const [req] = await targetLog(key);
-    expect(req?.query).toEqual({ key, thread: "t1&admin=true" });
+    expect(await targetLog(key)).toHaveLength(1);
+    // The target echoes the query it parsed from the request line.
     expect(e.steps[0].output.body.query).toEqual({ key, thread: "t1&admin=true" });
   });
 });
