@@ -66,9 +66,44 @@ export type CheckedExpression =
   | { ok: true; text: string; ast: AstNode }
   | { ok: false; text: string; error: string };
 
-/** Quotes step ids, then parses. `text` is what goes into the bundle. */
+const HYPHENATED = /^[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+/;
+
+/**
+ * Quotes bare hyphenated identifiers (`params.user-id` -> `params."user-id"`, `created-at` ->
+ * `"created-at"`), as ktsu does before evaluating: a name with a hyphen is a field, never a
+ * subtraction. Arithmetic is still written with spaces (`a - b`); text inside '…', "…" and `…`
+ * literals and `$variables` are left alone.
+ */
+export function quoteHyphenated(expr: string): string {
+  if (!expr.includes("-")) return expr;
+  let out = "";
+  let i = 0;
+  while (i < expr.length) {
+    const ch = expr[i] as string;
+    if (ch === "'" || ch === '"' || ch === "`") {
+      const end = literalEnd(expr, i);
+      out += expr.slice(i, end);
+      i = end;
+      continue;
+    }
+    const prev = expr[i - 1];
+    if (!isIdentChar(prev) && prev !== "$") {
+      const m = HYPHENATED.exec(expr.slice(i));
+      if (m) {
+        out += JSON.stringify(m[0]);
+        i += m[0].length;
+        continue;
+      }
+    }
+    out += ch;
+    i++;
+  }
+  return out;
+}
+
+/** Quotes step ids and other hyphenated names, then parses. `text` is what goes into the bundle. */
 export function checkExpression(expr: string, stepIds: Iterable<string>): CheckedExpression {
-  const text = quoteStepIds(expr, stepIds);
+  const text = quoteHyphenated(quoteStepIds(expr, stepIds));
   try {
     return { ok: true, text, ast: compile(text) as unknown as AstNode };
   } catch (e) {

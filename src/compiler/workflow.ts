@@ -581,14 +581,18 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
           return;
         }
         case "sort":
-          if (typeof a.field === "string")
-            ops.push({ op: "sort", field: a.field, order: a.order === "desc" ? "desc" : "asc" });
+        case "deduplicate": {
+          if (typeof a.field !== "string") return;
+          // The field is read from each item like a map expression (`created-at` is one name).
+          const c = checkExpression(a.field, []);
+          if (!c.ok) err([...path, "field"], `${label}: invalid JMESPath in \`${opName}.field\`: ${c.error}`);
+          else if (opName === "sort")
+            ops.push({ op: "sort", field: c.text, order: a.order === "desc" ? "desc" : "asc" });
+          else ops.push({ op: "deduplicate", field: c.text });
           return;
+        }
         case "flatten":
           ops.push({ op: "flatten" });
-          return;
-        case "deduplicate":
-          if (typeof a.field === "string") ops.push({ op: "deduplicate", field: a.field });
           return;
         case "merge": {
           const merged: string[] = [];
