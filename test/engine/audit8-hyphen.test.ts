@@ -7,8 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { compileProject } from "../../src/compiler/index.ts";
 import { quoteHyphenated } from "../../src/compiler/expressions.ts";
+import { compileProject } from "../../src/compiler/index.ts";
 
 describe("quoteHyphenated", () => {
   it("quotes bare hyphenated names wherever they stand", () => {
