@@ -343,6 +343,8 @@ export interface CompiledGroup {
   models: Array<{ provider: string; model: string }>;
   strategy: "round_robin" | "cost_optimized";
   defaultMaxTokens: number;
+  /** ktsu's `default_temperature`, sent as `temperature` on every call; absent: the provider's default. */
+  defaultTemperature?: number;
   /** USD per million tokens, by model id (without provider prefix). Empty: costs 0. */
   pricing: Record<string, { inputPerMillion: number; outputPerMillion: number }>;
 }

@@ -128,6 +128,7 @@ export function compileGateway(file: SourceFile, sink: DiagnosticSink): Compiled
       models,
       strategy: g.strategy === "cost_optimized" ? "cost_optimized" : "round_robin",
       defaultMaxTokens: typeof g.default_max_tokens === "number" ? g.default_max_tokens : 1024,
+      ...(typeof g.default_temperature === "number" ? { defaultTemperature: g.default_temperature } : {}),
       pricing,
     });
   });

@@ -121,6 +121,7 @@ export const prepareAnthropic: PrepareCall = (model, req, provider, env) => {
   const body = JSON.stringify({
     model,
     max_tokens: req.maxTokens,
+    ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.system !== null ? { system: req.system } : {}),
     messages: anthropicMessages(req.messages, tools !== null),
     ...(tools ? { tools } : {}),

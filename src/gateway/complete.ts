@@ -87,7 +87,13 @@ export async function completeInGroup(
     }
     let prepared: ReturnType<PrepareCall>;
     try {
-      prepared = adapterFor(provider.type)(m.model, req, provider, ctx.env);
+      const temperature = req.temperature ?? group.defaultTemperature;
+      prepared = adapterFor(provider.type)(
+        m.model,
+        temperature === undefined ? req : { ...req, temperature },
+        provider,
+        ctx.env,
+      );
     } catch (e) {
       failures.push(failureText(e));
       continue;

@@ -196,6 +196,7 @@ export const prepareOpenAi: PrepareCall = (model, req, provider: CompiledProvide
     model,
     messages,
     max_tokens: req.maxTokens,
+    ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(tools ? { tools } : {}),
     ...(format ? { response_format: format } : {}),
   });

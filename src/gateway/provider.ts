@@ -49,6 +49,8 @@ export interface ModelRequest {
   system: string | null;
   messages: ChatMessage[];
   maxTokens: number;
+  /** Sampling temperature (the group's `default_temperature`); absent: not sent. */
+  temperature?: number;
   /** Ask for JSON output (provider JSON mode where there is one). */
   json: boolean;
   /** The schema the JSON must satisfy, when known (OpenAI structured outputs use it). */

@@ -72,6 +72,7 @@ function bounded<T>(work: Promise<T>, io: ProviderIo): Promise<T> {
 export const prepareWorkersAi: PrepareCall = (model, req, provider) => {
   const messages = openAiMessages(req.system, req.messages);
   const input: Record<string, unknown> = { messages, max_tokens: req.maxTokens };
+  if (req.temperature !== undefined) input.temperature = req.temperature;
   const tools = openAiTools(req);
   if (tools) input.tools = tools;
   if (req.json && req.jsonSchema !== null) {
