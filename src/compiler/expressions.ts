@@ -20,6 +20,24 @@ export function quoteStepIds(expr: string, stepIds: Iterable<string>, root = "st
   const ids = [...stepIds].filter((id) => !PLAIN_IDENTIFIER.test(id)).sort((a, b) => b.length - a.length);
   const prefix = `${root}.`;
   if (ids.length === 0 || !expr.includes(prefix)) return expr;
+  return rewriteOutsideLiterals(expr, (i) => {
+    if (!expr.startsWith(prefix, i) || isIdentChar(expr[i - 1]) || expr[i - 1] === ".") return null;
+    const rest = expr.slice(i + prefix.length);
+    const id = ids.find((x) => rest.startsWith(x) && !isIdentChar(rest[x.length]) && rest[x.length] !== "-");
+    return id === undefined
+      ? null
+      : { text: `${prefix}${JSON.stringify(id)}`, length: prefix.length + id.length };
+  });
+}
+
+/**
+ * Copies `expr`, leaving text inside '…', "…" and `…` literals alone; elsewhere `at(i)` may
+ * replace what starts at `i` (its `length` characters) with `text`.
+ */
+function rewriteOutsideLiterals(
+  expr: string,
+  at: (i: number) => { text: string; length: number } | null,
+): string {
   let out = "";
   let i = 0;
   while (i < expr.length) {
@@ -30,16 +48,11 @@ export function quoteStepIds(expr: string, stepIds: Iterable<string>, root = "st
       i = end;
       continue;
     }
-    if (expr.startsWith(prefix, i) && !isIdentChar(expr[i - 1]) && expr[i - 1] !== ".") {
-      const rest = expr.slice(i + prefix.length);
-      const id = ids.find(
-        (x) => rest.startsWith(x) && !isIdentChar(rest[x.length]) && rest[x.length] !== "-",
-      );
-      if (id !== undefined) {
-        out += `${prefix}${JSON.stringify(id)}`;
-        i += prefix.length + id.length;
-        continue;
-      }
+    const r = at(i);
+    if (r) {
+      out += r.text;
+      i += r.length;
+      continue;
     }
     out += ch;
     i++;
@@ -76,29 +89,12 @@ const HYPHENATED = /^[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+/;
  */
 export function quoteHyphenated(expr: string): string {
   if (!expr.includes("-")) return expr;
-  let out = "";
-  let i = 0;
-  while (i < expr.length) {
-    const ch = expr[i] as string;
-    if (ch === "'" || ch === '"' || ch === "`") {
-      const end = literalEnd(expr, i);
-      out += expr.slice(i, end);
-      i = end;
-      continue;
-    }
+  return rewriteOutsideLiterals(expr, (i) => {
     const prev = expr[i - 1];
-    if (!isIdentChar(prev) && prev !== "$") {
-      const m = HYPHENATED.exec(expr.slice(i));
-      if (m) {
-        out += JSON.stringify(m[0]);
-        i += m[0].length;
-        continue;
-      }
-    }
-    out += ch;
-    i++;
-  }
-  return out;
+    if (isIdentChar(prev) || prev === "$") return null;
+    const m = HYPHENATED.exec(expr.slice(i));
+    return m ? { text: JSON.stringify(m[0]), length: m[0].length } : null;
+  });
 }
 
 /** Quotes step ids and other hyphenated names, then parses. `text` is what goes into the bundle. */
