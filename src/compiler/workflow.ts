@@ -110,6 +110,8 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   }
   const declared = isSub ? [] : env;
   const isDeclared = (n: string) => declared.some((e) => e.name === n);
+  /** Declared env vars that hold secrets: they must not reach a model or a host the caller picks. */
+  const secretEnv = new Set(declared.filter((e) => e.secret).map((e) => e.name));
   /** Checks a read of env var `n` at `path`. */
   const useEnv = (n: string | undefined, path: DataPath) => {
     if (isSub) {
@@ -497,7 +499,6 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     if (resolved && params.t === "obj") {
       // A secret handed to an agent param the agent does not mark `secret: true` goes to the model
       // provider (SPEC 9: secret params are for tool servers only).
-      const secretEnv = new Set(declared.filter((e) => e.secret).map((e) => e.name));
       const marked = new Set(resolved.agent.secretParams ?? []);
       for (const [key, value] of params.entries) {
         if (marked.has(key)) continue;
@@ -650,16 +651,15 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       }
     }
     // A secret sent to a host the caller picks is a secret handed to the caller.
-    const secretNames = new Set(declared.filter((e) => e.secret).map((e) => e.name));
     const leaks: string[] = [];
     for (const [where, tpl] of [
       ["url", url],
       ["headers", headers],
       ["body", body],
     ] as const) {
-      for (const n of envReads(tpl)) if (secretNames.has(n)) leaks.push(`\`env.${n}\` in its ${where}`);
+      for (const n of envReads(tpl)) if (secretEnv.has(n)) leaks.push(`\`env.${n}\` in its ${where}`);
     }
-    if (sign && secretNames.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
+    if (sign && secretEnv.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
     const from = isObj(s.for_each) ? s.for_each.from : undefined;
     const hostFrom = callerHost(
       url,

@@ -22,7 +22,7 @@ import { type StepContext, StepError, type StepExecutor } from "../engine/types.
 import { completeInGroup } from "../gateway/complete.ts";
 import type { ChatMessage } from "../gateway/provider.ts";
 import type { GroupModel } from "../gateway/select.ts";
-import { applyContracts, forValidation } from "./output-contracts.ts";
+import { applyContracts, forValidation, reservedOf } from "./output-contracts.ts";
 import { ToolLoop } from "./tool-loop.ts";
 
 /** SPEC: `max_tokens` defaults to the group's `default_max_tokens`, else this. */
@@ -75,12 +75,6 @@ function withoutSecretParams(params: Json, secret: string[]): Json {
   if (secret.length === 0 || typeof params !== "object" || params === null || Array.isArray(params))
     return params;
   return Object.fromEntries(Object.entries(params).filter(([k]) => !secret.includes(k)));
-}
-
-/** The reserved `ktsu_*` keys of a reply (SPEC 10 reads them after the output validates). */
-function reservedOf(reply: Json): Record<string, Json> {
-  if (typeof reply !== "object" || reply === null || Array.isArray(reply)) return {};
-  return Object.fromEntries(Object.entries(reply).filter(([k]) => k.startsWith("ktsu_")));
 }
 
 function planFor(agent: CompiledAgent, params: Json, threshold: number | null): AgentPlan {

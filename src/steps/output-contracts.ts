@@ -77,6 +77,14 @@ function annotationsOf(o: JsonObject): Annotations | null {
   };
 }
 
+/** The reserved keys of a reply alone (a built-in agent keeps them for the contract, see agent.ts). */
+export function reservedOf(reply: Json): JsonObject {
+  if (!isObject(reply)) return {};
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(reply)) if (k.startsWith(RESERVED_PREFIX)) out[k] = v;
+  return out;
+}
+
 export function withoutReserved(o: JsonObject): JsonObject {
   const out: JsonObject = {};
   for (const [k, v] of Object.entries(o)) if (!k.startsWith(RESERVED_PREFIX)) out[k] = v;
