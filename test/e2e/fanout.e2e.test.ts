@@ -5,49 +5,22 @@
  * fan-out's count and table follow the run live.
  */
 import type { Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startWebhookTarget } from "../servers/webhook-target.ts";
-import { type Browser, launchBrowser, PageTracker } from "./browser.ts";
-import { startWorker, type WorkerProcess } from "./worker-process.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useViewerStack } from "./viewer-stack.ts";
 
-let target: { port: number; close(): Promise<void> };
-let worker: WorkerProcess;
-let browser: Browser;
-const pages = new PageTracker(
-  () => browser,
-  () => worker.url,
-);
-
-beforeAll(async () => {
-  target = await startWebhookTarget();
-  worker = await startWorker({
-    ALLOW_PRIVATE_WEBHOOKS: "true",
-    TARGET_URL: `http://127.0.0.1:${target.port}`,
-    E2E_SECRET: "e2e-secret-value-7d41c9",
-    E2E_TOKEN: "e2e-token-52be8a0f13",
-  });
-  browser = await launchBrowser();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await worker?.stop();
-  await target?.close();
-});
-
-afterEach(async () => {
-  expect(await pages.closeAll()).toEqual([]);
-});
+const stack = useViewerStack();
+/** The Worker's origin, e.g. `http://127.0.0.1:8787`. */
+const base = () => stack.worker().url;
 
 function open(path: string): Promise<Page> {
-  return pages.open(path);
+  return stack.pages.open(path);
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: envelopes are checked field by field
 type Envelope = any;
 
 async function invoke(body: unknown, wait: boolean): Promise<Envelope> {
-  const res = await fetch(`${worker.url}/invoke/e2e-fanout`, {
+  const res = await fetch(`${base()}/invoke/e2e-fanout`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(wait ? { prefer: "wait=30" } : {}) },
     body: JSON.stringify(body),

@@ -5,20 +5,12 @@
  * behind its credentials.
  */
 import type { Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startWebhookTarget } from "../servers/webhook-target.ts";
-import { type Browser, launchBrowser, PageTracker } from "./browser.ts";
-import { startWorker, type WorkerProcess } from "./worker-process.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { E2E_TOKEN, useViewerStack } from "./viewer-stack.ts";
 
-const E2E_TOKEN = "e2e-token-52be8a0f13";
-
-let target: { port: number; close(): Promise<void> };
-let worker: WorkerProcess;
-let browser: Browser;
-const pages = new PageTracker(
-  () => browser,
-  () => worker.url,
-);
+const stack = useViewerStack();
+/** The Worker's origin, e.g. `http://127.0.0.1:8787`. */
+const base = () => stack.worker().url;
 /** Run ids of the fixture runs, oldest first; the third one failed. */
 const created: string[] = [];
 
@@ -28,7 +20,7 @@ interface Listed {
 }
 
 async function api(path: string, headers: Record<string, string> = {}): Promise<{ runs: Listed[] }> {
-  const res = await fetch(`${worker.url}${path}`, { headers });
+  const res = await fetch(`${base()}${path}`, { headers });
   expect(res.status).toBe(200);
   return (await res.json()) as { runs: Listed[] };
 }
@@ -43,7 +35,7 @@ async function until(done: () => Promise<boolean>, timeoutMs = 15_000): Promise<
 }
 
 async function invoke(body: unknown, wait: boolean): Promise<string> {
-  const res = await fetch(`${worker.url}/invoke/e2e-runs-list`, {
+  const res = await fetch(`${base()}/invoke/e2e-runs-list`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(wait ? { prefer: "wait=30" } : {}) },
     body: JSON.stringify(body),
@@ -53,14 +45,6 @@ async function invoke(body: unknown, wait: boolean): Promise<string> {
 }
 
 beforeAll(async () => {
-  target = await startWebhookTarget();
-  worker = await startWorker({
-    ALLOW_PRIVATE_WEBHOOKS: "true",
-    TARGET_URL: `http://127.0.0.1:${target.port}`,
-    E2E_SECRET: "e2e-secret-value-7d41c9",
-    E2E_TOKEN,
-  });
-  browser = await launchBrowser();
   // Five finished runs, one after the other (so their order is known): the third one fails.
   for (let i = 0; i < 5; i++) created.push(await invoke({ ms: 0, n: i === 2 ? "x" : i }, true));
   // The listing may lag a run by a few seconds: wait until all five are listed as finished.
@@ -70,18 +54,8 @@ beforeAll(async () => {
   });
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await worker?.stop();
-  await target?.close();
-});
-
-afterEach(async () => {
-  expect(await pages.closeAll()).toEqual([]);
-});
-
 function open(path: string): Promise<Page> {
-  return pages.open(path);
+  return stack.pages.open(path);
 }
 
 async function rows(page: Page): Promise<Array<{ run: string; status: string }>> {
@@ -165,7 +139,7 @@ describe("run list page", () => {
   });
 
   it("asks for a protected workflow's credentials before listing its runs", async () => {
-    const res = await fetch(`${worker.url}/invoke/e2e-protected`, {
+    const res = await fetch(`${base()}/invoke/e2e-protected`, {
       method: "POST",
       headers: {
         authorization: `Bearer ${E2E_TOKEN}`,

@@ -5,46 +5,15 @@
  * the run list.
  */
 import type { Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startWebhookTarget } from "../servers/webhook-target.ts";
-import { type Browser, launchBrowser, PageTracker } from "./browser.ts";
-import { startWorker, type WorkerProcess } from "./worker-process.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { E2E_SECRET, E2E_TOKEN, useViewerStack } from "./viewer-stack.ts";
 
-const E2E_SECRET = "e2e-secret-value-7d41c9";
-const E2E_TOKEN = "e2e-token-52be8a0f13";
-
-let target: { port: number; close(): Promise<void> };
-let worker: WorkerProcess;
-let browser: Browser;
-const pages = new PageTracker(
-  () => browser,
-  () => worker.url,
-);
-/** Console messages about Content-Security-Policy violations and uncaught page errors. */
-
-beforeAll(async () => {
-  target = await startWebhookTarget();
-  worker = await startWorker({
-    ALLOW_PRIVATE_WEBHOOKS: "true",
-    TARGET_URL: `http://127.0.0.1:${target.port}`,
-    E2E_SECRET,
-    E2E_TOKEN,
-  });
-  browser = await launchBrowser();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await worker?.stop();
-  await target?.close();
-});
-
-afterEach(async () => {
-  expect(await pages.closeAll()).toEqual([]);
-});
+const stack = useViewerStack();
+/** The Worker's origin, e.g. `http://127.0.0.1:8787`. */
+const base = () => stack.worker().url;
 
 function open(path: string): Promise<Page> {
-  return pages.open(path);
+  return stack.pages.open(path);
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: envelopes are checked field by field
@@ -56,7 +25,7 @@ async function invoke(
   headers: Record<string, string> = {},
   wait = true,
 ): Promise<Envelope> {
-  const res = await fetch(`${worker.url}/invoke/${name}`, {
+  const res = await fetch(`${base()}/invoke/${name}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(wait ? { prefer: "wait=30" } : {}), ...headers },
     body: JSON.stringify(body),
@@ -245,7 +214,7 @@ describe("run list", () => {
     // The run index is written just after the invoke answers (waitUntil); wait for it first.
     await expect
       .poll(async () => {
-        const res = await fetch(`${worker.url}/runs?workflow=e2e-pipeline`);
+        const res = await fetch(`${base()}/runs?workflow=e2e-pipeline`);
         return ((await res.json()) as { runs: Array<{ run_id: string }> }).runs.map((r) => r.run_id);
       })
       .toContain(run.run_id);
