@@ -33,6 +33,7 @@ export default defineConfig({
           include: [
             "test/compiler/**/*.test.ts",
             "test/engine/**/*.test.ts",
+            "test/run/**/*.test.ts",
             "test/gateway/**/*.test.ts",
             "test/mcp/**/*.test.ts",
             "test/scripts/**/*.test.ts",

@@ -24,7 +24,7 @@ import { invokeResponse } from "./http/triggers/response.ts";
 import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { forgetRun } from "./run/listing.ts";
-import type { RunRpc } from "./run/run-object.ts";
+import type { RunRpc } from "./run/run-rpc.ts";
 import { collectSecrets } from "./run/secrets.ts";
 import { mountViewer } from "./viewer/routes.ts";
 

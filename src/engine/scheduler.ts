@@ -73,6 +73,8 @@ export interface RunHost {
   records: Map<string, StepRecord>;
   /** Called when a step starts running. */
   onStepStarted?(path: string, record: StepRecord): void;
+  /** Called when a running step starts or stops waiting for a human (`pending_approval` ⇄ `running`). */
+  onStepChanged?(path: string, record: StepRecord): void;
   /** Called once per step that finished (complete, failed, skipped by condition): persist it. */
   onStepFinished(path: string, record: StepRecord): void;
   /** MCP tool servers (agent steps with `servers:`). */
@@ -270,54 +272,120 @@ async function runStep(
   rec.tool_calls = [];
   rec.annotations = null;
   const finish = startRecord(host, path, rec);
-
   const skip = (reason: string) => {
-    rec.output = { skipped: true, reason };
     if (step.kind === "workflow") skipChildTree(host, step, `${path}/`, reason);
-    finish("skipped");
-    host.onStepFinished(path, rec);
-    return rec.output;
+    return recordSkip(host, path, rec, finish, reason);
   };
 
   const scope = scopeFor(step, opts, outputs);
+  if (!signal.aborted) {
+    try {
+      if (step.kind === "webhook" && !opts.webhooksAllowed) return skip("webhooks_suppressed");
+      if (step.condition !== null && !isTruthy(evaluate(step.condition, scope as unknown as Json))) {
+        return skip("condition_false");
+      }
+    } catch (err) {
+      // A condition that cannot be evaluated fails the step like its executor would.
+      const outcome = await execute(host, path, rec, finish, signal, opts, () => Promise.reject(err));
+      return outcome.status === "skipped" ? skip(outcome.reason) : settledStep(step, outcome);
+    }
+  }
+  const outcome = await execute(
+    host,
+    path,
+    rec,
+    finish,
+    signal,
+    opts,
+    () => {
+      if (step.kind !== "transform" && step.forEach) {
+        return runFanOutStep(host, wf, step, step.forEach, scope, opts, path, rec, signal);
+      }
+      if (step.kind === "workflow") return runWorkflowStep(host, step, scope, opts, path, rec, signal);
+      const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
+      return executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
+    },
+    step.kind !== "transform" && step.outputSchema
+      ? (output) => checkOutputSchema(step.outputSchema as JsonSchema, output)
+      : undefined,
+  );
+  if (outcome.status === "skipped") return skip(outcome.reason);
+  return settledStep(step, outcome);
+}
+
+/** A step's outcome as its pipeline sees it: its output, or the error that stops the pipeline. */
+function settledStep(step: CompiledStep, outcome: Exclude<Executed, { status: "skipped" }>): Json {
+  if (outcome.status === "complete") return outcome.output;
+  if (outcome.status === "canceled") throw outcome.reason;
+  const e = outcome.error;
+  throw new StepError(e.code, e.message, e.subPath ? `${step.id}/${e.subPath}` : step.id);
+}
+
+/** How one unit of work (a step, or one fan-out item) ended; `failed` carries the recorded (masked) message. */
+type Executed =
+  | { status: "complete"; output: Json }
+  | { status: "skipped"; reason: string }
+  | { status: "canceled"; reason: unknown }
+  | { status: "failed"; error: StepError };
+
+/**
+ * Runs the body of a step or of a fan-out item under its record, and settles the record the same
+ * way for both: the output checked, masked and bounded as recorded; a skip left to the caller;
+ * a stop from outside (deadline, cancel, a failed sibling) `canceled`; anything else `failed`.
+ */
+async function execute(
+  host: RunHost,
+  path: string,
+  rec: StepRecord,
+  finish: (status: StepRecord["status"]) => void,
+  signal: AbortSignal,
+  opts: PipelineOptions,
+  body: () => Promise<Json>,
+  check?: (output: Json) => void,
+): Promise<Executed> {
   try {
     if (signal.aborted) throw signal.reason;
-    if (step.kind === "webhook" && !opts.webhooksAllowed) return skip("webhooks_suppressed");
-    if (step.condition !== null && !isTruthy(evaluate(step.condition, scope as unknown as Json))) {
-      return skip("condition_false");
-    }
-    let output: Json;
-    if (step.kind !== "transform" && step.forEach) {
-      output = await runFanOutStep(host, wf, step, step.forEach, scope, opts, path, rec, signal);
-    } else if (step.kind === "workflow") {
-      output = await runWorkflowStep(host, step, scope, opts, path, rec, signal);
-    } else {
-      const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
-      output = await executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
-    }
+    let output = await body();
     if (signal.aborted) throw signal.reason;
-    if (step.kind !== "transform" && step.outputSchema) checkOutputSchema(step.outputSchema, output);
+    check?.(output);
     output = recordable(host, output);
     rec.output = output;
     finish("complete");
     host.onStepFinished(path, rec);
-    return output;
+    return { status: "complete", output };
   } catch (err) {
-    if (err instanceof StepSkipped && !signal.aborted) return skip(err.reason);
+    if (err instanceof StepSkipped && !signal.aborted) return { status: "skipped", reason: err.reason };
     const stopped = signal.aborted && (err === signal.reason || !(err instanceof StepError));
     if (stopped || host.now() >= opts.deadline) {
       // Stopped from outside (deadline, cancel, a sibling failed): not this step's failure.
       rec.output = null;
       finish("canceled");
-      throw signal.aborted ? signal.reason : (opts.deadlineReason ?? (() => new RunAbort("timeout")))();
+      const reason = signal.aborted
+        ? signal.reason
+        : (opts.deadlineReason ?? (() => new RunAbort("timeout")))();
+      return { status: "canceled", reason };
     }
     const e = toStepError(err);
     rec.output = null;
     rec.error = { code: e.code, message: host.masker.maskText(e.message) };
     finish("failed");
     host.onStepFinished(path, rec);
-    throw new StepError(e.code, rec.error.message, e.subPath ? `${step.id}/${e.subPath}` : step.id);
+    return { status: "failed", error: new StepError(e.code, rec.error.message, e.subPath) };
   }
+}
+
+/** A skipped step or item: its output is the skip object, and it is persisted like a finished one. */
+function recordSkip(
+  host: RunHost,
+  path: string,
+  rec: StepRecord,
+  finish: (status: StepRecord["status"]) => void,
+  reason: string,
+): Json {
+  rec.output = { skipped: true, reason };
+  finish("skipped");
+  host.onStepFinished(path, rec);
+  return rec.output;
 }
 
 /** Tool arguments and results can hold a secret (one passed to a tool server): masked as recorded. */
@@ -361,10 +429,31 @@ function stepContext(
       rec.annotations = a;
     },
     tools: host.tools,
-    approvals: host.approvals?.(path),
+    approvals: approvalsOf(host, path, rec),
     checkpoint: host.checkpoint?.(path),
     clock: host.clock,
   };
+}
+
+/**
+ * The step's approvals host, through which the engine alone sets `pending_approval` while at
+ * least one of its requests waits for a human, and `running` again once none does.
+ */
+function approvalsOf(host: RunHost, path: string, rec: StepRecord): ApprovalHost | undefined {
+  const inner = host.approvals?.(path);
+  if (!inner) return undefined;
+  let waiting = 0;
+  const set = (from: StepRecord["status"], to: StepRecord["status"]) => {
+    if (rec.status !== from) return;
+    rec.status = to;
+    host.onStepChanged?.(path, rec);
+  };
+  const onWaiting = (on: boolean) => {
+    waiting += on ? 1 : -1;
+    if (on) set("running", "pending_approval");
+    else if (waiting === 0) set("pending_approval", "running");
+  };
+  return { request: (req, signal) => inner.request(req, signal, onWaiting) };
 }
 
 /** The output as recorded: masked, and within MAX_OUTPUT_BYTES. */
@@ -505,45 +594,17 @@ async function runFanOutItem(
   host.records.set(path, rec);
   const finish = startRecord(host, path, rec);
   const scope: EvalScope = { ...stepScope, item: item.value, item_index: item.index };
-  try {
-    if (signal.aborted) throw signal.reason;
-    let output: Json;
-    if (step.kind === "workflow") {
-      output = await runWorkflowStep(host, step, scope, opts, path, rec, signal);
-    } else {
-      const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
-      output = await executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
-    }
-    if (signal.aborted) throw signal.reason;
-    output = recordable(host, output);
-    rec.output = output;
-    finish("complete");
-    host.onStepFinished(path, rec);
-    return { status: "complete", output };
-  } catch (err) {
-    if (err instanceof StepSkipped && !signal.aborted) {
-      // An agent item that skipped itself (ktsu_skip_reason): its entry is its skip object.
-      rec.output = { skipped: true, reason: err.reason };
-      finish("skipped");
-      host.onStepFinished(path, rec);
-      return { status: "complete", output: rec.output };
-    }
-    const stopped = signal.aborted && (err === signal.reason || !(err instanceof StepError));
-    if (stopped || host.now() >= opts.deadline) {
-      rec.output = null;
-      finish("canceled");
-      const reason = signal.aborted
-        ? signal.reason
-        : (opts.deadlineReason ?? (() => new RunAbort("timeout")))();
-      return { status: "canceled", reason };
-    }
-    const e = toStepError(err);
-    rec.output = null;
-    rec.error = { code: e.code, message: host.masker.maskText(e.message) };
-    finish("failed");
-    host.onStepFinished(path, rec);
-    return { status: "failed", error: rec.error };
+  const outcome = await execute(host, path, rec, finish, signal, opts, () => {
+    if (step.kind === "workflow") return runWorkflowStep(host, step, scope, opts, path, rec, signal);
+    const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
+    return executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
+  });
+  // An agent item that skipped itself (ktsu_skip_reason): its entry is its skip object.
+  if (outcome.status === "skipped") {
+    return { status: "complete", output: recordSkip(host, path, rec, finish, outcome.reason) };
   }
+  if (outcome.status === "failed") return { status: "failed", error: rec.error ?? outcome.error };
+  return outcome;
 }
 
 /** A workflow step's tokens, cost, calls and attempts are its children's (its duration is its own). */

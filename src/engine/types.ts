@@ -279,8 +279,14 @@ export interface ApprovalHost {
    * Resolves when a human decided (or the approval timed out). Asking again with the same key
    * (after an eviction) returns the existing approval's outcome, or waits for it.
    */
-  request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome>;
+  request(req: ApprovalRequest, signal: AbortSignal, waiting?: ApprovalWaiting): Promise<ApprovalOutcome>;
 }
+
+/**
+ * Told when the request starts waiting for a human (`true`, once the approval is pending) and
+ * when its decision arrives (`false`): the engine turns these into the step's status.
+ */
+export type ApprovalWaiting = (waiting: boolean) => void;
 
 export interface StepCheckpoint {
   load(): Json | null;

@@ -5,7 +5,7 @@
  * run that exists instead of making a second one.
  */
 import type { CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
-import type { RunRpc, StartResult } from "../run/run-object.ts";
+import type { RunRpc, StartResult } from "../run/run-rpc.ts";
 
 export interface StartOptions {
   params: JsonObject;

@@ -13,7 +13,7 @@ import type { Json, JsonObject } from "../bundle.ts";
 import type { Masker } from "../engine/mask.ts";
 import { isPrivateHost } from "../engine/net.ts";
 import { retryHttp } from "../engine/retry.ts";
-import type { ApprovalOutcome, ApprovalRequest, ApprovalStatus } from "../engine/types.ts";
+import type { ApprovalOutcome, ApprovalRequest, ApprovalStatus, ApprovalWaiting } from "../engine/types.ts";
 import { importSigningKey, signStandardWebhook } from "../steps/webhook.ts";
 
 export interface ApprovalRecord {
@@ -107,7 +107,12 @@ export class ApprovalBook {
   }
 
   /** Creates the approval (or finds it again) and resolves once it is decided or timed out. */
-  async request(path: string, req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome> {
+  async request(
+    path: string,
+    req: ApprovalRequest,
+    signal: AbortSignal,
+    waiting?: ApprovalWaiting,
+  ): Promise<ApprovalOutcome> {
     const id = await approvalId(this.hooks.runId, path, req.key);
     let rec = this.store.get(id);
     const created = !rec;
@@ -142,6 +147,7 @@ export class ApprovalBook {
       };
       const done = (o: ApprovalOutcome) => {
         signal.removeEventListener("abort", onAbort);
+        waiting?.(false);
         resolve(o);
       };
       if (signal.aborted) return onAbort();
@@ -153,6 +159,7 @@ export class ApprovalBook {
       }
       set.add(done);
       // After the waiter is in place: a listener sees the step waiting, and a decision finds it.
+      waiting?.(true);
       this.hooks.requested(waitingFor, created);
     });
   }

@@ -11,69 +11,32 @@
  * case does not decide fails the step with `unmocked_step` instead of waiting forever.
  * `notify.url` is never called: nothing leaves the runner.
  */
-import type { Json } from "../bundle.ts";
 import type { ApprovalDecision, ApprovalSpec } from "../compiler/test-files.ts";
 import type { Clock } from "../engine/clock.ts";
-import type { Masker } from "../engine/mask.ts";
-import type { ApprovalHost, StepError, StepRecord } from "../engine/types.ts";
-import { ApprovalBook, type ApprovalRecord, approvalId, publicApproval } from "../run/approvals.ts";
+import type { ApprovalHost, StepError } from "../engine/types.ts";
+import { type ApprovalRecord, approvalId } from "../run/approvals.ts";
+import type { RunLifecycle } from "../run/lifecycle.ts";
 import { mockKeyFor } from "./mock-keys.ts";
 
 export interface CaseApprovals {
-  host(path: string): ApprovalHost;
-  /** At the end of the run: what is still pending is closed as `timeout`, as the run object does. */
-  close(): void;
-  /** Every approval of the run, as `GET /runs/{id}/approvals` lists them. */
-  list(): Json[];
+  /** Wraps a step's approvals host: the case must decide every approval the step asks for. */
+  host(path: string, inner: ApprovalHost): ApprovalHost;
+  /** An approval started waiting: its planned decision arrives `after_s` virtual seconds later. */
+  requested(rec: ApprovalRecord, created: boolean, run: RunLifecycle): void;
 }
 
 export function caseApprovals(opts: {
   approvals: Record<string, ApprovalSpec>;
   runId: string;
-  deadline: number;
-  masker: Masker;
   clock: Clock;
-  records: Map<string, StepRecord>;
   unmocked(message: string): StepError;
 }): CaseApprovals {
-  const { clock, records } = opts;
-  const rows = new Map<string, ApprovalRecord>();
+  const { clock } = opts;
   const planned = new Map<string, ApprovalDecision>();
   const asked = new Map<string, number>();
-  const book = new ApprovalBook(
-    { get: (id) => rows.get(id), put: (rec) => rows.set(rec.id, rec), all: () => [...rows.values()] },
-    {
-      runId: opts.runId,
-      deadline: opts.deadline,
-      masker: opts.masker,
-      now: () => clock.now(),
-      origin: null,
-      allowPrivate: false,
-      fetch: () => Promise.reject(new Error("workflow tests send no notifications")),
-      requested: (rec, created) => {
-        const step = records.get(rec.step);
-        if (step?.status === "running") step.status = "pending_approval";
-        const decision = planned.get(rec.id);
-        if (!created || !decision) return;
-        const now = clock.now();
-        // The run object's alarm expires an approval at its own timeout.
-        if (rec.own_timeout) clock.setTimer(() => book.expire(clock.now()), Date.parse(rec.expires_at) - now);
-        if (decision.decision !== "timeout") {
-          const status = decision.decision;
-          clock.setTimer(() => book.decide(rec.id, status, decision.comment), decision.after_s * 1000);
-        }
-      },
-      decided: (rec) => {
-        const step = records.get(rec.step);
-        const waiting = [...rows.values()].some((a) => a.step === rec.step && a.status === "pending");
-        if (step?.status === "pending_approval" && !waiting) step.status = "running";
-      },
-    },
-  );
-
   return {
-    host: (path) => ({
-      async request(req, signal) {
+    host: (path, inner) => ({
+      async request(req, signal, waiting) {
         const at = req.kind === "tool" ? `${path}/tools/${req.tool}` : `${path}/needs_human`;
         const what =
           req.kind === "tool"
@@ -93,12 +56,17 @@ export function caseApprovals(opts: {
           );
         }
         planned.set(await approvalId(opts.runId, path, req.key), decision);
-        return book.request(path, { ...req, notify: null }, signal);
+        // Nothing leaves the runner: no notification is sent.
+        return inner.request({ ...req, notify: null }, signal, waiting);
       },
     }),
-    close() {
-      for (const a of book.pending()) book.decide(a.id, "timeout", null);
+    requested(rec, created, run) {
+      const decision = planned.get(rec.id);
+      if (!created || !decision || decision.decision === "timeout") return;
+      // `timeout`: nobody decides; the approval's own timeout (or the deadline) passes on the
+      // virtual clock, as the object's alarm would expire it.
+      const status = decision.decision;
+      clock.setTimer(() => run.decide({ id: rec.id }, status, decision.comment), decision.after_s * 1000);
     },
-    list: () => book.list().map((a) => publicApproval(a) as unknown as Json),
   };
 }

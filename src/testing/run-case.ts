@@ -1,27 +1,24 @@
 /**
- * Runs one test case through the engine the Worker runs: the pipeline scheduler, the real step
- * executors, the budget ledger, masking and the run envelope, driven through an in-memory RunHost
- * on a virtual clock. What the run object adds around the engine (a deadline that aborts the
- * run, how a run ends, masked params) is reproduced here from the same pure modules; storage,
- * events and alarms are left out because nothing in a test reads them. Tool servers answer from
- * the case's mocks (tool-mocks.ts), humans from its `approvals` (approvals.ts), and a step's
- * checkpoint is kept in memory.
+ * Runs one test case through the run lifecycle the Worker runs (src/run/lifecycle.ts: the same
+ * start, deadline, approvals and end of a run, the same scheduler, executors, ledger and masking),
+ * over an in-memory store on a virtual clock: what the Durable Object's alarm does, the clock's
+ * timers do here. Steps reach nothing real: executors answer from the case's mocks (mocks.ts,
+ * tool-mocks.ts), humans from its `approvals` (approvals.ts).
  */
 import { createHash } from "node:crypto";
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import type { TestCase } from "../compiler/test-files.ts";
-import { createLedger } from "../engine/budget.ts";
-import { createMasker, type Masker } from "../engine/mask.ts";
-import { RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
+import type { Masker } from "../engine/mask.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { resetModelRotation } from "../gateway/select.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { recordRequest } from "../http/triggers/request-headers.ts";
 import { invokeResponse } from "../http/triggers/response.ts";
-import { buildEnvelope, type Envelope, pinDefinition, type RunDoc, type RunError } from "../run/envelope.ts";
+import type { Envelope } from "../run/envelope.ts";
+import { RunLifecycle } from "../run/lifecycle.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "../run/outbound.ts";
-import { collectSecrets, declaredEnv, usesAgents } from "../run/secrets.ts";
-import { deadlineError, failureError, settleRecords } from "../run/settle.ts";
+import { memoryKv, RunStore } from "../run/run-store.ts";
+import { declaredEnv, usesAgents } from "../run/secrets.ts";
 import { executors } from "../steps/index.ts";
 import { caseApprovals } from "./approvals.ts";
 import { type MockLog, mockedExecutors } from "./mocks.ts";
@@ -45,14 +42,6 @@ export interface CaseRun {
   response: Json;
   /** The run's approvals as `GET /runs/{id}/approvals` lists them. */
   approvals: Json[];
-}
-
-interface Ended {
-  status: "complete" | "failed";
-  error: RunError | null;
-  /** Virtual epoch ms. */
-  at: number;
-  records: Map<string, StepRecord>;
 }
 
 /** A run id like the Worker's (64 hex digits), fixed per case so test output is reproducible. */
@@ -99,133 +88,91 @@ export async function runCase(
   tc: TestCase,
   runId: string,
 ): Promise<CaseRun> {
-  // The run is pinned to its own slice of the bundle, as in the Worker.
-  const def = pinDefinition(bundle, workflowKey);
-  const wf = def.workflows[workflowKey];
+  const wf = bundle.workflows[workflowKey];
   if (!wf) throw new Error(`workflow ${workflowKey} is not in the bundle`);
-  const masker = createMasker(collectSecrets(def, wf, tc.env).values);
   const clock = new VirtualClock(Date.now());
   // Round-robin groups start at their first model in every case, whatever ran before.
   resetModelRotation();
 
   const log: MockLog = { requests: new Map(), unmocked: [] };
   const limiter = new OutboundLimiter(MAX_OUTBOUND);
-  const created = clock.now();
-  const deadline = created + wf.policy.timeoutS * 1000;
-  const records = new Map<string, StepRecord>();
-  const approvals = caseApprovals({
-    approvals: tc.approvals,
-    runId,
-    deadline,
-    masker,
-    clock,
-    records,
-    unmocked: (message) => {
-      log.unmocked.push(message);
-      return new StepError("unmocked_step", message);
+  const env = { ...tc.env, ...providerPlaceholders(bundle, wf, tc.env) };
+  const unmocked = (message: string) => {
+    log.unmocked.push(message);
+    return new StepError("unmocked_step", message);
+  };
+  const approvals = caseApprovals({ approvals: tc.approvals, runId, clock, unmocked });
+  // The object's alarm: one virtual timer, at the time the lifecycle asks to be woken.
+  let cancelWake: () => void = () => {};
+  const rearm = () => {
+    cancelWake();
+    const at = run.nextWake(clock.now());
+    if (at !== null) cancelWake = clock.setTimer(() => run.wake(), Math.max(0, at - clock.now()));
+  };
+  // The masker exists once the run has started; executors read it when they run.
+  const masker = {
+    maskJson: (v: Json) => run.runMasker.maskJson(v),
+    maskText: (t: string) => run.runMasker.maskText(t),
+  } as Masker;
+  const run: RunLifecycle = new RunLifecycle(
+    new RunStore(memoryKv()),
+    {
+      env,
+      executors: mockedExecutors(
+        executors,
+        { mocks: tc.mocks, masker, clock, limiter, allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS === "true" },
+        log,
+      ),
+      fetch: (input) => {
+        const url = new URL(input instanceof Request ? input.url : input);
+        return Promise.reject(
+          unmocked(`a request to ${url.protocol}//${url.host}${url.pathname} is not mocked`),
+        );
+      },
+      clock,
+      outboundLimit: MAX_OUTBOUND,
+      allowPrivate: false,
+      notifyFetch: () => Promise.reject(new Error("workflow tests send no notifications")),
     },
-  });
-  const checkpoints = new Map<string, Json>();
-  const allowPrivate = tc.env.ALLOW_PRIVATE_WEBHOOKS === "true";
-  const host: RunHost = {
-    bundle: def,
-    runId,
-    env: { ...tc.env, ...providerPlaceholders(def, wf, tc.env) },
-    executors: mockedExecutors(executors, { mocks: tc.mocks, masker, clock, limiter, allowPrivate }, log),
-    approvals: (path) => approvals.host(path),
-    checkpoint: (path) => ({
-      load: () => checkpoints.get(path) ?? null,
-      // Masked, as the run object stores it.
-      save: (state) => checkpoints.set(path, masker.maskJson(state)),
-    }),
-    masker,
-    fetch: (input) => {
-      const url = new URL(input instanceof Request ? input.url : input);
-      const message = `a request to ${url.protocol}//${url.host}${url.pathname} is not mocked`;
-      log.unmocked.push(message);
-      return Promise.reject(new StepError("unmocked_step", message));
+    { rearm },
+    {
+      heartbeatMs: null,
+      approvals: (path, inner) => approvals.host(path, inner),
+      approvalRequested: (rec, created) => approvals.requested(rec, created, run),
     },
-    now: () => clock.now(),
-    clock,
-    restored: new Map(),
-    records,
-    outboundLimit: MAX_OUTBOUND,
-    onStepFinished: () => {},
-  };
-
-  // As the run object stores them: masked, and that is what the pipeline reads.
-  const params = masker.maskJson(tc.params);
-  const request = masker.maskJson(recordRequest(wf.invoke.headers, new Headers(tc.requestHeaders ?? {})));
-  // How the run ended: set once, by the first of its pipeline's end and its deadline.
-  const outcome: { ended: Ended | null } = { ended: null };
-  let signalEnd: () => void = () => {};
-  const ended = new Promise<void>((resolve) => {
-    signalEnd = resolve;
-  });
-  const end = (status: Ended["status"], error: RunError | null) => {
-    if (outcome.ended) return;
-    const at = clock.now();
-    outcome.ended = { status, error, at, records: settleRecords(def, wf, host.records, at, "run_failed") };
-    signalEnd();
-  };
-
-  // The run object's alarm: at the deadline the run ends at once, whatever its steps are doing.
-  const controller = new AbortController();
-  controller.signal.addEventListener("abort", () => end("failed", deadlineError(wf, host.records)), {
-    once: true,
-  });
-  const cancelDeadline = clock.setTimer(() => controller.abort(new RunAbort("timeout")), deadline - created);
-  const options = {
-    prefix: "",
-    params,
-    env: declaredEnv(wf, tc.env),
-    request,
-    deadline,
-    signal: controller.signal,
-    budget: createLedger(wf.policy.costBudgetUsd),
-    webhooksAllowed: true,
-  };
-  runPipeline(host, wf, options).then(
-    () => end("complete", null),
-    (err: unknown) =>
-      end("failed", err instanceof RunAbort ? deadlineError(wf, host.records) : failureError(err, masker)),
   );
+
+  const created = clock.now();
+  run.start({
+    runId,
+    bundle,
+    workflowKey,
+    params: tc.params,
+    request: recordRequest(wf.invoke.headers, new Headers(tc.requestHeaders ?? {})),
+    bodyHash: null,
+    idempotencyKey: null,
+    origin: null,
+  });
+  rearm();
   // Until the run has ended (at its deadline that is at once, as in the Worker: steps still
   // unwinding cannot change the settled records).
-  await clock.run(ended, REAL_LIMIT_MS);
-  cancelDeadline();
-  approvals.close();
+  await clock.run(run.ended(), REAL_LIMIT_MS);
+  cancelWake();
 
-  const final = outcome.ended;
-  if (!final) throw new Error("the run ended without an outcome");
-  const finishedAt = final.at;
-  const doc: RunDoc = {
-    run_id: runId,
-    workflow_key: workflowKey,
-    status: final.status,
-    error: final.error,
-    params,
-    request,
-    created_at: new Date(created).toISOString(),
-    deadline: new Date(deadline).toISOString(),
-    finished_at: new Date(finishedAt).toISOString(),
-    body_hash: null,
-    idempotency_key: null,
-    def,
-    ledger: null,
-  };
-  const envelope = masker.maskJson(
-    buildEnvelope(doc, final.records, finishedAt) as unknown as Json,
-  ) as unknown as Envelope;
+  const doc = run.current;
+  if (!doc || run.active) throw new Error("the run ended without an outcome");
+  const envelope = run.envelope();
+  const finishedAt = Date.parse(doc.finished_at ?? doc.created_at);
+  const runMasker = run.runMasker;
   return {
     envelope,
     response: wf.invoke.response ? await renderedResponse(wf, envelope, tc.env) : null,
-    records: final.records,
+    records: new Map(run.stepRecords),
     log,
-    masker,
-    params,
-    env: masker.maskJson(declaredEnv(wf, tc.env)) as JsonObject,
+    masker: runMasker,
+    params: doc.params,
+    env: runMasker.maskJson(declaredEnv(wf, tc.env)) as JsonObject,
     virtualMs: finishedAt - created,
-    approvals: approvals.list(),
+    approvals: (run.approvals() ?? []) as unknown as Json[],
   };
 }

@@ -214,10 +214,10 @@ describe("schedules", () => {
     await scheduled("*/5 * * * *", time);
     const run = await scheduledRun("*/5 * * * *", time);
     const stub = env.RUNS.get(env.RUNS.idFromString(run.run_id));
-    const origin = await runInDurableObject(
-      stub,
-      (obj) => (obj as unknown as { doc: { origin: string | null } }).doc.origin,
-    );
+    const origin = await runInDurableObject(stub, (_obj, state) => {
+      const stored = JSON.parse(state.storage.kv.get<string>("run") ?? "{}") as { origin?: string | null };
+      return stored.origin;
+    });
     // PUBLIC_URL is https://flows.example.com/some/path in the test Worker: only its origin counts.
     expect(origin).toBe("https://flows.example.com");
   });

@@ -1,0 +1,46 @@
+/**
+ * The RPC surface of a run's Durable Object as the Worker sees it (typed plainly: the generated
+ * stub types are too deep), apart from the object so the HTTP face imports no Worker class.
+ */
+import type { JsonObject } from "../bundle.ts";
+import type { ApprovalRecord, DecideResult } from "./approvals.ts";
+import type { Envelope } from "./envelope.ts";
+import type { CancelResult, RunView } from "./lifecycle.ts";
+
+export type { CancelResult, RunView } from "./lifecycle.ts";
+
+export interface StartRequest {
+  workflowKey: string;
+  params: JsonObject;
+  /** The recorded request: `{headers}` with the workflow's declared headers (SPEC section 5). */
+  request: JsonObject;
+  /** Canonical hash of the body, for Idempotency-Key replays (null without a key). */
+  bodyHash: string | null;
+  idempotencyKey: string | null;
+  waitMs: number;
+  /** Origin of the invoke (`https://host`): approvals' `decide_url` is built on it. */
+  origin?: string | null;
+}
+
+export type StartResult =
+  | { outcome: "started" | "existing"; runId: string; envelope: Envelope | null }
+  | { outcome: "conflict"; runId: string };
+
+/** The RPC surface the Worker uses (typed plainly: the generated stub types are too deep). */
+export interface RunRpc {
+  start(req: StartRequest): Promise<StartResult>;
+  view(): Promise<RunView | null>;
+  cancel(): Promise<CancelResult>;
+  remove(): Promise<"deleted" | "active" | "not_found">;
+  relist(): Promise<void>;
+  expire(): Promise<"deleted" | "kept" | "gone">;
+  fetch(request: Request): Promise<Response>;
+  /** Every approval of the run (null: no such run). */
+  approvals(): Promise<ApprovalRecord[] | null>;
+  /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */
+  decide(
+    target: { id: string } | { step: string },
+    decision: "approved" | "rejected",
+    comment: string | null,
+  ): Promise<DecideResult>;
+}
