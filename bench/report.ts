@@ -86,7 +86,7 @@ const MIN_THROUGHPUT_RATIO = 0.8;
 const MAX_ENGINE_US_PER_STEP = 50;
 const MAX_GZIP_KIB = 150;
 const MAX_ROWS_OVER_STEPS = 2;
-/** The arithmetic in the README: 10,000 invokes/s, at most 2 listing writes per run, 32 shards. */
+/** The arithmetic in docs/operations.md: 10,000 invokes/s, at most 2 listing writes per run, 32 shards. */
 export const INVOKES_PER_S = 10_000;
 const MAX_LISTING_WRITES_PER_RUN = 2;
 const SHARD_LOAD_AT_SCALE = (INVOKES_PER_S * MAX_LISTING_WRITES_PER_RUN) / SHARDS_PER_BUCKET;

@@ -8,10 +8,11 @@
 
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
-import type { Bundle, CompiledWorkflow } from "./bundle.ts";
+import { type Bundle, type CompiledWorkflow, isSignature } from "./bundle.ts";
 import { createMasker } from "./engine/mask.ts";
 import { validateJson } from "./engine/schema.ts";
-import { authenticatedBody, isSignature, requireReader } from "./http/auth.ts";
+import { collectSecrets } from "./engine/secrets.ts";
+import { authenticatedBody, requireReader } from "./http/auth.ts";
 import { readDecision } from "./http/decision.ts";
 import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
@@ -25,7 +26,6 @@ import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { forgetRun } from "./run/listing.ts";
 import type { RunRpc } from "./run/run-rpc.ts";
-import { collectSecrets } from "./run/secrets.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
 const bundle: Bundle = workflowBundle;

@@ -91,6 +91,11 @@ export const SIGNATURE_SCHEMES = [
 ] as const;
 export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
 
+/** Whether an invoke's auth checks a sender's signature (every scheme but `raw` and `bearer`). */
+export function isSignature(auth: CompiledAuth): auth is SignatureAuth {
+  return auth.scheme !== "raw" && auth.scheme !== "bearer";
+}
+
 export interface SignatureAuth {
   scheme: SignatureScheme;
   /** Env vars holding the signing secrets (any one verifying is enough); [] for `discord`. */

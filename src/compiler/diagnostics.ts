@@ -3,7 +3,16 @@
  * problem: each check reports here and carries on, and the CLI prints the whole list sorted by
  * file and position, in the `file:line:col: message` form editors and terminals link to.
  */
-import type { Diagnostic } from "./index.ts";
+export interface Diagnostic {
+  severity: "error" | "warning";
+  /** Path as given to the user (relative to the current directory when possible). */
+  file: string;
+  line: number;
+  col: number;
+  message: string;
+  /** `file:line:col: message` (warnings: `file:line:col: warning: message`). */
+  text: string;
+}
 
 export interface Position {
   line: number;

@@ -14,7 +14,10 @@ import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import type { Bundle, CompiledAgent, CompiledGateway, CompiledWorkflow } from "../bundle.ts";
 import { AgentResolver } from "./agents.ts";
 import { checkCalls } from "./call-checks.ts";
-import { DiagnosticSink } from "./diagnostics.ts";
+import { type Diagnostic, DiagnosticSink } from "./diagnostics.ts";
+
+export type { Diagnostic } from "./diagnostics.ts";
+
 import { compileGateway, EMPTY_GATEWAY } from "./gateway.ts";
 import { warnUnknownFields } from "./output-shapes.ts";
 import { analyseGraph, type Edge } from "./project-graph.ts";
@@ -24,17 +27,6 @@ import { compileTestFiles, findTestFiles, type TestSuite } from "./test-files.ts
 import { compileWorkflow, type FieldRead } from "./workflow.ts";
 import { wranglerConfigReader } from "./wrangler-config.ts";
 import { loadYaml, type SourceFile } from "./yaml-source.ts";
-
-export interface Diagnostic {
-  severity: "error" | "warning";
-  /** Path as given to the user (relative to the current directory when possible). */
-  file: string;
-  line: number;
-  col: number;
-  message: string;
-  /** `file:line:col: message` (warnings: `file:line:col: warning: message`). */
-  text: string;
-}
 
 export interface CompileResult {
   /** null when there is any error. */

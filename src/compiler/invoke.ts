@@ -20,7 +20,8 @@ import {
   type SignatureScheme,
   type Template,
 } from "../bundle.ts";
-import { validateJson } from "../engine/schema.ts";
+import { isObject } from "../common/guards.ts";
+import { describeViolations, validateJson } from "../engine/schema.ts";
 import { cronProblem } from "./cron.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
@@ -75,7 +76,6 @@ const DEFAULT_TOLERANCE_S = 300;
 const DEFAULT_WAIT_S = 10;
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** `X-GitHub-Event` -> `x_github_event`: how expressions read a request header. */
 export function headerKey(name: string): string {
@@ -86,10 +86,10 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
   const { file, sink } = ctx;
   const err = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
     sink.error(file.display, file.at(path, part), msg);
-  const invoke = isObj(d.invoke) ? d.invoke : {};
+  const invoke = isObject(d.invoke) ? d.invoke : {};
 
   const auth = compileAuth(invoke.auth, ctx, err);
-  if (!isObj(invoke.auth) && ctx.invocable) {
+  if (!isObject(invoke.auth) && ctx.invocable) {
     sink.warning(
       file.display,
       file.at(d.name !== undefined ? ["name"] : []),
@@ -214,7 +214,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
 
   // ---- response ----------------------------------------------------------------------------
   let response: CompiledResponse | null = null;
-  if (isObj(invoke.response)) {
+  if (isObject(invoke.response)) {
     const r = invoke.response;
     const at = (k: string): DataPath => ["invoke", "response", k];
     const status = typeof r.status === "number" ? r.status : 200;
@@ -239,7 +239,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
 
   // ---- rate limit --------------------------------------------------------------------------
   let rateLimit: CompiledRateLimit | null = null;
-  if (isObj(invoke.rate_limit) && typeof invoke.rate_limit.binding === "string") {
+  if (isObject(invoke.rate_limit) && typeof invoke.rate_limit.binding === "string") {
     const rl = invoke.rate_limit;
     const binding = rl.binding as string;
     const facts = ctx.wrangler();
@@ -276,7 +276,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
       );
     }
     d.schedule.forEach((entry, i) => {
-      if (!isObj(entry) || typeof entry.cron !== "string") return;
+      if (!isObject(entry) || typeof entry.cron !== "string") return;
       const cron = entry.cron;
       const at = (k: string): DataPath => ["schedule", i, k];
       const problem = cronProblem(cron);
@@ -293,10 +293,10 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
           );
         }
       }
-      const params = isObj(entry.params) ? (entry.params as JsonObject) : {};
+      const params = isObject(entry.params) ? (entry.params as JsonObject) : {};
       const violations = validateJson(ctx.paramsSchema, params);
       if (violations.length > 0) {
-        const list = violations.map((v) => `${v.path || "/"}: ${v.message}`).join("; ");
+        const list = describeViolations(violations, Number.POSITIVE_INFINITY);
         err(
           entry.params === undefined ? at("cron") : at("params"),
           `schedule params do not match params.schema: ${list}`,
@@ -314,7 +314,7 @@ function compileAuth(
   ctx: InvokeContext,
   err: (path: DataPath, msg: string, part?: "key" | "value") => void,
 ): CompiledAuth | null {
-  if (!isObj(raw)) return null;
+  if (!isObject(raw)) return null;
   const at = (k: string): DataPath => ["invoke", "auth", k];
   const header = typeof raw.header === "string" ? raw.header.toLowerCase() : null;
   const scheme =

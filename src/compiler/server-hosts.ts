@@ -11,6 +11,7 @@
  * local MCP URL from its params (a test on a dynamic port) is a valid file.
  */
 import type { AgentStep, Bundle, CompiledServerRef, Template } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import { sourcedSteps } from "./call-checks.ts";
 import { callerHost, envReads, hostSource } from "./caller-host.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
@@ -23,7 +24,6 @@ import type { SourceFile } from "./yaml-source.ts";
 type ParamValue = (name: string | null) => Template | undefined;
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
 export function checkServerHosts(
   bundle: Omit<Bundle, "hash">,
@@ -52,7 +52,7 @@ export function checkServerHosts(
       const name = /^params\.(.+)$/.exec(carrier)?.[1];
       const params = (file.data as { pipeline: Obj[] }).pipeline[index]?.params;
       const at =
-        name !== undefined && isObj(params) && Object.hasOwn(params, name)
+        name !== undefined && isObject(params) && Object.hasOwn(params, name)
           ? file.at(["pipeline", index, "params", name])
           : file.at(["pipeline", index, "agent"]);
       sink.warning(
@@ -103,7 +103,7 @@ function stepParams(step: AgentStep): ParamValue {
     if (n === null) return t;
     // A step's `params` is a mapping (the format says so): `obj`, or `lit` when nothing in it is computed.
     if (t.t === "obj") return t.entries.find(([k]) => k === n)?.[1];
-    if (t.t === "lit" && isObj(t.v) && Object.hasOwn(t.v, n)) return { t: "lit", v: t.v[n] ?? null };
+    if (t.t === "lit" && isObject(t.v) && Object.hasOwn(t.v, n)) return { t: "lit", v: t.v[n] ?? null };
     return undefined;
   };
 }

@@ -17,6 +17,7 @@ import type {
   Json,
   Template,
 } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
@@ -25,7 +26,6 @@ import { compileTemplate } from "./templates.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** Per tool call, when the server file sets no `timeout_s`. */
 export const DEFAULT_TOOL_TIMEOUT_S = 30;
@@ -65,9 +65,9 @@ function isHttpUrl(text: string): boolean {
 
 /** Names of the agent's params whose schema says `secret: true` (ktsu's marking). */
 export function secretParamNames(paramsSchema: unknown): string[] {
-  const props = isObj(paramsSchema) && isObj(paramsSchema.properties) ? paramsSchema.properties : {};
+  const props = isObject(paramsSchema) && isObject(paramsSchema.properties) ? paramsSchema.properties : {};
   return Object.entries(props)
-    .filter(([, p]) => isObj(p) && p.secret === true)
+    .filter(([, p]) => isObject(p) && p.secret === true)
     .map(([name]) => name);
 }
 
@@ -122,7 +122,7 @@ export class ServerCompiler {
     const refs: CompiledServerRef[] = [];
     const names = new Map<string, number>();
     list.forEach((raw, i) => {
-      if (!isObj(raw)) return;
+      if (!isObject(raw)) return;
       const at = (...rest: Array<string | number>): DataPath => ["servers", i, ...rest];
       const name = typeof raw.name === "string" ? raw.name : null;
       if (name !== null) {
@@ -153,7 +153,7 @@ export class ServerCompiler {
 
       const params = this.refParams(agent, server, raw.params, at("params"), at());
       let allow: CompiledAllowEntry[] | null = null;
-      if (isObj(raw.access) && Array.isArray(raw.access.allowlist)) {
+      if (isObject(raw.access) && Array.isArray(raw.access.allowlist)) {
         allow = this.allowlist(agent, raw.access.allowlist, at("access", "allowlist"));
       } else if (raw.access === undefined) {
         this.sink.warning(
@@ -177,7 +177,7 @@ export class ServerCompiler {
     const file = agent.file;
     const out: Record<string, Template> = {};
     const declared = Object.keys(server.params);
-    if (isObj(given)) {
+    if (isObject(given)) {
       for (const [key, value] of Object.entries(given)) {
         const p = [...path, key];
         if (!Object.hasOwn(server.params, key)) {
@@ -213,7 +213,7 @@ export class ServerCompiler {
       if (!(key in out) && decl.default === undefined) {
         this.sink.error(
           file.display,
-          file.at(isObj(given) ? path : refPath, isObj(given) ? "key" : "value"),
+          file.at(isObject(given) ? path : refPath, isObject(given) ? "key" : "value"),
           `server \`${server.name}\` needs param \`${key}\` (it has no default); give it under \`params\``,
         );
       }
@@ -273,7 +273,7 @@ export class ServerCompiler {
       const pattern =
         typeof entry === "string"
           ? entry
-          : isObj(entry) && typeof entry.name === "string"
+          : isObject(entry) && typeof entry.name === "string"
             ? entry.name
             : null;
       if (pattern === null) return;
@@ -286,7 +286,7 @@ export class ServerCompiler {
         return;
       }
       const approval =
-        isObj(entry) && isObj(entry.require_approval)
+        isObject(entry) && isObject(entry.require_approval)
           ? this.policy(agent, entry.require_approval, [...p, "require_approval"])
           : null;
       out.push({ pattern, approval });
@@ -308,7 +308,7 @@ export class ServerCompiler {
       }
     }
     let notify: CompiledApprovalPolicy["notify"] = null;
-    if (isObj(raw.notify) && typeof raw.notify.url === "string") {
+    if (isObject(raw.notify) && typeof raw.notify.url === "string") {
       const url = this.agentTemplate(agent, raw.notify.url, [...path, "notify", "url"], "`notify.url`");
       if (url.t === "lit" && typeof url.v === "string" && !isHttpUrl(url.v)) {
         // Else the notification would silently never be sent.
@@ -320,7 +320,7 @@ export class ServerCompiler {
       }
       let signSecret: Template | null = null;
       const sign = raw.notify.sign;
-      if (isObj(sign) && typeof sign.secret === "string") {
+      if (isObject(sign) && typeof sign.secret === "string") {
         signSecret = this.agentTemplate(
           agent,
           sign.secret,
@@ -349,13 +349,13 @@ export class ServerCompiler {
     if (file.data === null) return null;
     checkStructure(file, "serverFile", this.sink);
     const d = file.data;
-    if (!isObj(d)) return null;
+    if (!isObject(d)) return null;
     const err = (path: DataPath, msg: string) => this.sink.error(file.display, file.at(path), msg);
 
     const params: Record<string, CompiledServerParam> = {};
-    if (isObj(d.params)) {
+    if (isObject(d.params)) {
       for (const [name, decl] of Object.entries(d.params)) {
-        const p = isObj(decl) ? decl : {};
+        const p = isObject(decl) ? decl : {};
         params[name] = {
           secret: p.secret === true,
           ...(p.default !== undefined ? { default: p.default as Json } : {}),
@@ -409,7 +409,7 @@ export class ServerCompiler {
       err(["url"], "`url` must be an http(s) URL of the MCP endpoint");
     }
     let auth: CompiledServer["auth"] = null;
-    if (isObj(d.auth) && typeof d.auth.secret === "string") {
+    if (isObject(d.auth) && typeof d.auth.secret === "string") {
       const secret = own(d.auth.secret, ["auth", "secret"], "`auth.secret`");
       const m = /^\{\{\s*params\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/.exec(d.auth.secret.trim());
       if (!m) {

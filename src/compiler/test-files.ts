@@ -18,10 +18,11 @@ import type {
   Json,
   JsonObject,
 } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import { exactNames, governingEntry, serverFor } from "../engine/allowlist.ts";
-import { validateJson } from "../engine/schema.ts";
+import { describeViolations, validateJson, violationText } from "../engine/schema.ts";
+import { collectSecrets, usesAgents } from "../engine/secrets.ts";
 import { STEP_ERROR_CODES } from "../engine/types.ts";
-import { collectSecrets, usesAgents } from "../run/secrets.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import { checkExpression, quoteStepIds, rootPaths } from "./expressions.ts";
@@ -107,7 +108,6 @@ export interface TestSuite {
 }
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** What a path names below an agent step: one of its tools, or its review by a human. */
 export type CallTarget = { kind: "tool"; tool: string } | { kind: "needs_human" };
@@ -281,7 +281,7 @@ function compileTestFile(
   if (file.data === null) return suite;
   checkAgainstSchema(file, TEST_SCHEMA, "testFile", sink);
   const d = file.data;
-  if (!isObj(d)) return suite;
+  if (!isObject(d)) return suite;
   const err = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
     sink.error(file.display, file.at(path, part), msg);
   const warn = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
@@ -300,7 +300,7 @@ function compileTestFile(
   const cases = Array.isArray(d.cases) ? d.cases : [];
   const names = new Map<string, number>();
   cases.forEach((raw, i) => {
-    if (!isObj(raw)) return;
+    if (!isObject(raw)) return;
     const at = (...rest: Array<string | number>): DataPath => ["cases", i, ...rest];
     const name = typeof raw.name === "string" ? raw.name : `case #${i + 1}`;
     const first = names.get(name);
@@ -314,13 +314,13 @@ function compileTestFile(
       index: i,
       name,
       path: at(),
-      params: isObj(raw.params) ? (raw.params as JsonObject) : {},
-      env: isObj(raw.env) ? (stringValues(raw.env) ?? {}) : {},
+      params: isObject(raw.params) ? (raw.params as JsonObject) : {},
+      env: isObject(raw.env) ? (stringValues(raw.env) ?? {}) : {},
       requestHeaders:
-        isObj(raw.request) && isObj(raw.request.headers) ? stringValues(raw.request.headers) : null,
+        isObject(raw.request) && isObject(raw.request.headers) ? stringValues(raw.request.headers) : null,
       mocks: {},
       approvals: {},
-      expect: isObj(raw.expect) ? (raw.expect as JsonObject) : {},
+      expect: isObject(raw.expect) ? (raw.expect as JsonObject) : {},
       toolPaths: [],
       asserts: [],
     };
@@ -337,7 +337,7 @@ function compileTestFile(
         .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
       err(
         [...at("params"), ...segs],
-        `params do not match \`${w.name}\`'s params.schema: ${v.path || "/"}: ${v.message}`,
+        `params do not match \`${w.name}\`'s params.schema: ${violationText(v)}`,
       );
     }
     const known = new Set([...w.env.map((e) => e.name), ...WORKER_VARS]);
@@ -363,7 +363,7 @@ function compileTestFile(
     // ---- mocks -----------------------------------------------------------------------------
     // A model turn calling a tool it is never offered is a mistake, unless the case tests that.
     const expectsRefusal = JSON.stringify(raw.expect ?? null).includes("tool_not_permitted");
-    if (isObj(raw.mocks)) {
+    if (isObject(raw.mocks)) {
       for (const [key, value] of Object.entries(raw.mocks)) {
         const path = at("mocks", key);
         const target = resolveStepPath(bundle, w, key);
@@ -387,7 +387,7 @@ function compileTestFile(
             continue;
           }
           const answers = Array.isArray(value) ? value : [value];
-          if (!answers.every(isObj)) continue; // the schema check reported it
+          if (!answers.every(isObject)) continue; // the schema check reported it
           answers.forEach((a, j) => {
             checkToolAnswer(a as Obj, Array.isArray(value) ? [...path, j] : path, err);
           });
@@ -416,7 +416,7 @@ function compileTestFile(
           );
         }
         const answers = Array.isArray(value) ? value : [value];
-        if (!answers.every(isObj)) continue; // the schema check reported it
+        if (!answers.every(isObject)) continue; // the schema check reported it
         answers.forEach((a, j) => {
           const ap = Array.isArray(value) ? [...path, j] : path;
           checkMockAnswer(bundle, step, a as Obj, ap, err, warn, expectsRefusal);
@@ -431,7 +431,7 @@ function compileTestFile(
     }
 
     // ---- approvals -------------------------------------------------------------------------
-    if (isObj(raw.approvals)) {
+    if (isObject(raw.approvals)) {
       for (const [key, value] of Object.entries(raw.approvals)) {
         const spec = compileApproval(bundle, w, key, value, at("approvals", key), err, warn);
         if (spec) tc.approvals[key] = spec;
@@ -448,7 +448,7 @@ function compileTestFile(
         "key",
       );
     }
-    if (isObj(ex.steps)) {
+    if (isObject(ex.steps)) {
       for (const [key, value] of Object.entries(ex.steps)) {
         const path = at("expect", "steps", key);
         const target = resolveStepPath(bundle, w, key);
@@ -477,7 +477,7 @@ function compileTestFile(
             continue;
           }
           tc.toolPaths.push(key);
-          if (!isObj(value)) continue;
+          if (!isObject(value)) continue;
           for (const field of Object.keys(value)) {
             if (field !== "request" && field !== "requests") {
               err(
@@ -489,7 +489,7 @@ function compileTestFile(
           }
           continue;
         }
-        if (!isObj(value)) continue;
+        if (!isObject(value)) continue;
         const kind = target.step.kind;
         for (const field of ["request", "requests"]) {
           if (field in value && kind !== "webhook" && kind !== "agent") {
@@ -641,7 +641,7 @@ function checkMockAnswer(
       return;
     }
     a.tool_calls.forEach((c, k) => {
-      if (!isObj(c) || typeof c.name !== "string") return; // the schema check reported it
+      if (!isObject(c) || typeof c.name !== "string") return; // the schema check reported it
       const rule = toolRule(bundle, step, c.name, true);
       if (!rule.ok && !expectsRefusal) {
         warn(
@@ -664,7 +664,7 @@ function checkMockAnswer(
   if ("output" in a && agent) {
     if (agent.builtin === "chat") {
       const out = a.output;
-      if (!isObj(out) || typeof out.text !== "string") {
+      if (!isObject(out) || typeof out.text !== "string") {
         err(
           [...path, "output"],
           `\`${step.agent}\` outputs \`{text: "…"}\`: the mock's output needs a string \`text\``,
@@ -675,7 +675,7 @@ function checkMockAnswer(
     const schema = agent.outputSchema;
     const violations = schema === null ? [] : validateJson(schema, (a.output ?? null) as Json);
     if (violations.length > 0) {
-      const list = violations.map((v) => `${v.path || "/"}: ${v.message}`).join("; ");
+      const list = describeViolations(violations, Number.POSITIVE_INFINITY);
       warn(
         [...path, "output"],
         `the mock's output does not match agent \`${agent.name}\`'s output.schema (${list}): the step will fail \`output_schema_mismatch\` after its repair call (use \`reply\` to test that on purpose)`,
@@ -739,7 +739,7 @@ function compileApproval(
     const d: ApprovalDecision | null =
       typeof item === "string"
         ? { decision: item as ApprovalDecision["decision"], comment: null, after_s: 0 }
-        : isObj(item) && typeof item.decision === "string"
+        : isObject(item) && typeof item.decision === "string"
           ? {
               decision: item.decision as ApprovalDecision["decision"],
               comment: typeof item.comment === "string" ? item.comment : null,
@@ -770,12 +770,12 @@ function checkExpectedError(
   run: boolean,
 ): void {
   const code =
-    typeof value === "string" ? value : isObj(value) && typeof value.code === "string" ? value.code : null;
+    typeof value === "string" ? value : isObject(value) && typeof value.code === "string" ? value.code : null;
   const codePath = typeof value === "string" ? path : [...path, "code"];
   if (code !== null && !ERROR_CODES.includes(code)) {
     err(codePath, `unknown error code \`${code}\`${hint(code, ERROR_CODES)}`);
   }
-  if (isObj(value)) {
+  if (isObject(value)) {
     if (!run && "step" in value) {
       err([...path, "step"], "a step's error has `code` and `message`; `step` is on the run's error", "key");
     }

@@ -20,6 +20,7 @@ import type {
   WebhookStep,
   WorkflowStep,
 } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import type { AgentResolver } from "./agents.ts";
 import { callerHost, envReads } from "./caller-host.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
@@ -79,11 +80,10 @@ export interface WorkflowContext {
 }
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
 export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): CompiledWorkflow | null {
   const d = file.data;
-  if (!isObj(d)) return null;
+  if (!isObject(d)) return null;
   const { sink } = ctx;
   const err = (path: DataPath, msg: string, part: "key" | "value" = "value") =>
     sink.error(file.display, file.at(path, part), msg);
@@ -132,11 +132,11 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
 
   // ---- schema, auth, policy --------------------------------------------------------------
   const params = d.params as Obj | undefined;
-  const paramsSchema = (isObj(params) && params.schema !== undefined ? params.schema : true) as JsonSchema;
-  if (isObj(params) && params.schema !== undefined)
+  const paramsSchema = (isObject(params) && params.schema !== undefined ? params.schema : true) as JsonSchema;
+  if (isObject(params) && params.schema !== undefined)
     checkUserSchema(file, ["params", "schema"], params.schema, "params.schema", sink);
 
-  const policy = isObj(d.model_policy) ? d.model_policy : {};
+  const policy = isObject(d.model_policy) ? d.model_policy : {};
   const costBudgetUsd =
     typeof policy.cost_budget_usd === "number" && policy.cost_budget_usd > 0 ? policy.cost_budget_usd : null;
   const timeoutSet = typeof policy.timeout_s === "number";
@@ -151,7 +151,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       "key",
     );
   }
-  const steps = raw.map((s) => (isObj(s) ? s : {}));
+  const steps = raw.map((s) => (isObject(s) ? s : {}));
   const ids: Array<string | null> = steps.map((s) => (typeof s.id === "string" ? s.id : null));
   const idSet = new Set<string>();
   ids.forEach((id, i) => {
@@ -236,7 +236,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     const root = p[0] ?? "";
     const label = stepLabel(d, i);
     if (ITEM_ROOTS.has(root)) {
-      const fanOut = isObj(steps[i]?.for_each);
+      const fanOut = isObject(steps[i]?.for_each);
       if (site === "substitution" && fanOut) return false;
       err(
         path,
@@ -308,7 +308,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   steps.forEach((s, i) => {
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
     const label = stepLabel(d, i);
-    if (!isObj(raw[i])) return; // the format check already said it must be a mapping
+    if (!isObject(raw[i])) return; // the format check already said it must be a mapping
     const kinds = STEP_KINDS.filter((k) => k in s);
     if (kinds.length === 0) {
       err(at(), `${label} needs exactly one of \`agent\`, \`workflow\`, \`transform\`, \`webhook\``);
@@ -382,7 +382,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   });
 
   function outputSchemaOf(i: number, s: Obj): JsonSchema | null {
-    const output = isObj(s.output) ? s.output : null;
+    const output = isObject(s.output) ? s.output : null;
     if (!output || output.schema === undefined) return null;
     checkUserSchema(file, ["pipeline", i, "output", "schema"], output.schema, "output.schema", sink);
     return output.schema as JsonSchema;
@@ -391,7 +391,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   /** `for_each` of step `i`: `from` checked like a condition (one `{{ expr }}` accepted too). */
   function compileForEach(i: number, s: Obj, kind: StepKind): ForEach | null {
     const fe = s.for_each;
-    if (!isObj(fe)) return null;
+    if (!isObject(fe)) return null;
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, "for_each", ...rest];
     const label = stepLabel(d, i);
     let from = "";
@@ -440,9 +440,9 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
     const label = stepLabel(d, i);
     const resolved = typeof s.agent === "string" ? ctx.agents.resolve(s.agent, file, at("agent")) : null;
-    if (isObj(s.params)) {
+    if (isObject(s.params)) {
       for (const nested of ["agent", "server"]) {
-        if (isObj(s.params[nested])) {
+        if (isObject(s.params[nested])) {
           err(
             at("params", nested),
             `${label}: nested \`params.${nested}\` is the old ktsu format; put the agent's parameters directly under \`params\``,
@@ -451,7 +451,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
         }
       }
     }
-    const model = isObj(s.model) ? s.model : {};
+    const model = isObject(s.model) ? s.model : {};
     const stepGroup = typeof model.group === "string" ? model.group : null;
     if (stepGroup !== null && !ctx.gateway.groups.some((g) => g.name === stepGroup)) {
       err(
@@ -531,12 +531,12 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   function compileTransform(i: number, s: Obj, base: StepBase): CompiledStep {
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
     const label = stepLabel(d, i);
-    const t = isObj(s.transform) ? s.transform : {};
+    const t = isObject(s.transform) ? s.transform : {};
     let inputs: Template[] | null = null;
     if (Array.isArray(t.inputs)) {
       inputs = [];
       t.inputs.forEach((inp, j) => {
-        const from = isObj(inp) ? inp.from : undefined;
+        const from = isObject(inp) ? inp.from : undefined;
         if (typeof from !== "string") return;
         const path = at("transform", "inputs", j, "from");
         if (from.includes("{{")) {
@@ -567,10 +567,10 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     }
     const ops: TransformOp[] = [];
     (Array.isArray(t.ops) ? t.ops : []).forEach((op, j) => {
-      if (!isObj(op) || Object.keys(op).length !== 1) return;
+      if (!isObject(op) || Object.keys(op).length !== 1) return;
       const [opName, arg] = Object.entries(op)[0] as [string, unknown];
       const path = at("transform", "ops", j, opName);
-      const a = isObj(arg) ? arg : {};
+      const a = isObject(arg) ? arg : {};
       switch (opName) {
         case "map":
         case "filter": {
@@ -613,7 +613,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
   function compileWebhook(i: number, s: Obj, base: StepBase): WebhookStep {
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
     const label = stepLabel(d, i);
-    const w = isObj(s.webhook) ? s.webhook : {};
+    const w = isObject(s.webhook) ? s.webhook : {};
     const url = template(i, typeof w.url === "string" ? w.url : "", at("webhook", "url"), true);
     if (url.t === "lit" && typeof url.v === "string" && url.v !== "" && !/^https?:\/\//i.test(url.v.trim())) {
       // Accepted (ktsu files compile unchanged), but every run of the step would fail.
@@ -627,7 +627,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       );
     }
     const headers = w.headers === undefined ? null : template(i, w.headers, at("webhook", "headers"));
-    if (isObj(w.headers)) {
+    if (isObject(w.headers)) {
       // Every request of the step would fail on such a name (fetch refuses it).
       for (const name of Object.keys(w.headers)) {
         if (HEADER_NAME.test(name)) continue;
@@ -640,7 +640,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     }
     const body = w.body === undefined ? null : template(i, w.body, at("webhook", "body"));
     let sign: { secretEnv: string } | null = null;
-    if (isObj(w.sign)) {
+    if (isObject(w.sign)) {
       const n = envRefName(w.sign.secret);
       if (n !== null && envShorthandName(w.sign.secret) !== null && isDeclared(n)) {
         sink.warning(file.display, file.at(at("webhook", "sign", "secret")), envShorthandWarning(n));
@@ -660,7 +660,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       for (const n of envReads(tpl)) if (secretEnv.has(n)) leaks.push(`\`env.${n}\` in its ${where}`);
     }
     if (sign && secretEnv.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
-    const from = isObj(s.for_each) ? s.for_each.from : undefined;
+    const from = isObject(s.for_each) ? s.for_each.from : undefined;
     const hostFrom = callerHost(
       url,
       typeof from === "string" ? from.replace(/^\s*\{\{|\}\}\s*$/g, "") : null,

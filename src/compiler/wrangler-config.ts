@@ -8,6 +8,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { parse, TomlError } from "smol-toml";
+import { isObject } from "../common/guards.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 
 export interface RateLimitBinding {
@@ -24,9 +25,6 @@ export interface WranglerFacts {
   crons: string[];
   ratelimits: Map<string, RateLimitBinding>;
 }
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** A reader that parses `abs` at most once, on first use. */
 export function wranglerConfigReader(
@@ -55,13 +53,13 @@ function readWranglerConfig(abs: string, display: string, sink: DiagnosticSink):
   }
   facts.found = true;
   const triggers = doc.triggers;
-  if (isObj(triggers) && Array.isArray(triggers.crons)) {
+  if (isObject(triggers) && Array.isArray(triggers.crons)) {
     facts.crons = triggers.crons.filter((c): c is string => typeof c === "string");
   }
   if (Array.isArray(doc.ratelimits)) {
     for (const r of doc.ratelimits) {
-      if (!isObj(r) || typeof r.name !== "string") continue;
-      const simple = isObj(r.simple) ? r.simple : {};
+      if (!isObject(r) || typeof r.name !== "string") continue;
+      const simple = isObject(r.simple) ? r.simple : {};
       facts.ratelimits.set(r.name, {
         limit: typeof simple.limit === "number" ? simple.limit : 0,
         periodS: simple.period === 10 ? 10 : 60,

@@ -131,3 +131,27 @@ export function isPrivateHost(hostname: string): boolean {
   if (v4 !== null) return isPrivateV4(v4);
   return false;
 }
+
+/** Why an outbound URL is refused (each caller words it for its own step or server). */
+export type UrlRefusal =
+  | { refused: "invalid" }
+  | { refused: "scheme"; protocol: string }
+  | { refused: "private"; host: string };
+
+/**
+ * The outbound URL policy of every request a run makes (webhook steps, tool servers,
+ * notifications): an absolute http(s) URL, to a public host unless private hosts are allowed
+ * (ALLOW_PRIVATE_WEBHOOKS=true, for local development).
+ */
+export function checkOutboundUrl(raw: string, allowPrivate: boolean): URL | UrlRefusal {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { refused: "invalid" };
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    return { refused: "scheme", protocol: url.protocol };
+  if (isPrivateHost(url.hostname) && !allowPrivate) return { refused: "private", host: url.hostname };
+  return url;
+}

@@ -497,7 +497,7 @@ async function runWorkflowStep(
   const input = render(step.input, scope);
   const violations = validateJson(child.paramsSchema, input);
   if (violations.length > 0) {
-    const list = violations.map((v) => `${v.path || "/"}: ${v.message}`).join("; ");
+    const list = describeViolations(violations, Number.POSITIVE_INFINITY);
     throw new StepError("invalid_input", `input does not match ${child.name}'s params.schema: ${list}`);
   }
   // The child can only tighten the deadline and the budget.

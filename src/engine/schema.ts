@@ -83,10 +83,16 @@ export function validateJson(schema: JsonSchema, value: Json): SchemaViolation[]
 }
 
 /** `path: message; …` for an error message, the first `max` listed and the rest counted. */
-export function describeViolations(violations: SchemaViolation[], max = 10): string {
-  const listed = violations
-    .slice(0, max)
-    .map((v) => `${v.path || "/"}: ${v.message}`)
-    .join("; ");
-  return violations.length > max ? `${listed} (and ${violations.length - max} more)` : listed;
+export function describeViolations(
+  violations: SchemaViolation[],
+  max = 10,
+  more: (n: number) => string = (n) => ` (and ${n} more)`,
+): string {
+  const listed = violations.slice(0, max).map(violationText).join("; ");
+  return violations.length > max ? listed + more(violations.length - max) : listed;
+}
+
+/** One violation as every message shows it: `<JSON Pointer, or / for the whole value>: <what is wrong>`. */
+export function violationText(v: SchemaViolation): string {
+  return `${v.path || "/"}: ${v.message}`;
 }

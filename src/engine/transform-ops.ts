@@ -5,12 +5,9 @@
  * or other steps; only `merge` reads step outputs, and only its named ancestors'.
  */
 import type { Json, JsonObject, TransformOp } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
 import type { EvalScope } from "./types.ts";
-
-function isObject(v: Json | undefined): v is JsonObject {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 /**
  * Sets an own property even for the key `__proto__` (JSON.parse can produce one; a plain

@@ -17,7 +17,7 @@ export type StepStatus =
   | "canceled";
 export type RunStatus = "pending" | "running" | "complete" | "failed" | "canceled";
 
-/** Every error code a step or a run can end with (README has the table). */
+/** Every error code a step or a run can end with (docs/errors-and-limits.md has the table). */
 export const STEP_ERROR_CODES = [
   "expression_error",
   "invalid_input",

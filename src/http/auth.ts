@@ -7,7 +7,7 @@
  * graph, events, cancel, delete, the listing, approvals, the viewer's data): routes call it and
  * never decide credentials themselves.
  */
-import type { CompiledAuth, SignatureAuth, TokenAuth } from "../bundle.ts";
+import { type CompiledAuth, isSignature, type TokenAuth } from "../bundle.ts";
 import { readBody } from "./body.ts";
 import { HttpProblem } from "./problem.ts";
 import { configuredSecrets, schemeKeys, unauthorized, verifySignature } from "./triggers/signature.ts";
@@ -39,10 +39,6 @@ function bearerToken(value: string | null): string | null {
   if (value === null) return null;
   const m = /^bearer[ \t]+(.*)$/is.exec(value.trim());
   return m ? (m[1] ?? "") : null;
-}
-
-export function isSignature(auth: CompiledAuth): auth is SignatureAuth {
-  return auth.scheme !== "raw" && auth.scheme !== "bearer";
 }
 
 /** `raw` / `bearer`: throws 401 (bad or missing credentials) or 500 (secret not configured). */

@@ -1,7 +1,7 @@
 /**
  * One HTTP error type. Every error response is RFC 9457 application/problem+json with a stable
- * `code`; the mapping from code to status and title lives here and nowhere else (the README's
- * error table mirrors it).
+ * `code`; the mapping from code to status and title lives here and nowhere else (the error table
+ * of docs/errors-and-limits.md mirrors it).
  */
 
 export const PROBLEMS = {

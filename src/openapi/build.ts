@@ -5,13 +5,14 @@
  * shares. A pure function of the bundle, so the build can write it to a file and the Worker can
  * serve the same document computed from the bundle it imports.
  */
-import type {
-  Bundle,
-  CompiledAuth,
-  CompiledWorkflow,
-  JsonObject,
-  JsonSchema,
-  SignatureAuth,
+import {
+  type Bundle,
+  type CompiledAuth,
+  type CompiledWorkflow,
+  isSignature,
+  type JsonObject,
+  type JsonSchema,
+  type SignatureAuth,
 } from "../bundle.ts";
 import { SCHEMES } from "../http/triggers/schemes.ts";
 
@@ -58,7 +59,7 @@ export function operationIdFor(name: string): string {
 }
 
 function securitySchemeFor(wf: CompiledWorkflow, auth: CompiledAuth): JsonObject {
-  if (isSignatureAuth(auth)) {
+  if (isSignature(auth)) {
     const [name, meaning] = signatureHeaders(auth)[0] ?? ["", ""];
     return {
       type: "apiKey",
@@ -81,10 +82,6 @@ function securitySchemeFor(wf: CompiledWorkflow, auth: CompiledAuth): JsonObject
   };
 }
 
-function isSignatureAuth(auth: CompiledAuth): auth is SignatureAuth {
-  return auth.scheme !== "raw" && auth.scheme !== "bearer";
-}
-
 /** The headers a signed delivery carries, signature first. */
 function signatureHeaders(auth: SignatureAuth): Array<[string, string]> {
   if (auth.hmac) {
@@ -103,7 +100,7 @@ function invokeHeaderParams(wf: CompiledWorkflow): JsonObject[] {
     seen.add(name.toLowerCase());
     out.push({ name, in: "header", required: false, description, schema: { type: "string" } });
   };
-  if (wf.auth && isSignatureAuth(wf.auth)) {
+  if (wf.auth && isSignature(wf.auth)) {
     // The first is the security scheme itself; the rest (timestamps, delivery ids) are parameters.
     for (const [name, meaning] of signatureHeaders(wf.auth).slice(1))
       add(name, `Sent by the sender: ${meaning}.`);
@@ -169,7 +166,7 @@ function sharedSchemas(): Record<string, JsonObject> {
   return {
     Problem: {
       type: "object",
-      description: "RFC 9457 problem details; `code` is stable (see the README's error table).",
+      description: "RFC 9457 problem details; `code` is stable (see docs/errors-and-limits.md).",
       required: ["type", "title", "status", "detail", "code"],
       properties: {
         type: { type: "string" },
@@ -456,7 +453,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       const scheme = `${componentName(name)}.auth`;
       securitySchemes[scheme] = securitySchemeFor(wf, wf.auth);
       security = [{ [scheme]: [] }];
-      if (!isSignatureAuth(wf.auth)) {
+      if (!isSignature(wf.auth)) {
         anyWorkflowSecurity.push({ [scheme]: [] });
       } else if (wf.auth.scheme !== "discord") {
         // Runs of a signed workflow are read with `Authorization: Bearer <one of its secrets>`.

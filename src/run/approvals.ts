@@ -10,11 +10,11 @@
  * webhook step's `sign` when the policy gives a key.
  */
 import type { Json, JsonObject } from "../bundle.ts";
+import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
 import type { Masker } from "../engine/mask.ts";
-import { isPrivateHost } from "../engine/net.ts";
+import { checkOutboundUrl } from "../engine/net.ts";
 import { retryHttp } from "../engine/retry.ts";
 import type { ApprovalOutcome, ApprovalRequest, ApprovalStatus, ApprovalWaiting } from "../engine/types.ts";
-import { importSigningKey, signStandardWebhook } from "../steps/webhook.ts";
 
 export interface ApprovalRecord {
   id: string;
@@ -209,9 +209,8 @@ export class ApprovalBook {
   private notify(rec: ApprovalRecord, target: { url: string; signSecret: string | null }): void {
     const { hooks } = this;
     const send = async () => {
-      const url = new URL(target.url);
-      if (url.protocol !== "https:" && url.protocol !== "http:") return;
-      if (isPrivateHost(url.hostname) && !hooks.allowPrivate) return;
+      const url = checkOutboundUrl(target.url, hooks.allowPrivate);
+      if (!(url instanceof URL)) return;
       const body = JSON.stringify({
         ...(publicApproval(rec) as unknown as JsonObject),
         decide_url: decideUrl(hooks.origin, hooks.runId, rec.id),
@@ -227,10 +226,9 @@ export class ApprovalBook {
             "idempotency-key": `${hooks.runId}:${rec.id}`,
           };
           if (key) {
-            const timestamp = String(Math.floor(Date.now() / 1000));
-            headers["webhook-id"] = messageId;
-            headers["webhook-timestamp"] = timestamp;
-            headers["webhook-signature"] = await signStandardWebhook(key, messageId, timestamp, body);
+            for (const [name, value] of await standardWebhookHeaders(key, messageId, Date.now(), body)) {
+              headers[name] = value;
+            }
           }
           const res = await hooks.fetch(url.href, {
             method: "POST",

@@ -13,6 +13,7 @@ import { createLedger, type LedgerState } from "../engine/budget.ts";
 import type { Clock } from "../engine/clock.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
 import { type Executors, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
+import { collectSecrets, declaredEnv, stringEnv } from "../engine/secrets.ts";
 import type { ApprovalHost, RunStatus, StepContext, StepRecord, ToolHost } from "../engine/types.ts";
 import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
 import {
@@ -27,7 +28,6 @@ import {
 } from "./envelope.ts";
 import { type RunEvent, replayEvents } from "./events.ts";
 import { isFinished, type RunStore } from "./run-store.ts";
-import { collectSecrets, declaredEnv, stringEnv } from "./secrets.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
 
 /** Step statuses after which the engine no longer writes to the record. */

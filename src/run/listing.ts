@@ -4,7 +4,7 @@
  * read, newest first, from a position) and `forgetRun` (DELETE). Nothing on the invoke path calls
  * it: an invoke contacts only its run's own Durable Object.
  *
- * Where entries live, and why (the arithmetic is in the README, "Run listing at scale"): one
+ * Where entries live, and why (the arithmetic is in docs/operations.md, "The run listing"): one
  * workflow's runs are spread over SHARDS_PER_BUCKET RunIndex objects per hour of creation time,
  * the shard chosen by a hash of the run id, so that 10,000 invokes a second of one workflow stay
  * far below one object's request and storage limits. A per-workflow directory object (named by

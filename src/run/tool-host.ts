@@ -5,27 +5,19 @@
  * runner give the engine another `ToolHost` instead (the runner checks the URL with `serverUrl`).
  */
 
-import { isPrivateHost } from "../engine/net.ts";
+import { checkOutboundUrl } from "../engine/net.ts";
 import type { ToolHost } from "../engine/types.ts";
 import { connectMcp, type FetchLike, McpError } from "../mcp/client.ts";
 
 /** The server's URL, or an McpError saying why no request may go there. */
 export function serverUrl(raw: string, allowPrivate: boolean): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new McpError("the server url is not a valid URL");
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new McpError(`the server url must be http(s), not ${url.protocol}`);
-  }
-  if (isPrivateHost(url.hostname) && !allowPrivate) {
-    throw new McpError(
-      `refusing the private host ${url.hostname} (set ALLOW_PRIVATE_WEBHOOKS=true for local development)`,
-    );
-  }
-  return url;
+  const url = checkOutboundUrl(raw, allowPrivate);
+  if (url instanceof URL) return url;
+  if (url.refused === "invalid") throw new McpError("the server url is not a valid URL");
+  if (url.refused === "scheme") throw new McpError(`the server url must be http(s), not ${url.protocol}`);
+  throw new McpError(
+    `refusing the private host ${url.host} (set ALLOW_PRIVATE_WEBHOOKS=true for local development)`,
+  );
 }
 
 export function mcpToolHost(fetch: FetchLike, allowPrivate: boolean): ToolHost {

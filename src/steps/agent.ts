@@ -16,7 +16,7 @@ import type {
   JsonSchema,
 } from "../bundle.ts";
 import { jsonErrorMessage } from "../engine/mask.ts";
-import { validateJson } from "../engine/schema.ts";
+import { describeViolations, validateJson } from "../engine/schema.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
 import { completeInGroup } from "../gateway/complete.ts";
@@ -43,9 +43,7 @@ interface AgentPlan {
 }
 
 function listViolations(violations: Array<{ path: string; message: string }>): string {
-  const shown = violations.slice(0, MAX_LISTED_VIOLATIONS).map((v) => `${v.path || "/"}: ${v.message}`);
-  const more = violations.length - shown.length;
-  return shown.join("; ") + (more > 0 ? `; and ${more} more` : "");
+  return describeViolations(violations, MAX_LISTED_VIOLATIONS, (n) => `; and ${n} more`);
 }
 
 /** Returns violations, treating a schema the validator cannot use as a violation of the value. */

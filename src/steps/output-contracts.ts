@@ -9,6 +9,7 @@
  * agent executor talks to the model and the approvals host.
  */
 import type { Json, JsonObject, JsonSchema } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import { type Annotations, type ApprovalOutcome, StepError, StepSkipped } from "../engine/types.ts";
 
 export const RESERVED_PREFIX = "ktsu_";
@@ -23,10 +24,6 @@ export interface ContractOptions {
   askHuman: (output: Json) => Promise<ApprovalOutcome>;
   /** Called with the annotations of every output checked; the last call (the final output's) wins. */
   annotate: (a: Annotations | null) => void;
-}
-
-function isObject(v: Json): v is JsonObject {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 /**

@@ -7,8 +7,9 @@
  * without its userinfo or query, which often carry tokens.
  */
 import type { HttpMethod, Json, JsonObject, WebhookStep } from "../bundle.ts";
+import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
 import { systemClock } from "../engine/clock.ts";
-import { isPrivateHost } from "../engine/net.ts";
+import { checkOutboundUrl } from "../engine/net.ts";
 import { readCapped } from "../engine/read-capped.ts";
 import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
 import { render, renderUrl, stringify } from "../engine/substitute.ts";
@@ -34,21 +35,16 @@ function parseTarget(step: WebhookStep, ctx: StepContext): URL {
   if (typeof rendered !== "string" || rendered.trim() === "") {
     throw fail("the webhook url did not render to a non-empty string");
   }
-  let url: URL;
-  try {
-    url = new URL(rendered.trim());
-  } catch {
-    throw fail("the webhook url is not a valid absolute URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
+  const url = checkOutboundUrl(rendered.trim(), ctx.env.ALLOW_PRIVATE_WEBHOOKS === "true");
+  if (url instanceof URL) return url;
+  if (url.refused === "invalid") throw fail("the webhook url is not a valid absolute URL");
+  if (url.refused === "scheme") {
     throw fail(`the webhook url must use http or https, not ${url.protocol.replace(/:$/, "")}`);
   }
-  if (isPrivateHost(url.hostname) && ctx.env.ALLOW_PRIVATE_WEBHOOKS !== "true") {
-    throw fail(
-      `refused ${step.method} ${describeUrl(url)}: the host is local or private (set ALLOW_PRIVATE_WEBHOOKS=true to allow it)`,
-    );
-  }
-  return url;
+  const parsed = new URL(rendered.trim());
+  throw fail(
+    `refused ${step.method} ${describeUrl(parsed)}: the host is local or private (set ALLOW_PRIVATE_WEBHOOKS=true to allow it)`,
+  );
 }
 
 /** The step's own headers as strings; null values are left out, other non-strings become JSON. */
@@ -73,31 +69,6 @@ export function webhookMessageId(runId: string, path: string): string {
   return `msg_${runId}_${path}`.replace(/[^A-Za-z0-9_.-]/g, "_");
 }
 
-function base64(bytes: ArrayBuffer | Uint8Array): string {
-  let binary = "";
-  for (const b of new Uint8Array(bytes)) binary += String.fromCharCode(b);
-  return btoa(binary);
-}
-
-/** The HMAC key of a Standard Webhooks secret `whsec_<base64>` (the prefix is optional). */
-export async function importSigningKey(secret: string): Promise<CryptoKey> {
-  const binary = atob(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret);
-  if (binary.length === 0) throw new Error("empty key");
-  const raw = Uint8Array.from(binary, (c) => c.charCodeAt(0));
-  return crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-}
-
-/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, as the Standard Webhooks spec defines it. */
-export async function signStandardWebhook(
-  key: CryptoKey,
-  id: string,
-  timestamp: string,
-  body: string,
-): Promise<string> {
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
-  return `v1,${base64(mac)}`;
-}
-
 /** Standard Webhooks headers for one attempt, or null when the step is not signed. */
 async function createSigner(
   step: WebhookStep,
@@ -114,15 +85,7 @@ async function createSigner(
     throw fail(`the signing secret ${name} is not of the form whsec_<base64>`);
   }
   const id = webhookMessageId(ctx.runId, ctx.path);
-  return async (body) => {
-    // A fresh timestamp per attempt: receivers reject signatures older than a few minutes.
-    const timestamp = String(Math.floor((ctx.clock ?? systemClock).now() / 1000));
-    return [
-      ["webhook-id", id],
-      ["webhook-timestamp", timestamp],
-      ["webhook-signature", await signStandardWebhook(key, id, timestamp, body)],
-    ];
-  };
+  return (body) => standardWebhookHeaders(key, id, (ctx.clock ?? systemClock).now(), body);
 }
 
 /** Reads at most MAX_RESPONSE_BYTES; more is output_too_large. */

@@ -11,6 +11,7 @@
  */
 import { compile, TreeInterpreter } from "@jmespath-community/jmespath";
 import type { Json, JsonObject } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import type { TestCase } from "../compiler/test-files.ts";
 import type { DataPath } from "../compiler/yaml-source.ts";
 import { evaluate, isTruthy } from "../engine/expressions.ts";
@@ -60,10 +61,6 @@ function kindOf(v: Json | undefined): string {
   if (v === undefined || v === null) return "null";
   if (Array.isArray(v)) return "a list";
   return typeof v === "object" ? "an object" : typeof v;
-}
-
-function isObject(v: Json | undefined): v is JsonObject {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 function numbersEqual(a: number, b: number): boolean {

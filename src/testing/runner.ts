@@ -9,7 +9,7 @@ import type { Bundle } from "../bundle.ts";
 import { compileProject } from "../compiler/index.ts";
 import type { TestCase, TestSuite } from "../compiler/test-files.ts";
 import { createMasker } from "../engine/mask.ts";
-import { collectSecrets } from "../run/secrets.ts";
+import { collectSecrets } from "../engine/secrets.ts";
 import { checkExpectations, type Failure } from "./expectations.ts";
 import { caseRunId, runCase } from "./run-case.ts";
 

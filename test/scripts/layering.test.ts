@@ -1,48 +1,102 @@
 /**
- * Data flows one way (STYLE.md): the engine and the step executors never import the HTTP face,
- * the run object or the app; the compiler never imports the runtime shell. A new import "up"
- * fails here with the file and the import that broke the rule.
+ * The layer rules (.dependency-cruiser.cjs, run on src/ by `npm run lint:layers` in `npm test`)
+ * catch what they promise: each test plants one import that breaks a rule in a scratch tree and
+ * expects dependency-cruiser to name the rule and the file. The real tree's check is the script.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
-import { describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 
-const SRC = resolve(import.meta.dirname, "../../src");
+const ROOT = resolve(import.meta.dirname, "../..");
+const made: string[] = [];
+afterAll(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return e.name === "generated" ? [] : sources(p);
-    return e.name.endsWith(".ts") ? [p] : [];
-  });
-}
-
-/** Every relative import of `file`, as a path relative to src/. */
-function importsOf(file: string): string[] {
-  const text = readFileSync(file, "utf8");
-  const out: string[] = [];
-  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)[^;]*?from\s+"(\.[^"]+)"/g)) {
-    if (m[1]) out.push(relative(SRC, resolve(file, "..", m[1])));
+/** Runs the project's layer check over a scratch tree of `files`; returns its exit code and report. */
+function cruise(files: Record<string, string>): { code: number; out: string } {
+  const dir = mkdtempSync(join(tmpdir(), "layers-"));
+  made.push(dir);
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), text);
   }
-  return out;
+  writeFileSync(
+    join(dir, "tsconfig.json"),
+    JSON.stringify({ compilerOptions: { allowImportingTsExtensions: true } }),
+  );
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/dependency-cruiser/bin/dependency-cruiser.mjs"),
+      "src",
+      "cli",
+      "--config",
+      join(ROOT, ".dependency-cruiser.cjs"),
+    ],
+    { cwd: dir, encoding: "utf8" },
+  );
+  return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
 }
 
-const FORBIDDEN: Record<string, RegExp> = {
-  engine: /^(http|run|steps|viewer|openapi|app\.ts|index\.ts)(\/|$)/,
-  steps: /^(http|run|viewer|openapi|app\.ts|index\.ts)(\/|$)/,
-  // The build may share pure helpers of the runtime (run/secrets.ts), never its Worker shell.
-  compiler: /^(http|steps|viewer|app\.ts|index\.ts|run\/run-object\.ts|run\/run-index\.ts)(\/|$)/,
-};
-
-describe("module layering", () => {
-  for (const [layer, forbidden] of Object.entries(FORBIDDEN)) {
-    it(`src/${layer} imports nothing above it`, () => {
-      const bad = sources(join(SRC, layer)).flatMap((f) =>
-        importsOf(f)
-          .filter((i) => forbidden.test(i))
-          .map((i) => `${relative(SRC, f)} imports ${i}`),
-      );
-      expect(bad).toEqual([]);
+describe("the layer rules", () => {
+  it("accept a tree that imports only downwards", () => {
+    const r = cruise({
+      "src/engine/a.ts": 'import { b } from "../common/b.ts";\nexport const a = b;\n',
+      "src/common/b.ts": "export const b = 1;\n",
+      "cli/main.ts": "export const c = 1;\n",
     });
-  }
+    expect(r.out).toContain("no dependency violations");
+    expect(r.code).toBe(0);
+  });
+
+  it("refuse an engine module that imports the run layer", () => {
+    const r = cruise({
+      "src/engine/a.ts": 'import { b } from "../run/b.ts";\nexport const a = b;\n',
+      "src/run/b.ts": "export const b = 1;\n",
+      "cli/main.ts": "export const c = 1;\n",
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.out).toMatch(/engine-is-pure: src\/engine\/a\.ts → src\/run\/b\.ts/);
+  });
+
+  it("refuse a compiler module that imports a step executor", () => {
+    const r = cruise({
+      "src/compiler/a.ts": 'import { b } from "../steps/b.ts";\nexport const a = b;\n',
+      "src/steps/b.ts": "export const b = 1;\n",
+      "cli/main.ts": "export const c = 1;\n",
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.out).toContain("compiler-reads-no-runtime");
+  });
+
+  it("refuse an import cycle", () => {
+    const r = cruise({
+      "src/compiler/a.ts": 'import { b } from "./b.ts";\nexport const a = () => b;\n',
+      "src/compiler/b.ts": 'import { a } from "./a.ts";\nexport const b = () => a;\n',
+      "cli/main.ts": "export const c = 1;\n",
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.out).toContain("no-cycles");
+  });
+
+  it("refuse a CLI module that imports the Worker's source", () => {
+    const r = cruise({
+      "src/engine/a.ts": "export const a = 1;\n",
+      "cli/main.ts": 'import { a } from "../src/engine/a.ts";\nexport const c = a;\n',
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.out).toContain("cli-speaks-http-only");
+  });
+
+  it("refuse a Node built-in in what runs in the Worker", () => {
+    const r = cruise({
+      "src/run/a.ts": 'import { createHash } from "node:crypto";\nexport const a = createHash;\n',
+      "cli/main.ts": "export const c = 1;\n",
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.out).toContain("runtime-has-no-node-builtins");
+  });
 });

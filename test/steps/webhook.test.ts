@@ -7,9 +7,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Json, Template, WebhookStep } from "../../src/bundle.ts";
+import { importSigningKey, signStandardWebhook } from "../../src/common/standard-webhooks.ts";
 import { createMasker } from "../../src/engine/mask.ts";
 import { emptyMetrics, type StepContext, StepError } from "../../src/engine/types.ts";
-import { executeWebhook, importSigningKey, signStandardWebhook } from "../../src/steps/webhook.ts";
+import { executeWebhook } from "../../src/steps/webhook.ts";
 import { testBundle, testWorkflow } from "../support/compiled.ts";
 
 const TARGET = (env as unknown as Record<string, string>).TARGET_URL as string;

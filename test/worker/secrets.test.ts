@@ -1,7 +1,7 @@
 /** Which secrets a run masks, and the configuration errors a bad secret value causes. */
 import { describe, expect, it } from "vitest";
 import type { CompiledStep } from "../../src/bundle.ts";
-import { collectSecrets } from "../../src/run/secrets.ts";
+import { collectSecrets } from "../../src/engine/secrets.ts";
 import { testBundle, testWorkflow } from "../support/compiled.ts";
 import { invoke } from "./harness.ts";
 

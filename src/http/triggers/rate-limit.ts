@@ -4,7 +4,7 @@
  * The key is rendered from `params` and `request` (default: the workflow name). Over the limit:
  * 429 `rate_limited` with `Retry-After` = the binding's period, the longest the caller can have
  * to wait. The binding counts per Cloudflare location and is eventually consistent (by design,
- * it is meant to be fast, not exact); README "Rate limits" says how to size it. A limiter that
+ * it is meant to be fast, not exact); docs/triggers.md, "Rate limits", says how to size it. A limiter that
  * throws lets the invoke through (it protects capacity; it is not an access control).
  */
 import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";

@@ -8,7 +8,7 @@
  */
 import workflowBundle from "workflow-bundle";
 import type { Bundle } from "../../bundle.ts";
-import { collectSecrets } from "../../run/secrets.ts";
+import { collectSecrets } from "../../engine/secrets.ts";
 import { startRun } from "../start-run.ts";
 import { recordRequest } from "./request-headers.ts";
 

@@ -5,7 +5,9 @@
  * and answers only yes or no: the caller turns every no into the same 401, so no detail of what
  * was expected ever reaches the sender. Adding a sender is one entry here plus its test.
  */
+
 import type { SignatureAuth, SignatureScheme } from "../../bundle.ts";
+import { secretKeyBase64, signedContentPrefix } from "../../common/standard-webhooks.ts";
 import { formFields, isJsonMedia, mediaType } from "./body.ts";
 
 export interface Delivery {
@@ -192,11 +194,11 @@ export const SCHEMES: Record<SignatureScheme, SchemeVerifier> = {
         .filter((s): s is Bytes => s !== null);
       if (!id || sigs.length === 0 || !fresh(ts, d.now, auth.toleranceS)) return false;
       const keys = secrets.map((s) => {
-        const key = base64Bytes(s.startsWith("whsec_") ? s.slice(6) : s);
+        const key = base64Bytes(secretKeyBase64(s));
         if (!key) throw new BadSecret("a standard-webhooks secret must be whsec_<base64 key>");
         return key;
       });
-      return anyHmac("SHA-256", keys, sigs, concat(`${id}.${ts?.trim()}.`, d.body));
+      return anyHmac("SHA-256", keys, sigs, concat(signedContentPrefix(id, ts?.trim() ?? ""), d.body));
     },
   },
 
