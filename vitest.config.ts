@@ -34,6 +34,7 @@ export default defineConfig({
             "test/compiler/**/*.test.ts",
             "test/engine/**/*.test.ts",
             "test/run/**/*.test.ts",
+            "test/docs/**/*.test.ts",
             "test/gateway/**/*.test.ts",
             "test/mcp/**/*.test.ts",
             "test/scripts/**/*.test.ts",
