@@ -39,7 +39,7 @@ export default defineConfig({
             "test/mcp/**/*.test.ts",
             "test/scripts/**/*.test.ts",
             "test/reliability/compiler/**/*.test.ts",
-            "test/workflow-tests/**/*.test.ts",
+            "test/testing/**/*.test.ts",
           ],
         },
       },
