@@ -176,7 +176,19 @@ export interface ForEach {
   maxFailures: number;
 }
 
-export type CompiledStep = AgentStep | WorkflowStep | TransformStep | WebhookStep;
+/**
+ * Every step kind by name, with its compiled form: the compiler's table of step kinds
+ * (src/compiler/step-kinds/) and the runtime's table of executors (src/steps/index.ts) are typed
+ * against it, so a kind missing from either does not compile.
+ */
+export interface StepKinds {
+  agent: AgentStep;
+  workflow: WorkflowStep;
+  transform: TransformStep;
+  webhook: WebhookStep;
+}
+
+export type CompiledStep = StepKinds[keyof StepKinds];
 
 export interface AgentStep extends StepBase {
   /** Fan-out over an array; absent: the step runs once. */
@@ -333,9 +345,22 @@ export interface CompiledGateway {
   groups: CompiledGroup[];
 }
 
+/**
+ * The model provider types `gateway.yaml` accepts, with what the compiler and the runtime both
+ * need of each: the default base URL (null: no HTTP endpoint, the Worker's AI binding). The
+ * runtime's adapters (src/gateway/complete.ts) are a table typed against it.
+ */
+export const PROVIDER_TYPES = {
+  openai: { defaultBaseUrl: "https://api.openai.com/v1" },
+  anthropic: { defaultBaseUrl: "https://api.anthropic.com" },
+  "workers-ai": { defaultBaseUrl: null },
+} as const satisfies Record<string, { defaultBaseUrl: string | null }>;
+
+export type ProviderType = keyof typeof PROVIDER_TYPES;
+
 export interface CompiledProvider {
   name: string;
-  type: "openai" | "anthropic" | "workers-ai";
+  type: ProviderType;
   /** Without trailing slash; null for workers-ai. */
   baseUrl: string | null;
   /** Name of the env var holding the API key (from `{{ env.X }}`), or null. */

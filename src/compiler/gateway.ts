@@ -3,17 +3,17 @@
  * steps pick from. Checks names and cross references (group -> provider, pricing -> model,
  * api_key -> declared env) so the runtime can trust them.
  */
-import type { CompiledGateway, CompiledGroup, CompiledProvider } from "../bundle.ts";
+import {
+  type CompiledGateway,
+  type CompiledGroup,
+  type CompiledProvider,
+  PROVIDER_TYPES,
+} from "../bundle.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import { declaredEnvRef, envRefName, readEnvDecls } from "./env-refs.ts";
 import { checkStructure } from "./structure-check.ts";
 import type { SourceFile } from "./yaml-source.ts";
-
-const DEFAULT_BASE_URL: Record<string, string> = {
-  openai: "https://api.openai.com/v1",
-  anthropic: "https://api.anthropic.com",
-};
 
 export const EMPTY_GATEWAY: CompiledGateway = { env: [], providers: [], groups: [] };
 
@@ -35,18 +35,20 @@ export function compileGateway(file: SourceFile, sink: DiagnosticSink): Compiled
     const config = p.config && typeof p.config === "object" ? p.config : {};
     let baseUrl: string | null = null;
     let apiKeyEnv: string | null = null;
-    if (type === "workers-ai") {
+    // An unknown type is reported by the structure check; the provider is still read for its references.
+    const defaults = Object.hasOwn(PROVIDER_TYPES, type) ? PROVIDER_TYPES[type] : null;
+    if (defaults && defaults.defaultBaseUrl === null) {
       for (const k of ["base_url", "api_key"]) {
         if (k in config) {
           sink.error(
             file.display,
             file.at(["providers", i, "config", k], "key"),
-            `provider \`${p.name}\`: workers-ai uses the Worker's AI binding; \`${k}\` does not apply`,
+            `provider \`${p.name}\`: ${type} uses the Worker's AI binding; \`${k}\` does not apply`,
           );
         }
       }
     } else {
-      baseUrl = DEFAULT_BASE_URL[type] ?? null;
+      baseUrl = defaults?.defaultBaseUrl ?? null;
       const b = config.base_url;
       if (typeof b === "string") {
         if (envRefName(b) !== null) {

@@ -7,50 +7,39 @@
  * come in through WorkflowContext.
  */
 import type {
-  AgentStep,
   CompiledGateway,
   CompiledStep,
   CompiledWorkflow,
   EnvDecl,
-  ForEach,
-  HttpMethod,
   JsonSchema,
   Template,
-  TransformOp,
-  WebhookStep,
-  WorkflowStep,
 } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
 import type { AgentResolver } from "./agents.ts";
-import { callerHost, envReads } from "./caller-host.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
-import {
-  envRefName,
-  envShorthandName,
-  envShorthandWarning,
-  expandEnvShorthand,
-  readEnvDecls,
-} from "./env-refs.ts";
+import { envShorthandWarning, expandEnvShorthand, readEnvDecls } from "./env-refs.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
-import { unpricedModels } from "./gateway.ts";
 import { compileTriggers } from "./invoke.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
+import { STEP_KIND_COMPILERS, STEP_KINDS, type StepKind } from "./step-kinds/index.ts";
+import {
+  compileForEach,
+  compileOutputSchema,
+  type ExprSite,
+  type StepBase,
+  type StepCompileContext,
+  type StepKindCompiler,
+} from "./step-kinds/step-base.ts";
 import { stepFieldKinds, stepLabel } from "./structure-check.ts";
-import { compileTemplate, splitTemplate } from "./templates.ts";
+import { compileTemplate } from "./templates.ts";
 import type { WranglerFacts } from "./wrangler-config.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 export const MAX_STEPS = 200;
-const STEP_KINDS = ["agent", "workflow", "transform", "webhook"] as const;
-/** An HTTP field name: an RFC 9110 token. */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-type StepKind = (typeof STEP_KINDS)[number];
 /** What `for_each.from` may read (SPEC section 8). */
 const FROM_ROOTS = new Set(["params", "env", "step", "request"]);
 const ITEM_ROOTS = new Set(["item", "item_index"]);
-/** Where an expression sits: a substitution, a condition, or `for_each.from`. */
-type ExprSite = "substitution" | "condition" | "from";
 
 /** A `step.X.FIELD…` read, checked against X's known output shape once everything is compiled. */
 export interface FieldRead {
@@ -302,8 +291,29 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       encodeAfterQuery,
     });
 
-  // ---- each step -------------------------------------------------------------------------
+  // ---- each step: the base every kind shares, then its kind's compiler ---------------------
+  const stepCtx: StepCompileContext = {
+    file,
+    sink,
+    name,
+    idSet,
+    secretEnv,
+    gateway: ctx.gateway,
+    hasGatewayFile: ctx.hasGatewayFile,
+    agents: ctx.agents,
+    underBudget: ctx.underBudget,
+    subWorkflowKeys: ctx.subWorkflowKeys,
+    label: (i) => stepLabel(d, i),
+    err,
+    warn: (path, msg) => sink.warning(file.display, file.at(path), msg),
+    template,
+    rootExpr,
+    checkRead: (i, p, path) => checkRead(i, p, path),
+    useEnv,
+    isDeclared,
+  };
   const fieldKinds = stepFieldKinds();
+  const oneOf = STEP_KINDS.map((k) => `\`${k}\``).join(", ");
   const compiled: CompiledStep[] = [];
   steps.forEach((s, i) => {
     const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
@@ -311,11 +321,11 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     if (!isObject(raw[i])) return; // the format check already said it must be a mapping
     const kinds = STEP_KINDS.filter((k) => k in s);
     if (kinds.length === 0) {
-      err(at(), `${label} needs exactly one of \`agent\`, \`workflow\`, \`transform\`, \`webhook\``);
+      err(at(), `${label} needs exactly one of ${oneOf}`);
     } else if (kinds.length > 1) {
       err(
         at(kinds[1] as string),
-        `${label} has ${kinds.map((k) => `\`${k}\``).join(" and ")}; a step is exactly one of \`agent\`, \`workflow\`, \`transform\`, \`webhook\``,
+        `${label} has ${kinds.map((k) => `\`${k}\``).join(" and ")}; a step is exactly one of ${oneOf}`,
         "key",
       );
     }
@@ -355,333 +365,19 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       ancestors: [...(ancestors[i] ?? [])].sort(byIndex(indexOf)),
       condition,
     };
-    if (kind === "transform") {
-      compiled.push(compileTransform(i, s, base));
+    const compiler: StepKindCompiler<StepKind> = STEP_KIND_COMPILERS[kind];
+    if (!compiler.fanOut) {
+      compiled.push(compiler.compile(i, s, base, stepCtx));
       return;
     }
-    // ktsu's air-lock: output.schema on any step type.
-    const outputSchema = outputSchemaOf(i, s);
+    // ktsu's air-lock: output.schema on any step kind.
+    const outputSchema = compileOutputSchema(i, s, stepCtx);
     if (outputSchema !== null) base.outputSchema = outputSchema;
-    const forEach = compileForEach(i, s, kind);
-    let step: AgentStep | WebhookStep | WorkflowStep;
-    if (kind === "agent") {
-      step = compileAgentStep(i, s, base);
-    } else if (kind === "workflow") {
-      step = {
-        ...base,
-        kind: "workflow",
-        workflow: ctx.subWorkflowKeys.get(i) ?? "",
-        input: s.input === undefined ? { t: "lit", v: {} } : template(i, s.input, at("input")),
-        webhooks: s.webhooks === "execute" ? "execute" : "suppress",
-      };
-    } else {
-      step = compileWebhook(i, s, base);
-    }
+    const forEach = compileForEach(i, s, kind, stepCtx);
+    const step = compiler.compile(i, s, base, stepCtx) as Exclude<CompiledStep, { kind: "transform" }>;
     if (forEach) step.forEach = forEach;
     compiled.push(step);
   });
-
-  function outputSchemaOf(i: number, s: Obj): JsonSchema | null {
-    const output = isObject(s.output) ? s.output : null;
-    if (!output || output.schema === undefined) return null;
-    checkUserSchema(file, ["pipeline", i, "output", "schema"], output.schema, "output.schema", sink);
-    return output.schema as JsonSchema;
-  }
-
-  /** `for_each` of step `i`: `from` checked like a condition (one `{{ expr }}` accepted too). */
-  function compileForEach(i: number, s: Obj, kind: StepKind): ForEach | null {
-    const fe = s.for_each;
-    if (!isObject(fe)) return null;
-    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, "for_each", ...rest];
-    const label = stepLabel(d, i);
-    let from = "";
-    // An empty `from` is reported once, by the structure check ("must not be empty").
-    if (typeof fe.from === "string" && fe.from !== "") {
-      let expr: string | null = fe.from;
-      if (expr.includes("{{")) {
-        let exprs: string[] = [];
-        let text = "";
-        try {
-          for (const seg of splitTemplate(expr)) {
-            if ("expr" in seg) exprs.push(seg.expr);
-            else text += seg.text;
-          }
-        } catch {
-          exprs = [];
-        }
-        expr = exprs.length === 1 && text.trim() === "" ? (exprs[0] as string) : null;
-        if (expr === null) {
-          err(
-            at("from"),
-            `${label}: \`for_each.from\` is bare JMESPath (like \`condition\`) or exactly one \`{{ expr }}\``,
-          );
-        }
-      }
-      if (expr !== null) from = rootExpr(i, expr, at("from"), "`for_each.from`", "from") ?? "";
-    }
-    const int = (v: unknown): number | null => (typeof v === "number" && Number.isInteger(v) ? v : null);
-    const concurrency = int(fe.concurrency);
-    if (kind === "agent" && concurrency === null && !ctx.underBudget) {
-      sink.warning(
-        file.display,
-        file.at(at()),
-        `${label} fans an LLM agent out with no \`for_each.concurrency\`, and workflow \`${name}\` has no \`model_policy.cost_budget_usd\`: up to 1000 model calls with nothing capping their spend; set either`,
-      );
-    }
-    return {
-      from,
-      concurrency,
-      maxItems: int(fe.max_items),
-      maxFailures: int(fe.max_failures) ?? 0,
-    };
-  }
-
-  function compileAgentStep(i: number, s: Obj, base: StepBase): AgentStep {
-    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
-    const label = stepLabel(d, i);
-    const resolved = typeof s.agent === "string" ? ctx.agents.resolve(s.agent, file, at("agent")) : null;
-    if (isObject(s.params)) {
-      for (const nested of ["agent", "server"]) {
-        if (isObject(s.params[nested])) {
-          err(
-            at("params", nested),
-            `${label}: nested \`params.${nested}\` is the old ktsu format; put the agent's parameters directly under \`params\``,
-            "key",
-          );
-        }
-      }
-    }
-    const model = isObject(s.model) ? s.model : {};
-    const stepGroup = typeof model.group === "string" ? model.group : null;
-    if (stepGroup !== null && !ctx.gateway.groups.some((g) => g.name === stepGroup)) {
-      err(
-        at("model", "group"),
-        `${label}: unknown model group \`${stepGroup}\`${hint(
-          stepGroup,
-          ctx.gateway.groups.map((g) => g.name),
-        )} (groups are declared in workflows/gateway.yaml)`,
-      );
-    }
-    const groupName = stepGroup ?? resolved?.agent.group ?? ctx.gateway.groups[0]?.name ?? null;
-    const group = ctx.gateway.groups.find((g) => g.name === groupName);
-    if (groupName === null) {
-      err(
-        at("agent"),
-        ctx.hasGatewayFile
-          ? `${label}: no model group to run on; add one under \`model_groups\` in gateway.yaml`
-          : `${label}: agent steps need workflows/gateway.yaml with at least one model group`,
-      );
-    } else if (group && ctx.underBudget) {
-      const unpriced = unpricedModels(group);
-      if (unpriced.length > 0) {
-        err(
-          stepGroup !== null ? at("model", "group") : at("agent"),
-          `${label}: model group \`${group.name}\` has no pricing for ${unpriced.map((m) => `\`${m}\``).join(", ")}, so \`cost_budget_usd\` cannot be enforced; add \`pricing\` in gateway.yaml`,
-        );
-      }
-    }
-    if (!ctx.underBudget) {
-      sink.warning(
-        file.display,
-        file.at(at("agent")),
-        `${label} calls an LLM but workflow \`${name}\` has no \`model_policy.cost_budget_usd\`: its spend is not capped`,
-      );
-    }
-    if (typeof s.confidence_threshold === "number" && resolved?.agent.builtin === "chat") {
-      sink.warning(
-        file.display,
-        file.at(at("confidence_threshold")),
-        `${label}: \`core/chat\` answers text, so it never reports \`ktsu_confidence\` (counted as 0) and the step always fails \`low_confidence\`; use \`core/classify\` or a local agent whose output declares \`ktsu_confidence\``,
-      );
-    }
-    const params =
-      s.params === undefined ? ({ t: "lit", v: {} } as Template) : template(i, s.params, at("params"));
-    if (resolved && params.t === "obj") {
-      // A secret handed to an agent param the agent does not mark `secret: true` goes to the model
-      // provider (SPEC 9: secret params are for tool servers only).
-      const marked = new Set(resolved.agent.secretParams ?? []);
-      for (const [key, value] of params.entries) {
-        if (marked.has(key)) continue;
-        const leaked = envReads(value).filter((n) => secretEnv.has(n));
-        if (leaked.length === 0) continue;
-        const agentName =
-          resolved.agent.builtin === null
-            ? `agent \`${resolved.agent.name}\``
-            : `\`core/${resolved.agent.builtin}\``;
-        sink.warning(
-          file.display,
-          file.at(at("params", key)),
-          `${label}: param \`${key}\` carries secret ${leaked.map((n) => `\`env.${n}\``).join(", ")}, which ${agentName} sends to the model provider (masked only in records); ${resolved.agent.builtin === null ? `mark \`${key}\` \`secret: true\` in the agent's \`params.schema\` if it is meant for a tool server` : "built-in agents send every param to the model"}`,
-        );
-      }
-    }
-    const agentKey = resolved?.key ?? "";
-    const maxTokens = typeof model.max_tokens === "number" ? model.max_tokens : (resolved?.maxTokens ?? null);
-    return {
-      ...base,
-      kind: "agent",
-      agent: agentKey,
-      params,
-      group: stepGroup,
-      maxTokens,
-      ...(typeof s.confidence_threshold === "number" ? { confidenceThreshold: s.confidence_threshold } : {}),
-    };
-  }
-
-  function compileTransform(i: number, s: Obj, base: StepBase): CompiledStep {
-    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
-    const label = stepLabel(d, i);
-    const t = isObject(s.transform) ? s.transform : {};
-    let inputs: Template[] | null = null;
-    if (Array.isArray(t.inputs)) {
-      inputs = [];
-      t.inputs.forEach((inp, j) => {
-        const from = isObject(inp) ? inp.from : undefined;
-        if (typeof from !== "string") return;
-        const path = at("transform", "inputs", j, "from");
-        if (from.includes("{{")) {
-          const tpl = template(i, from, path);
-          if (tpl.t !== "expr") {
-            err(path, `${label}: \`from\` must be a step id or exactly one \`{{ expr }}\``);
-            return;
-          }
-          inputs?.push(tpl);
-        } else if (idSet.has(from)) {
-          checkRead(i, ["step", from], path);
-          inputs?.push({ t: "expr", e: `step.${JSON.stringify(from)}` });
-        } else if (from === "input") {
-          // ktsu's sub-workflows write `from: input` for the workflow's own input.
-          sink.warning(
-            file.display,
-            file.at(path),
-            `${label}: \`from: input\` (ktsu's form) reads this workflow's input; write \`from: "{{ params }}"\``,
-          );
-          inputs?.push({ t: "expr", e: "params" });
-        } else {
-          err(
-            path,
-            `${label}: \`from: ${from}\` is neither a step id nor one \`{{ expr }}\`${hint(from, idSet)}`,
-          );
-        }
-      });
-    }
-    const ops: TransformOp[] = [];
-    (Array.isArray(t.ops) ? t.ops : []).forEach((op, j) => {
-      if (!isObject(op) || Object.keys(op).length !== 1) return;
-      const [opName, arg] = Object.entries(op)[0] as [string, unknown];
-      const path = at("transform", "ops", j, opName);
-      const a = isObject(arg) ? arg : {};
-      switch (opName) {
-        case "map":
-        case "filter": {
-          if (typeof a.expr !== "string") return;
-          // The current item is the root here: step ids are not in scope, so nothing is quoted.
-          const c = checkExpression(a.expr, []);
-          if (!c.ok) err([...path, "expr"], `${label}: invalid JMESPath in \`${opName}.expr\`: ${c.error}`);
-          else ops.push({ op: opName, expr: c.text });
-          return;
-        }
-        case "sort":
-        case "deduplicate": {
-          if (typeof a.field !== "string") return;
-          // The field is read from each item like a map expression (`created-at` is one name).
-          const c = checkExpression(a.field, []);
-          if (!c.ok) err([...path, "field"], `${label}: invalid JMESPath in \`${opName}.field\`: ${c.error}`);
-          else if (opName === "sort")
-            ops.push({ op: "sort", field: c.text, order: a.order === "desc" ? "desc" : "asc" });
-          else ops.push({ op: "deduplicate", field: c.text });
-          return;
-        }
-        case "flatten":
-          ops.push({ op: "flatten" });
-          return;
-        case "merge": {
-          const merged: string[] = [];
-          (Array.isArray(arg) ? arg : []).forEach((ref, k) => {
-            if (typeof ref !== "string") return;
-            checkRead(i, ["step", ref], [...path, k]);
-            merged.push(ref);
-          });
-          ops.push({ op: "merge", steps: merged });
-          return;
-        }
-      }
-    });
-    return { ...base, kind: "transform", inputs, ops, outputSchema: outputSchemaOf(i, s) };
-  }
-
-  function compileWebhook(i: number, s: Obj, base: StepBase): WebhookStep {
-    const at = (...rest: Array<string | number>): DataPath => ["pipeline", i, ...rest];
-    const label = stepLabel(d, i);
-    const w = isObject(s.webhook) ? s.webhook : {};
-    const url = template(i, typeof w.url === "string" ? w.url : "", at("webhook", "url"), true);
-    if (url.t === "lit" && typeof url.v === "string" && url.v !== "" && !/^https?:\/\//i.test(url.v.trim())) {
-      // Accepted (ktsu files compile unchanged), but every run of the step would fail.
-      const param = /^params?:([A-Za-z_][A-Za-z0-9_]*)$/.exec(url.v.trim())?.[1];
-      sink.warning(
-        file.display,
-        file.at(at("webhook", "url")),
-        `${label}: the url \`${url.v}\` is not an http(s) URL, so the step fails whenever it runs${
-          param ? `; ktsu's \`param:NAME\` is not read here: write \`{{ params.${param} }}\`` : ""
-        }`,
-      );
-    }
-    const headers = w.headers === undefined ? null : template(i, w.headers, at("webhook", "headers"));
-    if (isObject(w.headers)) {
-      // Every request of the step would fail on such a name (fetch refuses it).
-      for (const name of Object.keys(w.headers)) {
-        if (HEADER_NAME.test(name)) continue;
-        err(
-          at("webhook", "headers", name),
-          `${label}: header name \`${name}\` is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_\`|~; names are not substituted)`,
-          "key",
-        );
-      }
-    }
-    const body = w.body === undefined ? null : template(i, w.body, at("webhook", "body"));
-    let sign: { secretEnv: string } | null = null;
-    if (isObject(w.sign)) {
-      const n = envRefName(w.sign.secret);
-      if (n !== null && envShorthandName(w.sign.secret) !== null && isDeclared(n)) {
-        sink.warning(file.display, file.at(at("webhook", "sign", "secret")), envShorthandWarning(n));
-      }
-      if (n !== null) {
-        useEnv(n, at("webhook", "sign", "secret"));
-        sign = { secretEnv: n };
-      }
-    }
-    // A secret sent to a host the caller picks is a secret handed to the caller.
-    const leaks: string[] = [];
-    for (const [where, tpl] of [
-      ["url", url],
-      ["headers", headers],
-      ["body", body],
-    ] as const) {
-      for (const n of envReads(tpl)) if (secretEnv.has(n)) leaks.push(`\`env.${n}\` in its ${where}`);
-    }
-    if (sign && secretEnv.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
-    const from = isObject(s.for_each) ? s.for_each.from : undefined;
-    const hostFrom = callerHost(
-      url,
-      typeof from === "string" ? from.replace(/^\s*\{\{|\}\}\s*$/g, "") : null,
-    );
-    if (leaks.length > 0 && hostFrom) {
-      err(
-        at("webhook", "url"),
-        `${label} uses secret ${leaks.join(" and ")}, but its url host comes from ${hostFrom}: a caller could send the secret to any host. Take the host from a literal or an env var`,
-      );
-    }
-    return {
-      ...base,
-      kind: "webhook",
-      url,
-      method: (typeof w.method === "string" ? w.method : "POST") as HttpMethod,
-      headers,
-      body,
-      timeoutS: typeof w.timeout_s === "number" ? w.timeout_s : 30,
-      sign,
-    };
-  }
 
   return {
     key: file.key,
@@ -699,14 +395,6 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),
   };
 }
-
-type StepBase = {
-  id: string;
-  deps: string[];
-  ancestors: string[];
-  condition: string | null;
-  outputSchema?: JsonSchema | null;
-};
 
 function byIndex(indexOf: Map<string, number>) {
   return (a: string, b: string) => (indexOf.get(a) ?? 0) - (indexOf.get(b) ?? 0);

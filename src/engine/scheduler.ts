@@ -15,6 +15,7 @@ import type {
   Json,
   JsonObject,
   JsonSchema,
+  StepKinds,
   WorkflowStep,
 } from "../bundle.ts";
 import { type Clock, systemClock } from "./clock.ts";
@@ -40,11 +41,11 @@ import {
 /** Largest step output we record (its JSON, in UTF-8 bytes). */
 export const MAX_OUTPUT_BYTES = 1024 * 1024;
 
-export interface Executors {
-  agent: StepExecutor<Extract<CompiledStep, { kind: "agent" }>>;
-  transform: StepExecutor<Extract<CompiledStep, { kind: "transform" }>>;
-  webhook: StepExecutor<Extract<CompiledStep, { kind: "webhook" }>>;
-}
+/**
+ * One executor per step kind (src/steps/index.ts), typed against the bundle's `StepKinds`; the
+ * workflow step is run by the scheduler itself (a pipeline inside the pipeline).
+ */
+export type Executors = { [K in Exclude<keyof StepKinds, "workflow">]: StepExecutor<StepKinds[K]> };
 
 /** Why a run stopped early; used as the AbortSignal reason of the run. */
 export class RunAbort extends Error {

@@ -8,6 +8,7 @@
  * tools after a tool loop (the last turn under `max_turns`, a repair call) therefore writes the
  * earlier calls and results as text.
  */
+import { PROVIDER_TYPES } from "../bundle.ts";
 import {
   type ChatMessage,
   type Completion,
@@ -22,7 +23,7 @@ import {
   utf8Length,
 } from "./provider.ts";
 
-export const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
+export const ANTHROPIC_DEFAULT_BASE_URL = PROVIDER_TYPES.anthropic.defaultBaseUrl;
 export const ANTHROPIC_VERSION = "2023-06-01";
 
 export function parseMessage(body: unknown): Completion | null {

@@ -7,7 +7,7 @@
  * fails with `agent_failed` and a message that names providers, models and HTTP statuses but
  * never quotes a response body. A budget refusal is final: no call is made.
  */
-import type { CompiledGateway, CompiledGroup, CompiledProvider } from "../bundle.ts";
+import type { CompiledGateway, CompiledGroup, CompiledProvider, ProviderType } from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import { systemClock } from "../engine/clock.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
@@ -25,15 +25,15 @@ import {
 import { type GroupModel, modelOrder } from "./select.ts";
 import { prepareWorkersAi } from "./workers-ai.ts";
 
-export function adapterFor(type: CompiledProvider["type"]): PrepareCall {
-  switch (type) {
-    case "openai":
-      return prepareOpenAi;
-    case "anthropic":
-      return prepareAnthropic;
-    case "workers-ai":
-      return prepareWorkersAi;
-  }
+/** One adapter per provider type (typed against the bundle's PROVIDER_TYPES: none can be missing). */
+const ADAPTERS: Record<ProviderType, PrepareCall> = {
+  openai: prepareOpenAi,
+  anthropic: prepareAnthropic,
+  "workers-ai": prepareWorkersAi,
+};
+
+export function adapterFor(type: ProviderType): PrepareCall {
+  return ADAPTERS[type];
 }
 
 export interface GroupCompletion {

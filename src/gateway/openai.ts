@@ -6,7 +6,7 @@
  * subset strict mode accepts, else JSON mode (`json_object`), which only guarantees an object:
  * the agent step validates the schema either way.
  */
-import type { CompiledProvider, JsonSchema } from "../bundle.ts";
+import { type CompiledProvider, type JsonSchema, PROVIDER_TYPES } from "../bundle.ts";
 import {
   type ChatMessage,
   type Completion,
@@ -21,7 +21,7 @@ import {
   utf8Length,
 } from "./provider.ts";
 
-export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+export const OPENAI_DEFAULT_BASE_URL = PROVIDER_TYPES.openai.defaultBaseUrl;
 
 /** Keywords strict Structured Outputs accepts; anything else falls back to JSON mode. */
 const STRICT_KEYWORDS = new Set([

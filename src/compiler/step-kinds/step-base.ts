@@ -1,0 +1,131 @@
+/**
+ * What every step kind's compiler shares: the context a step is compiled in (the workflow's
+ * diagnostics, expressions, templates and env rules, set up once by workflow.ts), the base every
+ * compiled step carries, and the fields common to several kinds (`output.schema`, `for_each`).
+ * A step kind is one module beside this one and one entry in the table of index.ts.
+ */
+import type { CompiledGateway, ForEach, JsonSchema, StepKinds, Template } from "../../bundle.ts";
+import { isObject } from "../../common/guards.ts";
+import type { AgentResolver } from "../agents.ts";
+import type { DiagnosticSink } from "../diagnostics.ts";
+import { checkUserSchema } from "../json-schema-check.ts";
+import { splitTemplate } from "../templates.ts";
+import type { DataPath, SourceFile } from "../yaml-source.ts";
+
+export type Obj = Record<string, unknown>;
+
+/** Where an expression sits: a substitution, a condition, or `for_each.from`. */
+export type ExprSite = "substitution" | "condition" | "from";
+
+/** The workflow a step is compiled in, and the checks every kind uses. */
+export interface StepCompileContext {
+  file: SourceFile;
+  sink: DiagnosticSink;
+  /** The workflow's name. */
+  name: string;
+  /** Step ids of the pipeline. */
+  idSet: ReadonlySet<string>;
+  /** Declared env vars that hold secrets: they must not reach a model or a host the caller picks. */
+  secretEnv: ReadonlySet<string>;
+  gateway: CompiledGateway;
+  hasGatewayFile: boolean;
+  agents: AgentResolver;
+  /** This workflow or one that runs it has `cost_budget_usd`. */
+  underBudget: boolean;
+  /** Bundle key of the sub-workflow each `workflow:` step points to (by step index). */
+  subWorkflowKeys: ReadonlyMap<number, string>;
+  /** `step <id>` (or `step #n`) as messages name step `i`. */
+  label(i: number): string;
+  err(path: DataPath, msg: string, part?: "key" | "value"): void;
+  warn(path: DataPath, msg: string): void;
+  /** A template of step `i` (its `{{ }}` expressions checked); `encodeAfterQuery` for URLs. */
+  template(i: number, v: unknown, path: DataPath, encodeAfterQuery?: boolean): Template;
+  /** Checks one bare expression of step `i`; returns its bundle text, or null when it is wrong. */
+  rootExpr(i: number, expr: string, path: DataPath, where: string, site?: ExprSite): string | null;
+  /** Checks a read of `p` (`["step", id, …]`, `["env", name]`, …) by step `i`. */
+  checkRead(i: number, p: string[], path: DataPath): void;
+  /** Checks a read of env var `n`. */
+  useEnv(n: string | undefined, path: DataPath): void;
+  isDeclared(n: string): boolean;
+}
+
+/** What every compiled step carries, whatever its kind. */
+export type StepBase = {
+  id: string;
+  deps: string[];
+  ancestors: string[];
+  condition: string | null;
+  outputSchema?: JsonSchema | null;
+};
+
+/** One step kind's compiler: its block of a step, checked and compiled. */
+export interface StepKindCompiler<K extends keyof StepKinds> {
+  /** `for_each` and `output.schema` apply to it, compiled here by the base. */
+  fanOut: boolean;
+  compile(i: number, s: Obj, base: StepBase, c: StepCompileContext): StepKinds[K];
+}
+
+/** Path of a field of step `i`. */
+export function stepPath(i: number, ...rest: Array<string | number>): DataPath {
+  return ["pipeline", i, ...rest];
+}
+
+/** ktsu's air-lock: `output.schema` on any step kind. */
+export function compileOutputSchema(i: number, s: Obj, c: StepCompileContext): JsonSchema | null {
+  const output = isObject(s.output) ? s.output : null;
+  if (!output || output.schema === undefined) return null;
+  checkUserSchema(c.file, stepPath(i, "output", "schema"), output.schema, "output.schema", c.sink);
+  return output.schema as JsonSchema;
+}
+
+/** `for_each` of step `i`: `from` checked like a condition (one `{{ expr }}` accepted too). */
+export function compileForEach(
+  i: number,
+  s: Obj,
+  kind: keyof StepKinds,
+  c: StepCompileContext,
+): ForEach | null {
+  const fe = s.for_each;
+  if (!isObject(fe)) return null;
+  const at = (...rest: Array<string | number>): DataPath => stepPath(i, "for_each", ...rest);
+  const label = c.label(i);
+  let from = "";
+  // An empty `from` is reported once, by the structure check ("must not be empty").
+  if (typeof fe.from === "string" && fe.from !== "") {
+    let expr: string | null = fe.from;
+    if (expr.includes("{{")) {
+      let exprs: string[] = [];
+      let text = "";
+      try {
+        for (const seg of splitTemplate(expr)) {
+          if ("expr" in seg) exprs.push(seg.expr);
+          else text += seg.text;
+        }
+      } catch {
+        exprs = [];
+      }
+      expr = exprs.length === 1 && text.trim() === "" ? (exprs[0] as string) : null;
+      if (expr === null) {
+        c.err(
+          at("from"),
+          `${label}: \`for_each.from\` is bare JMESPath (like \`condition\`) or exactly one \`{{ expr }}\``,
+        );
+      }
+    }
+    if (expr !== null) from = c.rootExpr(i, expr, at("from"), "`for_each.from`", "from") ?? "";
+  }
+  const int = (v: unknown): number | null => (typeof v === "number" && Number.isInteger(v) ? v : null);
+  const concurrency = int(fe.concurrency);
+  if (kind === "agent" && concurrency === null && !c.underBudget) {
+    c.warn(
+      at(),
+      `${label} fans an LLM agent out with no \`for_each.concurrency\`, and workflow \`${c.name}\` has no \`model_policy.cost_budget_usd\`: up to 1000 model calls with nothing capping their spend; set either`,
+    );
+  }
+  return {
+    from,
+    concurrency,
+    maxItems: int(fe.max_items),
+    maxFailures: int(fe.max_failures) ?? 0,
+  };
+}
