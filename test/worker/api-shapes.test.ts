@@ -1,0 +1,82 @@
+/**
+ * Real answers of the API validated against their one source, schema/api.schema.json (which the
+ * OpenAPI document references): envelopes of every outcome and of a waiting run, step records
+ * of sub-workflows and fan-outs, problems, the run list, the run graph and approvals.
+ */
+import { describe, expect, it } from "vitest";
+import { expectShape } from "../support/api-shapes.ts";
+import { call, invoke, run, uniqueKey } from "./harness.ts";
+import { AUTH, approvals, loggedServer, script, start, until } from "./tools-support.ts";
+
+const ITEMS = [
+  { name: "pen", price: 2 },
+  { name: "book", price: 12 },
+];
+
+describe("the API's answers match schema/api.schema.json", () => {
+  it("a complete run's envelope", async () => {
+    expectShape("Envelope", await run("basic", { items: ITEMS }));
+  });
+
+  it("a failed run's envelope, with failed, canceled and skipped steps", async () => {
+    const e = await run("fail-fast");
+    expect(e.status).toBe("failed");
+    expectShape("Envelope", e);
+  });
+
+  it("a sub-workflow's nested step records and a fan-out's items", async () => {
+    const parent = await run("parent", { message: "hi" });
+    expectShape("Envelope", parent);
+    const fan = await run("fanout-all", {
+      key: uniqueKey("shape"),
+      items: [{ route: "echo" }, { route: "status/500" }],
+    });
+    expect(fan.steps.some((s: { steps: unknown[] }) => s.steps.length > 0)).toBe(true);
+    expectShape("Envelope", fan);
+  });
+
+  it("an accepted invoke, a canceled run and the run's graph", async () => {
+    const res = await invoke("deadline");
+    expect(res.status).toBe(202);
+    const accepted = (await res.json()) as { run_id: string };
+    expectShape("RunAccepted", accepted);
+    const cancel = await call(`/runs/${accepted.run_id}/cancel`, { method: "POST" });
+    expectShape("Envelope", await cancel.json());
+    expectShape("RunGraph", await (await call(`/runs/${accepted.run_id}/graph`)).json());
+  });
+
+  it("problems: unknown workflow, invalid params with their errors, unknown run", async () => {
+    expectShape("Problem", await (await invoke("no-such-workflow")).json());
+    const invalid = await invoke("basic", { items: "not a list" });
+    expect(invalid.status).toBe(422);
+    expectShape("Problem", await invalid.json());
+    expectShape("Problem", await (await call(`/runs/${"0".repeat(64)}`)).json());
+  });
+
+  it("a page of the run list", async () => {
+    await run("basic", { items: ITEMS });
+    const res = await call("/runs?workflow=basic&limit=5");
+    expect(res.status).toBe(200);
+    expectShape("RunList", await res.json());
+  });
+
+  it("a run waiting for a human: its envelope and its approvals", async () => {
+    const server = loggedServer();
+    const runId = await start(
+      "tools-logged",
+      {
+        script: script(
+          [[{ name: "delete-record", arguments: { id: "r1" } }], "$results"],
+          uniqueKey("shape"),
+        ),
+        mcp_url: server.url,
+      },
+      AUTH,
+    );
+    const e = await until(runId, (x) => x.steps[0]?.status === "pending_approval", AUTH);
+    expectShape("Envelope", e);
+    const list = await approvals(runId, AUTH);
+    expectShape("ApprovalList", list.body);
+    await call(`/runs/${runId}/cancel`, { method: "POST", headers: AUTH });
+  });
+});
