@@ -1,7 +1,9 @@
 /**
  * `npm run build`: compiles workflows/ (or the directory given as the first argument) into the
  * JSON bundle the Worker imports, and the OpenAPI document of the invocable workflows beside it
- * (`openapi.json`, the same document the Worker serves at GET /openapi.json). Prints every diagnostic and a one-line summary; on any error it
+ * (`openapi.json`, the same document the Worker serves at GET /openapi.json), and the viewer's
+ * browser scripts (src/viewer/browser/, bundled into src/generated/viewer-scripts.ts). Prints
+ * every diagnostic and a one-line summary; on any error it
  * exits 1 and writes nothing, so a broken edit never replaces a working bundle.
  *
  *   npx node scripts/build.ts [workflows-dir] [--out path/to/bundle.json]
@@ -11,6 +13,7 @@ import { dirname, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileProject } from "../src/compiler/index.ts";
 import { buildOpenApi } from "../src/openapi/build.ts";
+import { bundleViewerScripts } from "./viewer-scripts.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const args = process.argv.slice(2);
@@ -33,6 +36,7 @@ writeFileSync(
   resolve(dirname(out), "openapi.json"),
   `${JSON.stringify(buildOpenApi(result.bundle), null, 2)}\n`,
 );
+await bundleViewerScripts(resolve(root, "src/generated/viewer-scripts.ts"));
 const { workflows, steps, agents, ms } = result.stats;
 const rel = relative(process.cwd(), out);
 const shown = rel === "" || rel.startsWith("..") ? out : rel;

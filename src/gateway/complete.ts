@@ -7,7 +7,7 @@
  * fails with `agent_failed` and a message that names providers, models and HTTP statuses but
  * never quotes a response body. A budget refusal is final: no call is made.
  */
-import type { CompiledGateway, CompiledGroup, CompiledProvider, ProviderType } from "../bundle.ts";
+import type { CompiledGateway, CompiledGroup, ProviderType } from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import { systemClock } from "../engine/clock.ts";
 import { type StepContext, StepError } from "../engine/types.ts";

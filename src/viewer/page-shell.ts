@@ -11,7 +11,7 @@ export interface PageParts {
   title: string;
   /** Static markup (no data: everything variable is filled in by the script with textContent). */
   body: string;
-  /** The page's own client code; runs after COMMON_SCRIPT in one inline script. */
+  /** The page's client code, bundled from src/viewer/browser/ at build time (one inline script). */
   script: string;
 }
 
@@ -49,8 +49,6 @@ export function htmlResponse(parts: PageParts): Response {
 ${CREDENTIAL_FORM}
 ${parts.body}
 <script nonce="${nonce}">
-"use strict";
-${COMMON_SCRIPT}
 ${parts.script}
 </script>
 </body>
@@ -148,118 +146,4 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 .approval-actions button { font: inherit; padding: .2rem .8rem; border-radius: 6px; border: 1px solid var(--line); cursor: pointer; }
 .approval-actions button[data-decision="approved"] { background: var(--complete); color: #fff; }
 .approval-actions button[data-decision="rejected"] { background: var(--failed); color: #fff; }
-`;
-
-/**
- * Client code shared by the pages: the credential (sessionStorage only), a fetch that asks for it
- * on 401 and retries, and small DOM builders that only ever set textContent and attributes.
- * Kept as plain ES2020 in a template string: no build step; no `${`, backticks or backslashes
- * inside (a page script that needs backslashes uses String.raw).
- */
-const COMMON_SCRIPT = `
-const CREDENTIAL_KEY = "workflow-edge.credential";
-const credentialForm = document.getElementById("credential-form");
-let credentialWaiters = [];
-
-function storedCredential() {
-  try {
-    const c = JSON.parse(sessionStorage.getItem(CREDENTIAL_KEY) || "null");
-    return c && typeof c.header === "string" && typeof c.value === "string" ? c : null;
-  } catch { return null; }
-}
-
-function credentialHeaders() {
-  const c = storedCredential();
-  return c ? { [c.header]: c.value } : {};
-}
-
-function askCredential(reason) {
-  document.getElementById("credential-reason").textContent = reason;
-  const c = storedCredential();
-  if (c) document.getElementById("credential-header").value = c.header;
-  credentialForm.hidden = false;
-  document.getElementById("credential-value").focus();
-  return new Promise((resolve) => credentialWaiters.push(resolve));
-}
-
-credentialForm.addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const header = document.getElementById("credential-header").value.trim() || "Authorization";
-  const value = document.getElementById("credential-value").value;
-  sessionStorage.setItem(CREDENTIAL_KEY, JSON.stringify({ header, value }));
-  document.getElementById("credential-value").value = "";
-  credentialForm.hidden = true;
-  const waiters = credentialWaiters;
-  credentialWaiters = [];
-  for (const w of waiters) w();
-});
-
-document.getElementById("credential-forget").addEventListener("click", () => {
-  sessionStorage.removeItem(CREDENTIAL_KEY);
-  document.getElementById("credential-value").value = "";
-});
-
-/** GET with the stored credential; on 401 asks the user and tries again. Other statuses are returned. */
-async function apiFetch(path, init) {
-  for (;;) {
-    let res;
-    try {
-      res = await fetch(path, { cache: "no-store", ...init, headers: { ...credentialHeaders(), ...((init && init.headers) || {}) } });
-    } catch (err) {
-      if (err && err.name === "AbortError") throw err;
-      if (err instanceof TypeError && storedCredential()) {
-        // An unusable header name or value: fetch refuses it before sending anything.
-        await askCredential("That header could not be sent (" + err.message + "). Check the header name and value.");
-        continue;
-      }
-      throw err;
-    }
-    if (res.status !== 401) return res;
-    await askCredential(storedCredential()
-      ? "Those credentials were refused. Enter the credentials of this workflow."
-      : "This workflow needs credentials (for example header Authorization, value Bearer <token>).");
-  }
-}
-
-async function problemText(res) {
-  try {
-    const p = await res.json();
-    return (p.title || res.status) + (p.detail ? ": " + p.detail : "");
-  } catch { return "HTTP " + res.status; }
-}
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") e.className = v; else e.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
-  return e;
-}
-
-function showNotice(text, kind) {
-  const n = document.getElementById("notice");
-  n.hidden = !text;
-  n.textContent = text || "";
-  n.dataset.kind = kind || "info";
-}
-
-function formatMs(ms) {
-  if (ms === null || ms === undefined || !isFinite(ms)) return "";
-  if (ms < 1000) return Math.round(ms) + " ms";
-  if (ms < 60000) return (ms / 1000).toFixed(2) + " s";
-  return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
-}
-
-function formatUsd(x) {
-  if (typeof x !== "number") return "";
-  return "$" + (x === 0 ? "0" : x < 0.01 ? x.toPrecision(3) : x.toFixed(4));
-}
-
-function formatTime(iso) {
-  if (!iso) return "";
-  const d = new Date(iso);
-  return isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
-}
 `;

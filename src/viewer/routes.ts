@@ -2,6 +2,11 @@
  * The viewer's routes. The pages are static shells (no run data, no credentials needed to load
  * them); the data comes from the JSON API under the workflow's own credentials, so serving the
  * shell to anyone reveals nothing.
+ *
+ * A page is three pieces: its markup and route here (`<name>-page.ts`, served through
+ * page-shell.ts's `htmlResponse`), its browser code in `browser/<name>-page.ts` (TypeScript,
+ * importing `browser/common.ts`), and one line in `PAGES` of scripts/viewer-scripts.ts, which
+ * bundles it at build time into the constant the page inlines.
  */
 import type { Hono } from "hono";
 import { HttpProblem } from "../http/problem.ts";
