@@ -13,6 +13,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { basename, join } from "node:path";
+import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
 import { workerdPid } from "./cpu.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
@@ -103,6 +104,8 @@ export interface BenchServer {
 
 /** The bench Worker (bench/entry.ts, bundled) with the bindings of bench/wrangler.bench.toml. */
 export async function startBenchServer(tmp: string): Promise<BenchServer> {
+  // The Worker imports the viewer's bundled scripts (written by the build, which the bench skips).
+  await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
   const { scriptPath } = bundleWorker(
     join(ROOT, "bench/wrangler.bench.toml"),
     join(tmp, "bench-out"),

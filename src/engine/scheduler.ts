@@ -76,8 +76,13 @@ export interface RunHost {
   onStepStarted?(path: string, record: StepRecord): void;
   /** Called when a running step starts or stops waiting for a human (`pending_approval` ⇄ `running`). */
   onStepChanged?(path: string, record: StepRecord): void;
-  /** Called once per step that finished (complete, failed, skipped by condition): persist it. */
-  onStepFinished(path: string, record: StepRecord): void;
+  /**
+   * Called once per step that finished (complete, failed, skipped by condition): persist it.
+   * `effect`: the step reached outside the run (a webhook sent, a model called), so its record
+   * must be kept before anything else happens; a recomputable one (a transform, a skip, a
+   * workflow or fan-out step whose children carry their own) may ride with the next write.
+   */
+  onStepFinished(path: string, record: StepRecord, effect: boolean): void;
   /** MCP tool servers (agent steps with `servers:`). */
   tools?: ToolHost;
   /** Human approvals, per step path. */
@@ -273,9 +278,11 @@ async function runStep(
   rec.tool_calls = [];
   rec.annotations = null;
   const finish = startRecord(host, path, rec);
-  const skip = (reason: string) => {
+  // A webhook or agent step reaches outside the run; a fan-out's items carry their own effects.
+  const effect = hasEffect(step) && !("forEach" in step && step.forEach);
+  const skip = (reason: string, executed = false) => {
     if (step.kind === "workflow") skipChildTree(host, step, `${path}/`, reason);
-    return recordSkip(host, path, rec, finish, reason);
+    return recordSkip(host, path, rec, finish, reason, executed && effect);
   };
 
   const scope = scopeFor(step, opts, outputs);
@@ -287,7 +294,7 @@ async function runStep(
       }
     } catch (err) {
       // A condition that cannot be evaluated fails the step like its executor would.
-      const outcome = await execute(host, path, rec, finish, signal, opts, () => Promise.reject(err));
+      const outcome = await execute(host, path, rec, finish, signal, opts, false, () => Promise.reject(err));
       return outcome.status === "skipped" ? skip(outcome.reason) : settledStep(step, outcome);
     }
   }
@@ -298,6 +305,7 @@ async function runStep(
     finish,
     signal,
     opts,
+    effect,
     () => {
       if (step.kind !== "transform" && step.forEach) {
         return runFanOutStep(host, wf, step, step.forEach, scope, opts, path, rec, signal);
@@ -310,8 +318,14 @@ async function runStep(
       ? (output) => checkOutputSchema(step.outputSchema as JsonSchema, output)
       : undefined,
   );
-  if (outcome.status === "skipped") return skip(outcome.reason);
+  // An agent that skipped itself (ktsu_skip_reason) called its model: that is an effect.
+  if (outcome.status === "skipped") return skip(outcome.reason, true);
   return settledStep(step, outcome);
+}
+
+/** Whether running a step of this kind reaches outside the run (its record is a checkpoint). */
+function hasEffect(step: CompiledStep): boolean {
+  return step.kind === "webhook" || step.kind === "agent";
 }
 
 /** A step's outcome as its pipeline sees it: its output, or the error that stops the pipeline. */
@@ -341,6 +355,7 @@ async function execute(
   finish: (status: StepRecord["status"]) => void,
   signal: AbortSignal,
   opts: PipelineOptions,
+  effect: boolean,
   body: () => Promise<Json>,
   check?: (output: Json) => void,
 ): Promise<Executed> {
@@ -352,7 +367,7 @@ async function execute(
     output = recordable(host, output);
     rec.output = output;
     finish("complete");
-    host.onStepFinished(path, rec);
+    host.onStepFinished(path, rec, effect);
     return { status: "complete", output };
   } catch (err) {
     if (err instanceof StepSkipped && !signal.aborted) return { status: "skipped", reason: err.reason };
@@ -370,7 +385,7 @@ async function execute(
     rec.output = null;
     rec.error = { code: e.code, message: host.masker.maskText(e.message) };
     finish("failed");
-    host.onStepFinished(path, rec);
+    host.onStepFinished(path, rec, effect);
     return { status: "failed", error: new StepError(e.code, rec.error.message, e.subPath) };
   }
 }
@@ -382,10 +397,11 @@ function recordSkip(
   rec: StepRecord,
   finish: (status: StepRecord["status"]) => void,
   reason: string,
+  effect = false,
 ): Json {
   rec.output = { skipped: true, reason };
   finish("skipped");
-  host.onStepFinished(path, rec);
+  host.onStepFinished(path, rec, effect);
   return rec.output;
 }
 
@@ -595,14 +611,15 @@ async function runFanOutItem(
   host.records.set(path, rec);
   const finish = startRecord(host, path, rec);
   const scope: EvalScope = { ...stepScope, item: item.value, item_index: item.index };
-  const outcome = await execute(host, path, rec, finish, signal, opts, () => {
+  const effect = hasEffect(step);
+  const outcome = await execute(host, path, rec, finish, signal, opts, effect, () => {
     if (step.kind === "workflow") return runWorkflowStep(host, step, scope, opts, path, rec, signal);
     const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
     return executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
   });
   // An agent item that skipped itself (ktsu_skip_reason): its entry is its skip object.
   if (outcome.status === "skipped") {
-    return { status: "complete", output: recordSkip(host, path, rec, finish, outcome.reason) };
+    return { status: "complete", output: recordSkip(host, path, rec, finish, outcome.reason, effect) };
   }
   if (outcome.status === "failed") return { status: "failed", error: rec.error ?? outcome.error };
   return outcome;

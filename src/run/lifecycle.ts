@@ -175,7 +175,7 @@ export class RunLifecycle {
     doc.params = this.masker.maskJson(doc.params);
     doc.request = this.masker.maskJson(req.request);
     this.doc = doc;
-    this.store.saveDoc(doc);
+    this.store.runStarted(doc);
     this.resume();
   }
 
@@ -399,9 +399,9 @@ export class RunLifecycle {
         hooks.stepChanged?.(path, rec);
       },
       onStepChanged: (path, rec) => hooks.stepChanged?.(path, rec),
-      onStepFinished: (path, rec) => {
+      onStepFinished: (path, rec, effect) => {
         if (isFinished(doc)) return;
-        store.stepFinished(path, rec);
+        store.stepFinished(path, rec, effect);
         hooks.stepChanged?.(path, rec);
       },
     };
@@ -524,6 +524,8 @@ export class RunLifecycle {
         allowPrivate: runtime.allowPrivate,
         fetch: runtime.notifyFetch,
         requested: (rec, created) => {
+          // Before a wait: what has finished is kept (SPEC 15).
+          this.store.checkpoint();
           if (created) hooks.approvalEvent?.("approval.requested", publicApproval(rec));
           options.approvalRequested?.(rec, created);
           hooks.rearm?.();

@@ -1,11 +1,24 @@
 /**
- * What a run keeps, and when it writes it: the storage layout of one run (its document, a row
- * per finished step, a row per approval, an agent step's conversation while it runs) over a
- * small synchronous key-value port. The Durable Object gives it its SQLite-backed KV; the
- * workflow-test runner a Map. Every write a run makes goes through here, so the write plan (and
- * the rows a run is billed for) is decided in this one place.
+ * What a run keeps, and when it writes it (SPEC 15): the storage layout of one run over a small
+ * synchronous key-value port. The Durable Object gives it its SQLite-backed KV, where every row
+ * written is billed; the workflow-test runner a Map. Every write a run makes goes through here.
+ *
+ * The plan, in rows:
+ * - `def`: the pinned definition, written once, when the run starts.
+ * - `run`: the run document with the records of recomputable steps (transforms, skips, the
+ *   records of workflow and fan-out steps, steps settled at the end) riding along. Written when
+ *   the run starts, at each checkpoint that has riders to carry, when the ledger changes, before
+ *   a wait, and when the run ends.
+ * - `step/<path>`: the record of a step with an effect outside the run (a webhook, an agent
+ *   call), written when it finishes: that write is the checkpoint the effect needs. A rider too
+ *   large to ride (its JSON over RIDER_MAX_CHARS, or the `run` row over RUN_ROW_MAX_CHARS) gets
+ *   its own row too, since one stored value has a size limit.
+ * - `approval/<id>`, `checkpoint/<path>` (an agent's conversation while it runs).
+ * A finished 10- or 50-step transform run writes 3 rows: `def` and `run` at the start, `run` at
+ * the end. After an eviction, recomputable steps finished since the last `run` write run again;
+ * a step with an effect never does.
  */
-import type { Json } from "../bundle.ts";
+import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord } from "./approvals.ts";
 import type { RunDoc } from "./envelope.ts";
@@ -25,28 +38,36 @@ export interface StoredRun {
   approvals: ApprovalRecord[];
 }
 
-/** Storage keys: the run document, one key per step record by slash path, approvals by id. */
 const RUN_KEY = "run";
+const DEF_KEY = "def";
 const STEP_PREFIX = "step/";
 const APPROVAL_PREFIX = "approval/";
-/** An agent step's conversation while it runs, by step path (deleted when the step finishes). */
 const CHECKPOINT_PREFIX = "checkpoint/";
 
-/** Step statuses after which the engine no longer writes to the record. */
-const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
+/** A rider whose JSON is longer gets its own row. */
+const RIDER_MAX_CHARS = 64 * 1024;
+/** The `run` row stays under this (riders move to their own rows, largest first). */
+const RUN_ROW_MAX_CHARS = 1024 * 1024;
+
+/** The `run` row: the document without its definition, and the riders. */
+interface RunRow {
+  doc: Omit<RunDoc, "def">;
+  riders: Array<[string, StepRecord]>;
+}
 
 export class RunStore {
-  /** JSON of each step row as stored, so finishing writes only what changed. */
-  private stored = new Map<string, string>();
-  /** The record object each row was last stored from (a settled one is never changed again). */
-  private storedRecords = new Map<string, StepRecord>();
-  /**
-   * Paths with a stored conversation checkpoint, so that finishing a step (or the run) deletes
-   * rows that exist instead of issuing a delete per step and a scan per run (`npm run bench`).
-   */
-  private checkpoints = new Set<string>();
-
   private readonly kv: KvPort;
+  private doc: RunDoc | null = null;
+  /** Recomputable records that ride with the next `run` write. */
+  private riders = new Map<string, StepRecord>();
+  /** Riders finished since the last `run` write. */
+  private dirty = false;
+  /** JSON of each record as last written to its own row (so an unchanged one is not written again). */
+  private ownRows = new Map<string, string>();
+  /** JSON of each record as it was when it finished (what listeners were told), to find news at the end. */
+  private seen = new Map<string, string>();
+  /** Paths with a stored conversation, so finishing deletes rows that exist (no delete per step, no scan). */
+  private checkpoints = new Set<string>();
 
   constructor(kv: KvPort) {
     this.kv = kv;
@@ -54,17 +75,23 @@ export class RunStore {
 
   /** The run kept in storage, or null when there is none. */
   load(): StoredRun | null {
-    const run = this.kv.get(RUN_KEY);
-    if (run === undefined) return null;
-    const doc = JSON.parse(run) as RunDoc;
-    // What was stored is kept only while steps can still change (see stepFinished).
-    const active = !isFinished(doc);
-    const records = new Map<string, StepRecord>();
+    const text = this.kv.get(RUN_KEY);
+    if (text === undefined) return null;
+    const parsed = JSON.parse(text) as RunRow | RunDoc;
+    // Runs stored before checkpoints kept the whole document (definition included) in `run`.
+    const row: RunRow = "riders" in parsed ? parsed : { doc: parsed, riders: [] };
+    const def = (row.doc as Partial<RunDoc>).def ?? (JSON.parse(this.kv.get(DEF_KEY) ?? "null") as Bundle);
+    const doc = { ...row.doc, def } as RunDoc;
+    this.doc = doc;
+    const records = new Map<string, StepRecord>(row.riders);
+    for (const [path, rec] of row.riders) this.riders.set(path, rec);
     for (const [key, json] of this.kv.list(STEP_PREFIX)) {
       const path = key.slice(STEP_PREFIX.length);
       records.set(path, JSON.parse(json) as StepRecord);
-      if (active) this.stored.set(path, json);
+      this.riders.delete(path);
+      this.ownRows.set(path, json);
     }
+    for (const [path, rec] of records) this.seen.set(path, JSON.stringify(rec));
     for (const [key] of this.kv.list(CHECKPOINT_PREFIX))
       this.checkpoints.add(key.slice(CHECKPOINT_PREFIX.length));
     const approvals = [...this.kv.list(APPROVAL_PREFIX)].map(
@@ -73,37 +100,64 @@ export class RunStore {
     return { doc, records, approvals };
   }
 
-  saveDoc(doc: RunDoc): void {
-    this.kv.put(RUN_KEY, JSON.stringify(doc));
+  /** A new run: its definition (once) and its document. */
+  runStarted(doc: RunDoc): void {
+    this.doc = doc;
+    this.kv.put(DEF_KEY, JSON.stringify(doc.def));
+    this.writeRun();
   }
 
-  /** A step (or fan-out item) finished: its row, and its conversation is no longer needed. */
-  stepFinished(path: string, rec: StepRecord): void {
-    this.writeStep(path, rec);
-    if (this.checkpoints.delete(path)) this.kv.delete(CHECKPOINT_PREFIX + path);
+  /** The document changed (the ledger, the status): written with the riders. */
+  saveDoc(doc: RunDoc): void {
+    this.doc = doc;
+    this.writeRun();
   }
 
   /**
-   * The run ended: every record settled at the end that storage does not have yet is written,
-   * conversations go, and the document is written last. Returns the paths whose rows changed
-   * (steps settled at the end are news to listeners).
+   * A step (or fan-out item) finished. With an effect outside the run its record is written now,
+   * with the riders if any wait; a recomputable one rides with the next write.
+   */
+  stepFinished(path: string, rec: StepRecord, effect: boolean): void {
+    const json = JSON.stringify(rec);
+    this.seen.set(path, json);
+    if (this.checkpoints.delete(path)) this.kv.delete(CHECKPOINT_PREFIX + path);
+    if (!effect && json.length <= RIDER_MAX_CHARS && !this.ownRows.has(path)) {
+      this.riders.set(path, rec);
+      this.dirty = true;
+      return;
+    }
+    this.writeOwnRow(path, json);
+    if (this.dirty) this.writeRun();
+  }
+
+  /** Before a wait (an approval asked): what has finished is kept, so nothing waits on recomputation. */
+  checkpoint(): void {
+    if (this.dirty) this.writeRun();
+  }
+
+  /**
+   * The run ended: its final records (settled at the end, or finished) ride with the last
+   * `run` write unless their own row has them already. Returns the paths whose records are news
+   * to listeners (settled here: canceled, skipped).
    */
   runFinished(doc: RunDoc, finalRecords: ReadonlyMap<string, StepRecord>): string[] {
     const changed: string[] = [];
     for (const [path, rec] of finalRecords) {
-      // A settled record stored as it finished is final: no need to serialize it again to see so.
-      if (SETTLED.has(rec.status) && this.storedRecords.get(path) === rec) continue;
-      const before = this.stored.get(path);
-      if (rec.status !== "pending" || before !== undefined) this.writeStep(path, rec);
-      if (this.stored.get(path) !== before) changed.push(path);
+      const json = JSON.stringify(rec);
+      if (this.seen.get(path) !== json && (rec.status !== "pending" || this.seen.has(path)))
+        changed.push(path);
+      const own = this.ownRows.get(path);
+      if (own === json) continue;
+      if (own !== undefined || json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json);
+      else this.riders.set(path, rec);
     }
-    // Nothing writes a step row of a finished run again: an object that lingers in memory after
-    // its run (many do in a busy isolate) keeps the records it serves, not a second copy as JSON.
-    this.stored = new Map();
-    this.storedRecords = new Map();
     for (const path of this.checkpoints) this.kv.delete(CHECKPOINT_PREFIX + path);
     this.checkpoints.clear();
-    this.saveDoc(doc);
+    this.doc = doc;
+    this.writeRun();
+    // Nothing writes a record of a finished run again: keep no second copy of them as JSON.
+    this.seen = new Map();
+    this.ownRows = new Map();
     return changed;
   }
 
@@ -124,17 +178,45 @@ export class RunStore {
 
   /** After storage was cleared (the run deleted): nothing is remembered as stored. */
   forget(): void {
-    this.stored = new Map();
-    this.storedRecords = new Map();
+    this.doc = null;
+    this.riders = new Map();
+    this.dirty = false;
+    this.ownRows = new Map();
+    this.seen = new Map();
     this.checkpoints = new Set();
   }
 
-  private writeStep(path: string, rec: StepRecord): void {
-    const json = JSON.stringify(rec);
-    if (this.stored.get(path) === json) return;
+  private writeOwnRow(path: string, json: string): void {
+    if (this.ownRows.get(path) === json) return;
     this.kv.put(STEP_PREFIX + path, json);
-    this.stored.set(path, json);
-    this.storedRecords.set(path, rec);
+    this.ownRows.set(path, json);
+    if (this.riders.delete(path)) this.dirty = true;
+  }
+
+  /** One `run` row: the document without its definition, and the riders (the largest move out if it is too big). */
+  private writeRun(): void {
+    const doc = this.doc;
+    if (!doc) return;
+    const { def: _def, ...rest } = doc;
+    let riders = [...this.riders];
+    let text = JSON.stringify({ doc: rest, riders } satisfies RunRow);
+    if (text.length > RUN_ROW_MAX_CHARS) {
+      const sized = riders
+        .map(([path, rec]) => ({ path, json: JSON.stringify(rec) }))
+        .sort((a, b) => b.json.length - a.json.length);
+      let size = text.length;
+      for (const r of sized) {
+        if (size <= RUN_ROW_MAX_CHARS) break;
+        this.kv.put(STEP_PREFIX + r.path, r.json);
+        this.ownRows.set(r.path, r.json);
+        this.riders.delete(r.path);
+        size -= r.json.length;
+      }
+      riders = [...this.riders];
+      text = JSON.stringify({ doc: rest, riders } satisfies RunRow);
+    }
+    this.kv.put(RUN_KEY, text);
+    this.dirty = false;
   }
 }
 

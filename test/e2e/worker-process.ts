@@ -12,6 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { bundleViewerScripts } from "../../scripts/viewer-scripts.ts";
 import { compileProject } from "../../src/compiler/index.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -61,6 +62,8 @@ export async function startWorker(
   vars: Record<string, string>,
   workflowsDir = "test/e2e/workflows",
 ): Promise<WorkerProcess> {
+  // The Worker imports the viewer's bundled scripts, which `[build]` would write (removed here).
+  await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
   const dir = mkdtempSync(join(tmpdir(), "workflow-edge-e2e-"));
   const compiled = compileProject(join(ROOT, workflowsDir), { wranglerConfig: join(ROOT, "wrangler.toml") });
   if (!compiled.bundle) {

@@ -83,10 +83,14 @@ describe("retention", () => {
     const e = await run("rel-open", {});
     const expired = new Date(Date.now() - RETENTION_MS - 60_000).toISOString();
     await runInDurableObject(runStub(e.run_id), (_o, state) => {
-      const doc = JSON.parse(state.storage.kv.get<string>("run") ?? "null") as Record<string, unknown>;
+      // The `run` row holds the document (and the records that ride with it): src/run/run-store.ts.
+      const row = JSON.parse(state.storage.kv.get<string>("run") ?? "null") as {
+        doc: Record<string, unknown>;
+      };
+      const doc = row.doc;
       doc.created_at = expired;
       doc.finished_at = expired;
-      state.storage.kv.put("run", JSON.stringify(doc));
+      state.storage.kv.put("run", JSON.stringify(row));
     });
     // A fresh incarnation reads the moved-back time from storage, as after a real week asleep.
     // (The listing shard's sweep deletes it without a read: test/worker/run-listing.test.ts.)

@@ -45,7 +45,7 @@ function runtime(webhook: WebhookBehaviour): LifecycleRuntime {
   return {
     env: {},
     executors: {
-      webhook: (_step, ctx) => webhook(ctx.path, ctx),
+      webhook: (_step: unknown, ctx: StepContext) => webhook(ctx.path, ctx),
       transform: fail,
       agent: fail,
     } as unknown as Executors,
@@ -83,7 +83,59 @@ async function until(check: () => boolean): Promise<void> {
   expect(check()).toBe(true);
 }
 
+const CHECKPOINTS = `kind: workflow
+name: checkpoints
+version: 1.0.0
+params:
+  schema: { type: object }
+pipeline:
+  - id: price
+    transform:
+      ops: []
+  - id: charge
+    webhook: { url: "https://payments.example.com/charge" }
+  - id: receipt
+    transform:
+      ops: []
+  - id: ship
+    webhook: { url: "https://warehouse.example.com/ship" }
+`;
+
 describe("the run lifecycle", () => {
+  it("after an eviction, re-runs only what finished after the last checkpoint: a transform again, never a sent webhook", async () => {
+    const p = compileFiles({ "checkpoints.workflow.yaml": CHECKPOINTS });
+    const b = p.result.bundle as Bundle;
+    const kv = memoryKv();
+    const calls: string[] = [];
+    const executors = (shipHangs: boolean) =>
+      ({
+        webhook: (_step: unknown, ctx: StepContext) => {
+          calls.push(ctx.path);
+          return shipHangs && ctx.path === "ship" ? new Promise(() => {}) : Promise.resolve({ status: 200 });
+        },
+        transform: (_step: unknown, ctx: StepContext) => {
+          calls.push(ctx.path);
+          return Promise.resolve({ result: [] });
+        },
+        agent: () => Promise.reject(new Error("not used")),
+      }) as unknown as Executors;
+    const first = new RunLifecycle(new RunStore(kv), {
+      ...runtime(() => Promise.reject()),
+      executors: executors(true),
+    });
+    first.start({ ...START, runId: "r0", bundle: b, workflowKey: "checkpoints.workflow.yaml" });
+    await until(() => calls.includes("ship"));
+    // `price` rode with `charge`'s checkpoint; `receipt` finished after it.
+    const second = new RunLifecycle(new RunStore(kv), {
+      ...runtime(() => Promise.reject()),
+      executors: executors(false),
+    });
+    second.load();
+    await second.ended();
+    expect(calls).toEqual(["price", "charge", "receipt", "ship", "receipt", "ship"]);
+    expect(second.envelope().status).toBe("complete");
+  });
+
   it("resumes an evicted run from storage without sending a finished webhook again", async () => {
     const kv = memoryKv();
     const calls: string[] = [];

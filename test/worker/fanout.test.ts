@@ -310,14 +310,16 @@ describe("durability", () => {
     expect(await targetLog(key)).toHaveLength(2);
   });
 
-  it("stores one row per step and per started item (steps + items + 1 keys)", async () => {
+  it("stores the definition once, the run with its recomputable records, and one row per started item", async () => {
     const key = uniqueKey("fan-rows");
     const items: Item[] = Array.from({ length: 7 }, () => ({ route: "echo" }));
     const e = await run("fanout-webhooks", { key, items });
     const keys = await runInDurableObject(runStub(e.run_id), (_o, state) =>
       [...state.storage.kv.list()].map(([k]) => k).sort(),
     );
-    expect(keys).toEqual(["run", "step/count", "step/post", ...items.map((_, i) => `step/post/${i}`)].sort());
+    // Each item sent a webhook: its own row, its checkpoint (SPEC 15). The fan-out step's record
+    // and the transform ride in `run`.
+    expect(keys).toEqual(["def", "run", ...items.map((_, i) => `step/post/${i}`)].sort());
   });
 });
 

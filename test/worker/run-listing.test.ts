@@ -466,10 +466,14 @@ describe("retention", () => {
   async function ageRun(runId: string): Promise<number> {
     const old = Date.now() - RETENTION_MS - 60_000;
     await runInDurableObject(runStub(runId), (_o, state) => {
-      const doc = JSON.parse(state.storage.kv.get<string>("run") ?? "null") as Record<string, unknown>;
+      // The `run` row holds the document (and the records that ride with it): src/run/run-store.ts.
+      const row = JSON.parse(state.storage.kv.get<string>("run") ?? "null") as {
+        doc: Record<string, unknown>;
+      };
+      const doc = row.doc;
       doc.created_at = new Date(old - 1000).toISOString();
       doc.finished_at = new Date(old).toISOString();
-      state.storage.kv.put("run", JSON.stringify(doc));
+      state.storage.kv.put("run", JSON.stringify(row));
     });
     // A fresh incarnation reads the moved-back times, as after a real week asleep.
     await evictDurableObject(runStub(runId));

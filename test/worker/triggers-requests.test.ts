@@ -215,8 +215,10 @@ describe("schedules", () => {
     const run = await scheduledRun("*/5 * * * *", time);
     const stub = env.RUNS.get(env.RUNS.idFromString(run.run_id));
     const origin = await runInDurableObject(stub, (_obj, state) => {
-      const stored = JSON.parse(state.storage.kv.get<string>("run") ?? "{}") as { origin?: string | null };
-      return stored.origin;
+      const stored = JSON.parse(state.storage.kv.get<string>("run") ?? "{}") as {
+        doc: { origin?: string | null };
+      };
+      return stored.doc.origin;
     });
     // PUBLIC_URL is https://flows.example.com/some/path in the test Worker: only its origin counts.
     expect(origin).toBe("https://flows.example.com");
