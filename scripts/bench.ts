@@ -94,15 +94,29 @@ async function main(): Promise<void> {
     const runners: Array<readonly [string, Runner]> = [];
     for (const n of PIPELINE_SIZES) runners.push([`ours/${n}`, ours(n)], [`bare/${n}`, bare(n)]);
     runners.push(["unlisted/10", unlisted(10)], ["workflows/10", workflows()]);
+    // The fixed cost of a request on this server, interleaved with the runs it is subtracted from.
+    runners.push([
+      "health/0",
+      async () => {
+        const res = await fetch(`${base}/health`);
+        await res.text();
+      },
+    ]);
     log(
       `latency: ${runners.length} series interleaved, ${SAMPLES} sequential runs each after ${WARMUP} warm-up`,
     );
     const samples = await interleaved(runners, WARMUP, SAMPLES);
     const latency: Results["latency"] = { ours: {}, unlisted: {}, bare: {}, workflows: {} };
+    let health: Results["health"] | null = null;
     for (const [key, s] of samples) {
+      if (key === "health/0") {
+        health = s;
+        continue;
+      }
       const [kind, n] = key.split("/") as [Contender, string];
       latency[kind][Number(n)] = s;
     }
+    if (!health) throw new Error("no /health samples");
 
     const throughput: Results["throughput"] = [];
     for (const c of CONCURRENCY) {
@@ -183,6 +197,7 @@ async function main(): Promise<void> {
     ];
     results = {
       latency,
+      health,
       ablation,
       workerd,
       throughput,
