@@ -83,7 +83,6 @@ export interface Results {
 
 // ---- targets (issues 5 and 10) -------------------------------------------------------------
 const MAX_RATIO_TO_BARE = 1.25;
-const AIM_RATIO_TO_BARE = 1.1;
 const MIN_SPEEDUP_OVER_WORKFLOWS = 6;
 const MIN_THROUGHPUT_RATIO = 0.8;
 const MAX_ENGINE_US_PER_STEP = 50;

@@ -345,26 +345,48 @@ export interface CompiledGateway {
   groups: CompiledGroup[];
 }
 
+/** A `config` field of a provider entry in gateway.yaml. */
+export type ProviderConfigField = "base_url" | "api_key" | "max_tokens_field";
+
+/** What the build and the Worker need to know of a provider type besides its adapter. */
+export interface ProviderTypeFacts {
+  /** `config.base_url` when the entry gives none; null: reached through a Worker binding, not HTTP. */
+  defaultBaseUrl: string | null;
+  /** The Worker binding it calls instead (workers-ai: `AI`). */
+  binding?: string;
+  /** The `config` fields an entry of this type may set. */
+  config: readonly ProviderConfigField[];
+}
+
 /**
- * The model provider types `gateway.yaml` accepts, with what the compiler and the runtime both
- * need of each: the default base URL (null: no HTTP endpoint, the Worker's AI binding). The
- * runtime's adapters (src/gateway/complete.ts) are a table typed against it.
+ * The provider types of gateway.yaml (SPEC section 7), by `type`. The compiler checks each
+ * entry's `config` against its line here and fills in the default base URL (written only here);
+ * the Worker's adapters (`PROVIDERS` in src/gateway/complete.ts) are typed against the same
+ * names, so a type without an adapter is a type error.
  */
 export const PROVIDER_TYPES = {
-  openai: { defaultBaseUrl: "https://api.openai.com/v1" },
-  anthropic: { defaultBaseUrl: "https://api.anthropic.com" },
-  "workers-ai": { defaultBaseUrl: null },
-} as const satisfies Record<string, { defaultBaseUrl: string | null }>;
-
+  openai: {
+    defaultBaseUrl: "https://api.openai.com/v1",
+    config: ["base_url", "api_key", "max_tokens_field"],
+  },
+  anthropic: { defaultBaseUrl: "https://api.anthropic.com", config: ["base_url", "api_key"] },
+  "workers-ai": { defaultBaseUrl: null, binding: "AI", config: [] },
+} as const satisfies Record<string, ProviderTypeFacts>;
 export type ProviderType = keyof typeof PROVIDER_TYPES;
 
 export interface CompiledProvider {
   name: string;
   type: ProviderType;
-  /** Without trailing slash; null for workers-ai. */
+  /** Without trailing slash, or `env:NAME` (read from the Worker's env); null for a binding. */
   baseUrl: string | null;
   /** Name of the env var holding the API key (from `{{ env.X }}`), or null. */
   apiKeyEnv: string | null;
+  /**
+   * `openai` only: the request field that carries the output token limit (`config.max_tokens_field`).
+   * Absent: decided per call (src/gateway/openai.ts: `max_completion_tokens` for OpenAI's own API
+   * and its o-series and gpt-5 models, else `max_tokens`).
+   */
+  maxTokensField?: "max_tokens" | "max_completion_tokens";
 }
 
 export interface CompiledGroup {

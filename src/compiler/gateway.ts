@@ -1,19 +1,26 @@
 /**
  * Compiles workflows/gateway.yaml (ktsu-compatible): LLM providers and the model groups agent
  * steps pick from. Checks names and cross references (group -> provider, pricing -> model,
- * api_key -> declared env) so the runtime can trust them.
+ * api_key -> declared env) so the runtime can trust them. What each provider type takes in
+ * `config`, and its default base URL, come from PROVIDER_TYPES (src/bundle.ts).
  */
 import {
   type CompiledGateway,
   type CompiledGroup,
   type CompiledProvider,
   PROVIDER_TYPES,
+  type ProviderConfigField,
+  type ProviderType,
+  type ProviderTypeFacts,
 } from "../bundle.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
 import { declaredEnvRef, envRefName, readEnvDecls } from "./env-refs.ts";
 import { checkStructure } from "./structure-check.ts";
 import type { SourceFile } from "./yaml-source.ts";
+
+const CONFIG_FIELDS: ProviderConfigField[] = ["base_url", "api_key", "max_tokens_field"];
+const PROVIDER_NAMES = Object.keys(PROVIDER_TYPES) as ProviderType[];
 
 export const EMPTY_GATEWAY: CompiledGateway = { env: [], providers: [], groups: [] };
 
@@ -31,24 +38,28 @@ export function compileGateway(file: SourceFile, sink: DiagnosticSink): Compiled
       sink.error(file.display, file.at(["providers", i, "name"]), `provider \`${p.name}\` is declared twice`);
       return;
     }
-    const type = p.type as CompiledProvider["type"];
+    const type = p.type as ProviderType;
+    const facts: ProviderTypeFacts | null = Object.hasOwn(PROVIDER_TYPES, type) ? PROVIDER_TYPES[type] : null;
+    // An unknown type (the format check reported it) is read like an HTTP provider.
+    const takes = (f: ProviderConfigField) => facts === null || facts.config.includes(f);
     const config = p.config && typeof p.config === "object" ? p.config : {};
+    for (const k of CONFIG_FIELDS) {
+      if (!(k in config) || takes(k)) continue;
+      const owners = PROVIDER_NAMES.filter((t) =>
+        (PROVIDER_TYPES[t].config as readonly string[]).includes(k),
+      );
+      sink.error(
+        file.display,
+        file.at(["providers", i, "config", k], "key"),
+        facts?.binding
+          ? `provider \`${p.name}\`: ${type} uses the Worker's ${facts.binding} binding; \`${k}\` does not apply`
+          : `provider \`${p.name}\`: \`${k}\` does not apply to type \`${type}\` (only to ${owners.map((t) => `\`${t}\``).join(", ")})`,
+      );
+    }
     let baseUrl: string | null = null;
     let apiKeyEnv: string | null = null;
-    // An unknown type is reported by the structure check; the provider is still read for its references.
-    const defaults = Object.hasOwn(PROVIDER_TYPES, type) ? PROVIDER_TYPES[type] : null;
-    if (defaults && defaults.defaultBaseUrl === null) {
-      for (const k of ["base_url", "api_key"]) {
-        if (k in config) {
-          sink.error(
-            file.display,
-            file.at(["providers", i, "config", k], "key"),
-            `provider \`${p.name}\`: ${type} uses the Worker's AI binding; \`${k}\` does not apply`,
-          );
-        }
-      }
-    } else {
-      baseUrl = defaults?.defaultBaseUrl ?? null;
+    if (takes("base_url")) {
+      baseUrl = facts?.defaultBaseUrl ?? null;
       const b = config.base_url;
       if (typeof b === "string") {
         if (envRefName(b) !== null) {
@@ -64,11 +75,16 @@ export function compileGateway(file: SourceFile, sink: DiagnosticSink): Compiled
           baseUrl = b.replace(/\/+$/, "");
         }
       }
-      if (config.api_key !== undefined) {
-        apiKeyEnv = declaredEnvRef(file, ["providers", i, "config", "api_key"], config.api_key, env, sink);
-      }
     }
-    providers.push({ name: p.name, type, baseUrl, apiKeyEnv });
+    if (takes("api_key") && config.api_key !== undefined) {
+      apiKeyEnv = declaredEnvRef(file, ["providers", i, "config", "api_key"], config.api_key, env, sink);
+    }
+    const field = config.max_tokens_field;
+    const maxTokensField =
+      takes("max_tokens_field") && (field === "max_tokens" || field === "max_completion_tokens")
+        ? field
+        : null;
+    providers.push({ name: p.name, type, baseUrl, apiKeyEnv, ...(maxTokensField ? { maxTokensField } : {}) });
   });
 
   const groups: CompiledGroup[] = [];

@@ -1,14 +1,3 @@
-/**
- * Providers of `type: anthropic`: the Messages API at `{base_url}/v1/messages`. Tools are offered
- * as `tools` with `input_schema`; the model calls them with `tool_use` blocks, and results go
- * back in a user turn of `tool_result` blocks (`is_error` for a failed call).
- *
- * The API refuses a request whose history holds `tool_use` or `tool_result` blocks but that
- * defines no `tools` (400 invalid_request_error), and an empty text turn. A call that offers no
- * tools after a tool loop (the last turn under `max_turns`, a repair call) therefore writes the
- * earlier calls and results as text.
- */
-import { PROVIDER_TYPES } from "../bundle.ts";
 import {
   type ChatMessage,
   type Completion,
@@ -23,7 +12,6 @@ import {
   utf8Length,
 } from "./provider.ts";
 
-export const ANTHROPIC_DEFAULT_BASE_URL = PROVIDER_TYPES.anthropic.defaultBaseUrl;
 export const ANTHROPIC_VERSION = "2023-06-01";
 
 export function parseMessage(body: unknown): Completion | null {
@@ -116,7 +104,7 @@ function anthropicTools(req: ModelRequest): unknown[] | null {
 }
 
 export const prepareAnthropic: PrepareCall = (model, req, provider, env) => {
-  const base = resolveBaseUrl(provider, ANTHROPIC_DEFAULT_BASE_URL, env);
+  const base = resolveBaseUrl(provider, env);
   const key = resolveApiKey(provider, env);
   const tools = anthropicTools(req);
   const body = JSON.stringify({

@@ -25,16 +25,16 @@ import {
 import { type GroupModel, modelOrder } from "./select.ts";
 import { prepareWorkersAi } from "./workers-ai.ts";
 
-/** One adapter per provider type (typed against the bundle's PROVIDER_TYPES: none can be missing). */
-const ADAPTERS: Record<ProviderType, PrepareCall> = {
+/**
+ * The model providers by `type`, one adapter module each, typed against PROVIDER_TYPES in the
+ * bundle (where the build's facts about each type live): a type without an adapter is a type
+ * error. A new provider is its module beside openai.ts plus its line here.
+ */
+export const PROVIDERS: { readonly [T in ProviderType]: PrepareCall } = {
   openai: prepareOpenAi,
   anthropic: prepareAnthropic,
   "workers-ai": prepareWorkersAi,
 };
-
-export function adapterFor(type: ProviderType): PrepareCall {
-  return ADAPTERS[type];
-}
 
 export interface GroupCompletion {
   text: string;
@@ -88,7 +88,7 @@ export async function completeInGroup(
     let prepared: ReturnType<PrepareCall>;
     try {
       const temperature = req.temperature ?? group.defaultTemperature;
-      prepared = adapterFor(provider.type)(
+      prepared = PROVIDERS[provider.type](
         m.model,
         temperature === undefined ? req : { ...req, temperature },
         provider,

@@ -6,7 +6,7 @@
  * subset strict mode accepts, else JSON mode (`json_object`), which only guarantees an object:
  * the agent step validates the schema either way.
  */
-import { type CompiledProvider, type JsonSchema, PROVIDER_TYPES } from "../bundle.ts";
+import type { CompiledProvider, JsonSchema } from "../bundle.ts";
 import {
   type ChatMessage,
   type Completion,
@@ -21,7 +21,11 @@ import {
   utf8Length,
 } from "./provider.ts";
 
-export const OPENAI_DEFAULT_BASE_URL = PROVIDER_TYPES.openai.defaultBaseUrl;
+/**
+ * Models that refuse `max_tokens` and take `max_completion_tokens` (OpenAI's o-series and gpt-5
+ * families, also behind Azure, a proxy or a router that prefixes them: `openai/gpt-5`).
+ */
+const COMPLETION_TOKENS_FAMILY = /^(?:[^/]+\/)?(?:o\d+|gpt-5)(?:$|[-.:])/i;
 
 /** Keywords strict Structured Outputs accepts; anything else falls back to JSON mode. */
 const STRICT_KEYWORDS = new Set([
@@ -186,8 +190,35 @@ export function openAiTools(req: ModelRequest): unknown[] | null {
   }));
 }
 
+/**
+ * The request field that carries the output token limit. OpenAI's own API calls it
+ * `max_completion_tokens` (and its o-series and gpt-5 models refuse `max_tokens`); many other
+ * OpenAI-compatible servers (vLLM, Ollama, llama.cpp, older gateways) know only `max_tokens`. The
+ * provider entry decides with `config.max_tokens_field`; without it, `max_completion_tokens` goes
+ * to OpenAI's own host and to models of those families anywhere, `max_tokens` everywhere else.
+ */
+export function maxTokensField(
+  provider: CompiledProvider,
+  baseUrl: string,
+  model: string,
+): "max_tokens" | "max_completion_tokens" {
+  if (provider.maxTokensField) return provider.maxTokensField;
+  if (COMPLETION_TOKENS_FAMILY.test(model) || hostOf(baseUrl) === "api.openai.com") {
+    return "max_completion_tokens";
+  }
+  return "max_tokens";
+}
+
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
 export const prepareOpenAi: PrepareCall = (model, req, provider: CompiledProvider, env) => {
-  const base = resolveBaseUrl(provider, OPENAI_DEFAULT_BASE_URL, env);
+  const base = resolveBaseUrl(provider, env);
   const key = resolveApiKey(provider, env);
   const messages = openAiMessages(req.system, req.messages);
   const format = responseFormat(req);
@@ -195,7 +226,7 @@ export const prepareOpenAi: PrepareCall = (model, req, provider: CompiledProvide
   const body = JSON.stringify({
     model,
     messages,
-    max_tokens: req.maxTokens,
+    [maxTokensField(provider, base, model)]: req.maxTokens,
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(tools ? { tools } : {}),
     ...(format ? { response_format: format } : {}),

@@ -1,12 +1,13 @@
 /**
  * The one interface every model provider implements, so that adding a provider type means
- * adding one module next to openai.ts and one line in `adapterFor`.
+ * adding one module next to openai.ts and one line in `PROVIDERS` (complete.ts), beside its
+ * line in PROVIDER_TYPES (src/bundle.ts).
  *
  * A provider first *prepares* a call (builds the exact request, checks its key and base URL)
  * without sending anything: the gateway needs the serialised request's size to reserve the
  * call's worst-case cost before it is made, and a configuration error must cost nothing.
  */
-import type { CompiledProvider, JsonObject, JsonSchema } from "../bundle.ts";
+import { type CompiledProvider, type JsonObject, type JsonSchema, PROVIDER_TYPES } from "../bundle.ts";
 import type { Clock } from "../engine/clock.ts";
 import { jsonErrorMessage } from "../engine/mask.ts";
 import { retryHttp } from "../engine/retry.ts";
@@ -138,14 +139,11 @@ export function utf8Length(text: string): number {
 
 /**
  * A provider's `base_url` may be `env:NAME` (read from the Worker's environment, so local
- * setups and tests can point at a port). Returned without trailing slash.
+ * setups and tests can point at a port); without one, its type's default. Returned without
+ * trailing slash.
  */
-export function resolveBaseUrl(
-  provider: CompiledProvider,
-  fallback: string,
-  env: Record<string, string | undefined>,
-): string {
-  const raw = provider.baseUrl ?? fallback;
+export function resolveBaseUrl(provider: CompiledProvider, env: Record<string, string | undefined>): string {
+  const raw = provider.baseUrl ?? PROVIDER_TYPES[provider.type].defaultBaseUrl ?? "";
   if (raw.startsWith("env:")) {
     const name = raw.slice(4);
     const value = env[name];

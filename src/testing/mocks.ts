@@ -235,7 +235,8 @@ function modelCall(params: Json, body: JsonObject): Json {
     system,
     messages: raw.filter((m) => m.role !== "system"),
     tools,
-    max_tokens: body.max_tokens ?? null,
+    // The output token limit, whichever field the provider entry sends it in.
+    max_tokens: body.max_tokens ?? body.max_completion_tokens ?? null,
   };
 }
 

@@ -3,8 +3,9 @@
  * strict structured outputs, and how each provider's reply is read.
  */
 import { describe, expect, it } from "vitest";
+import type { CompiledProvider } from "../../src/bundle.ts";
 import { parseMessage } from "../../src/gateway/anthropic.ts";
-import { parseChatCompletion, responseFormat } from "../../src/gateway/openai.ts";
+import { parseChatCompletion, prepareOpenAi, responseFormat } from "../../src/gateway/openai.ts";
 import type { ModelRequest } from "../../src/gateway/provider.ts";
 import { parseAiResult } from "../../src/gateway/workers-ai.ts";
 
@@ -94,5 +95,55 @@ describe("reading replies", () => {
 
   it("turns a Workers AI reply that is already an object back into JSON text", () => {
     expect(parseAiResult({ response: { a: 1 } })).toEqual({ text: '{"a":1}', usage: null, toolCalls: [] });
+  });
+});
+
+describe("OpenAI-compatible providers: the field of the output token limit", () => {
+  /** What `prepareOpenAi` puts on the wire, read through the adapter's own fetch port. */
+  async function sent(provider: CompiledProvider, model: string) {
+    const seen: Array<{ url: string; body: Record<string, unknown> }> = [];
+    await prepareOpenAi(model, req({ json: false, maxTokens: 64 }), provider, {}).send({
+      fetch: async (input, init) => {
+        seen.push({ url: String(input), body: JSON.parse(String(init?.body)) });
+        return Response.json({ choices: [{ message: { content: "hi" } }] });
+      },
+      signal: new AbortController().signal,
+      deadline: Date.now() + 10_000,
+      onAttempt: () => {},
+    });
+    return seen[0];
+  }
+  const entry = (over: Partial<CompiledProvider>): CompiledProvider => ({
+    name: "p",
+    type: "openai",
+    baseUrl: null,
+    apiKeyEnv: null,
+    ...over,
+  });
+
+  it("sends max_completion_tokens to OpenAI's own API, for every model", async () => {
+    for (const baseUrl of [null, "https://api.openai.com/v1"]) {
+      const call = await sent(entry({ baseUrl }), "gpt-4o-mini");
+      expect(call?.url).toBe("https://api.openai.com/v1/chat/completions");
+      expect(call?.body.max_completion_tokens).toBe(64);
+      expect(call?.body).not.toHaveProperty("max_tokens");
+    }
+  });
+
+  it("sends max_tokens to another server, and max_completion_tokens there only for o-series and gpt-5 models", async () => {
+    const local = entry({ baseUrl: "http://127.0.0.1:11434/v1" });
+    expect((await sent(local, "llama3.2"))?.body).toMatchObject({ max_tokens: 64 });
+    for (const model of ["openai/gpt-5", "gpt-5.1-mini", "o1", "o4-mini"]) {
+      const call = await sent(local, model);
+      expect(call?.body.max_completion_tokens).toBe(64);
+      expect(call?.body).not.toHaveProperty("max_tokens");
+    }
+    expect((await sent(local, "olmo2"))?.body).toMatchObject({ max_tokens: 64 });
+  });
+
+  it("lets the entry's max_tokens_field decide, also on OpenAI's own API", async () => {
+    const call = await sent(entry({ maxTokensField: "max_tokens" }), "gpt-4o-mini");
+    expect(call?.body).toMatchObject({ max_tokens: 64 });
+    expect(call?.body).not.toHaveProperty("max_completion_tokens");
   });
 });

@@ -19,6 +19,9 @@
  *   ones behave as `stub-json`.
  * - `stub-slow:<ms>`: waits (default 1000 ms), then as `stub-json`.
  * - `stub-no-usage`: as `stub-json` without `usage`.
+ * - OpenAI's o-series and gpt-5 ids (`o3-mini`, `gpt-5-mini`): as `stub-json`, but a request with
+ *   `max_tokens` gets OpenAI's 400 `unsupported_parameter`; `stub-max-tokens-only`: as `stub-json`,
+ *   but a request with `max_completion_tokens` gets a 400 (a server that knows only `max_tokens`).
  * - `stub-tools`: a scripted tool-calling model (see `toolsReply`): the first user message holds
  *   `SCRIPT=<JSON array>`, one element per model call: a list of calls `[{name, arguments}]`
  *   (only made while the request offers tools, unless the element is `{calls, force: true}`),
@@ -161,6 +164,32 @@ function jsonReply(conv: Conversation): string {
  * What the real Messages API refuses with 400 and this stub refuses too: `tool_use` / `tool_result`
  * blocks in a request that defines no tools, and empty text content.
  */
+/**
+ * What OpenAI-compatible servers refuse about the output token limit: OpenAI's o-series and
+ * gpt-5 models refuse `max_tokens` (its 400 `unsupported_parameter`), and `stub-max-tokens-only`
+ * stands for a server that knows only `max_tokens` and refuses `max_completion_tokens`.
+ */
+function openAiRefusal(body: Record<string, unknown>): Record<string, unknown> | null {
+  const model = typeof body.model === "string" ? body.model : "";
+  if (/^(?:o\d+|gpt-5)(?:$|[-.:])/.test(model) && "max_tokens" in body) {
+    return {
+      message:
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      type: "invalid_request_error",
+      param: "max_tokens",
+      code: "unsupported_parameter",
+    };
+  }
+  if (model.split(":")[0] === "stub-max-tokens-only" && "max_completion_tokens" in body) {
+    return {
+      message: "Unrecognized request argument supplied: max_completion_tokens",
+      type: "invalid_request_error",
+      code: "unrecognized_argument",
+    };
+  }
+  return null;
+}
+
 function anthropicRefusal(body: Record<string, unknown>): string | null {
   const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Array<Record<string, unknown>>) {
@@ -318,6 +347,11 @@ export async function startModelStub(): Promise<{ port: number; close(): Promise
     const refusal = isAnthropic ? anthropicRefusal(body) : null;
     if (refusal) {
       send(res, 400, { type: "error", error: { type: "invalid_request_error", message: refusal } });
+      return;
+    }
+    const openAiError = isOpenAi ? openAiRefusal(body) : null;
+    if (openAiError) {
+      send(res, 400, { error: openAiError });
       return;
     }
 

@@ -83,6 +83,8 @@ interface Setup {
   withKey?: boolean;
   ai?: StepContext["ai"];
   providerTypes?: Record<string, CompiledProvider["type"]>;
+  /** The openai provider entry's `config.max_tokens_field`. */
+  maxTokensField?: CompiledProvider["maxTokensField"];
 }
 
 let groupSeq = 0;
@@ -105,6 +107,7 @@ function setup(s: Setup = {}) {
     baseUrl:
       type === "openai" ? "env:STUB_OPENAI_URL" : type === "anthropic" ? "env:STUB_ANTHROPIC_URL" : null,
     apiKeyEnv: type === "workers-ai" ? null : "STUB_MODEL_KEY",
+    ...(type === "openai" && s.maxTokensField ? { maxTokensField: s.maxTokensField } : {}),
   }));
   // A fresh group name per test: round-robin rotation is per group name.
   const group: CompiledGroup = {
@@ -357,6 +360,45 @@ describe("agent step: providers", () => {
     expect(call?.path).toBe("/v1/chat/completions");
     expect(call?.headers.authorization).toBe(`Bearer ${t.key}`);
     expect(call?.body).toMatchObject({ model: "stub-json", max_tokens: 77 });
+  });
+
+  it("sends max_completion_tokens to an o-series or gpt-5 model of an OpenAI-compatible provider (they refuse max_tokens)", async () => {
+    for (const model of ["gpt-5-mini", "o3-mini"]) {
+      const t = setup({ models: [`openai/${model}`], stepMaxTokens: 77 });
+      const out = await executeAgent(t.step, t.ctx());
+      expect(out).toEqual({ answer: "example" });
+      const [call] = await t.requests();
+      expect(call?.body).toMatchObject({ model, max_completion_tokens: 77 });
+      expect(call?.body).not.toHaveProperty("max_tokens");
+    }
+  });
+
+  it("sends max_tokens to other models of an OpenAI-compatible provider (servers that know only max_tokens)", async () => {
+    const t = setup({ models: ["openai/stub-max-tokens-only"], stepMaxTokens: 77 });
+    expect(await executeAgent(t.step, t.ctx())).toEqual({ answer: "example" });
+    const [call] = await t.requests();
+    expect(call?.body).toMatchObject({ max_tokens: 77 });
+    expect(call?.body).not.toHaveProperty("max_completion_tokens");
+  });
+
+  it("sends the field the provider entry's max_tokens_field names, whatever the model", async () => {
+    const t = setup({
+      models: ["openai/stub-json"],
+      stepMaxTokens: 77,
+      maxTokensField: "max_completion_tokens",
+    });
+    expect(await executeAgent(t.step, t.ctx())).toEqual({ answer: "example" });
+    const [call] = await t.requests();
+    expect(call?.body).toMatchObject({ max_completion_tokens: 77 });
+    expect(call?.body).not.toHaveProperty("max_tokens");
+
+    // Also where the model would refuse it: the entry is followed as written, and the refusal named.
+    const legacy = setup({ models: ["openai/o3-mini"], stepMaxTokens: 77, maxTokensField: "max_tokens" });
+    const err = await failure(executeAgent(legacy.step, legacy.ctx()));
+    expect(err.code).toBe("agent_failed");
+    expect(err.message).toContain("HTTP 400 (unsupported_parameter)");
+    const [refused] = await legacy.requests();
+    expect(refused?.body).toMatchObject({ max_tokens: 77 });
   });
 
   it("uses the group's default_max_tokens when the step sets none", async () => {
