@@ -147,6 +147,29 @@ function sharedSchemas(): Record<string, JsonObject> {
   return JSON.parse(text) as Record<string, JsonObject>;
 }
 
+const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/**
+ * Every served path answers a method it does not serve with 405 `method_not_allowed` and an
+ * `Allow` header listing the ones it does (OPTIONS answers 204 with the same header): said once
+ * here for every operation.
+ */
+function documentMethodNotAllowed(paths: Record<string, JsonObject>): void {
+  for (const item of Object.values(paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!HTTP_METHODS.includes(method) || typeof op !== "object" || op === null) continue;
+      const responses = (op as { responses?: Record<string, unknown> }).responses;
+      if (!responses || responses["405"]) continue;
+      responses["405"] = {
+        ...problem("`method_not_allowed`: the path is served, this method is not."),
+        headers: {
+          Allow: { description: "The methods this path serves.", schema: { type: "string" } },
+        },
+      };
+    }
+  }
+}
+
 export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObject {
   const paths: Record<string, JsonObject> = {};
   const schemas: Record<string, JsonObject | JsonSchema> = sharedSchemas();
@@ -439,6 +462,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
     },
   };
 
+  documentMethodNotAllowed(paths);
   return {
     openapi: "3.1.0",
     info: {

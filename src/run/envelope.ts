@@ -49,7 +49,15 @@ export interface Envelope {
   steps: StepRecord[];
   request: Json;
   output: Json;
-  totals: { duration_ms: number; tokens_in: number; tokens_out: number; cost_usd: number; llm_calls: number };
+  totals: {
+    duration_ms: number;
+    tokens_in: number;
+    tokens_out: number;
+    cost_usd: number;
+    llm_calls: number;
+    /** Tool calls made by the run's agent steps (the sum of the steps' `metrics.tool_calls`). */
+    tool_calls: number;
+  };
   budget_usd: number | null;
   deadline: string;
   created_at: string;
@@ -102,13 +110,14 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
   const wf = doc.def.workflows[doc.workflow_key];
   if (!wf) throw new Error(`run ${doc.run_id}: workflow ${doc.workflow_key} missing from its definition`);
   const steps = nest(doc.def, wf, "", records);
-  const totals = { duration_ms: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, llm_calls: 0 };
+  const totals = { duration_ms: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, llm_calls: 0, tool_calls: 0 };
   for (const s of steps) {
     // Workflow steps already carry the sum of their children.
     totals.tokens_in += s.metrics.tokens_in;
     totals.tokens_out += s.metrics.tokens_out;
     totals.cost_usd = addUsd(totals.cost_usd, s.metrics.cost_usd);
     totals.llm_calls += s.metrics.llm_calls;
+    totals.tool_calls += s.metrics.tool_calls ?? 0;
   }
   const end = doc.finished_at ? Date.parse(doc.finished_at) : now;
   totals.duration_ms = Math.max(0, end - Date.parse(doc.created_at));

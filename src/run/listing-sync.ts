@@ -8,9 +8,15 @@ import type { RunStatus } from "../engine/types.ts";
 import type { RunDoc } from "./envelope.ts";
 import { type ListedRun, recordRun } from "./listing.ts";
 
-/** Until the listing has acknowledged a finished run, its alarm retries this often (doubling, capped). */
+/** Until the listing has acknowledged a run's status, its alarm retries this often (doubling, capped). */
 export const LISTING_RETRY_MS = 3_000;
-const LISTING_RETRY_MAX_MS = 300_000;
+/**
+ * The back-off stops here: however long a shard has been failing, the run tries again within
+ * this time, so once the shard answers the listing catches up well inside SPEC's 10 s lag (the
+ * envelope stays the source of truth meanwhile). One alarm every 5 s per unlisted run is cheap
+ * next to a listing that stays stale for minutes.
+ */
+export const LISTING_RETRY_MAX_MS = 5_000;
 
 export class ListingSync {
   /** The status the run listing has acknowledged. */

@@ -71,6 +71,23 @@ model_policy: {cost_budget_usd: 1}
     expect(ask.forEach).toEqual({ from: "step.list.result", concurrency: 2, maxItems: null, maxFailures: 0 });
   });
 
+  it("reads ktsu's max_items: 0 and concurrency: 0 as no limit of their own, like leaving them out", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}${LIST}  - id: post
+    webhook: {url: "https://example.com"}
+    for_each: {from: step.list.result, max_items: 0, concurrency: 0}
+`,
+    });
+    expect(p.errors).toEqual([]);
+    const post = p.result.bundle?.workflows[T]?.steps[1] as WorkflowStep;
+    expect(post.forEach).toEqual({
+      from: "step.list.result",
+      concurrency: null,
+      maxItems: null,
+      maxFailures: 0,
+    });
+  });
+
   it("accepts for_each on a workflow step whose input reads item", () => {
     const p = compileFiles({
       [T]: `${HEAD}${LIST}  - id: each
@@ -95,7 +112,7 @@ describe("for_each fields", () => {
     webhook: {url: "https://example.com"}
     for_each:
       from: step.list.result
-      concurrency: 0
+      concurrency: -1
       max_items: 1001
       max_failures: -2
 `,
@@ -106,7 +123,7 @@ describe("for_each fields", () => {
       T,
       16,
       20,
-      /^step `post`: `for_each.concurrency` must be an integer in 1\.\.1000, got 0$/,
+      /^step `post`: `for_each.concurrency` must be an integer in 0\.\.1000 \(0, as in ktsu: no limit of its own\), got -1$/,
     );
     expectDiagnostic(
       p,
@@ -114,7 +131,7 @@ describe("for_each fields", () => {
       T,
       17,
       18,
-      /^step `post`: `for_each.max_items` must be an integer in 1\.\.1000, got 1001$/,
+      /^step `post`: `for_each.max_items` must be an integer in 0\.\.1000 \(0, as in ktsu: no limit of its own\), got 1001$/,
     );
     expectDiagnostic(
       p,

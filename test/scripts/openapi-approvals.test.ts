@@ -19,7 +19,7 @@ it("documents listing and deciding approvals, and tool_calls / annotations on st
 
   expect(doc.paths["/runs/{run_id}/approvals"].get.operationId).toBe("listApprovals");
   const decide = doc.paths["/runs/{run_id}/approvals/{approval_id}"].post;
-  expect(Object.keys(decide.responses).sort()).toEqual(["200", "400", "401", "404", "409", "500"]);
+  expect(Object.keys(decide.responses).sort()).toEqual(["200", "400", "401", "404", "405", "409", "500"]);
   expect(decide.requestBody.content["application/json"].schema).toEqual({
     $ref: "#/components/schemas/Decision",
   });

@@ -80,9 +80,9 @@ describe("OpenAPI document", () => {
   it("declares 202, 200 and problem+json errors for invoke, sharing one Problem schema", () => {
     const responses = doc.paths["/invoke/auth-bearer"].post.responses;
     expect(Object.keys(responses).sort()).toEqual(
-      ["200", "202", "400", "401", "404", "409", "413", "415", "422", "500"].sort(),
+      ["200", "202", "400", "401", "404", "405", "409", "413", "415", "422", "500"].sort(),
     );
-    for (const status of ["400", "401", "404", "409", "413", "415", "422", "500"]) {
+    for (const status of ["400", "401", "404", "405", "409", "413", "415", "422", "500"]) {
       expect(responses[status].content["application/problem+json"].schema).toEqual({
         $ref: "#/components/schemas/Problem",
       });
@@ -168,5 +168,19 @@ describe("OpenAPI document", () => {
 
   it("derives camel-case operation ids from hyphenated names", () => {
     expect(operationIdFor("support-triage")).toBe("invokeSupportTriage");
+  });
+});
+
+describe("405 method_not_allowed", () => {
+  it("is documented on every operation, as problem+json with the Allow header", () => {
+    const missing: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Doc>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!["get", "post", "delete", "put", "patch"].includes(method)) continue;
+        const r = op.responses["405"];
+        if (!r?.headers?.Allow || !r.content?.["application/problem+json"]) missing.push(`${method} ${path}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });

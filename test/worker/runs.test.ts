@@ -75,6 +75,7 @@ describe("envelope", () => {
       "llm_calls",
       "tokens_in",
       "tokens_out",
+      "tool_calls",
     ]);
     expect(Date.parse(e.created_at)).toBeLessThanOrEqual(Date.parse(e.finished_at));
     expect(Date.parse(e.deadline) - Date.parse(e.created_at)).toBe(300_000);

@@ -50,6 +50,8 @@ describe("the tool loop against server-everything (Streamable HTTP)", () => {
     expect(step.metrics.tool_calls).toBe(2);
     expect(step.metrics.llm_calls).toBe(2);
     expect(step.annotations).toBeNull();
+    // The run's totals count the tool calls of all its steps.
+    expect(e.totals.tool_calls).toBe(2);
 
     const calls = await modelCalls(tag);
     expect(calls).toHaveLength(2);

@@ -115,7 +115,9 @@ export function compileForEach(
     if (expr !== null) from = c.rootExpr(i, expr, at("from"), "`for_each.from`", "from") ?? "";
   }
   const int = (v: unknown): number | null => (typeof v === "number" && Number.isInteger(v) ? v : null);
-  const concurrency = int(fe.concurrency);
+  // ktsu reads 0 as "no limit" for both: so do we (the same as leaving them out).
+  const limit = (v: unknown): number | null => (int(v) === 0 ? null : int(v));
+  const concurrency = limit(fe.concurrency);
   if (kind === "agent" && concurrency === null && !c.underBudget) {
     c.warn(
       at(),
@@ -125,7 +127,7 @@ export function compileForEach(
   return {
     from,
     concurrency,
-    maxItems: int(fe.max_items),
+    maxItems: limit(fe.max_items),
     maxFailures: int(fe.max_failures) ?? 0,
   };
 }
