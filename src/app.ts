@@ -19,7 +19,7 @@ import { HttpProblem } from "./http/problem.ts";
 import { runListPage, workflowParam } from "./http/run-list.ts";
 import { startRun } from "./http/start-run.ts";
 import { decodeParams } from "./http/triggers/body.ts";
-import { enforceRateLimit } from "./http/triggers/rate-limit.ts";
+import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
 import { recordRequest } from "./http/triggers/request-headers.ts";
 import { invokeResponse } from "./http/triggers/response.ts";
 import { deliveryId } from "./http/triggers/signature.ts";
@@ -71,7 +71,12 @@ app.post("/invoke/:name", async (c) => {
       `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
     );
   }
-  await enforceRateLimit(wf, { params, request }, env);
+  const runKey =
+    idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null);
+  const slot = rateLimitSlot(wf, { params, request }, env);
+  // An invoke that names its run may be a replay: the run's object answers it from the run that
+  // exists, and counts it against the limit only if it creates the run.
+  if (runKey === null) await enforceRateLimit(slot, wf, env);
 
   const requested = requestedWait(req);
   const response = wf.invoke.response;
@@ -81,11 +86,12 @@ app.post("/invoke/:name", async (c) => {
     params,
     request,
     // A sender's redelivery carries the same delivery id: it reaches the same run.
-    idempotencyKey:
-      idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null),
+    idempotencyKey: runKey,
+    rateLimit: runKey === null ? null : slot,
     waitS,
     origin: new URL(c.req.url).origin,
   });
+  if (result.outcome === "rate_limited") throw rateLimited(wf);
   if (result.outcome === "conflict") {
     throw new HttpProblem(
       "idempotency_conflict",

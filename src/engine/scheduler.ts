@@ -454,23 +454,47 @@ function stepContext(
 
 /**
  * The step's approvals host, through which the engine alone sets `pending_approval` while at
- * least one of its requests waits for a human, and `running` again once none does.
+ * least one of its requests waits for a human, and `running` again once none does. A workflow
+ * (or fan-out) step above it shows the same: a parent is waiting while any step below it waits.
  */
 function approvalsOf(host: RunHost, path: string, rec: StepRecord): ApprovalHost | undefined {
   const inner = host.approvals?.(path);
   if (!inner) return undefined;
-  let waiting = 0;
-  const set = (from: StepRecord["status"], to: StepRecord["status"]) => {
-    if (rec.status !== from) return;
-    rec.status = to;
-    host.onStepChanged?.(path, rec);
-  };
   const onWaiting = (on: boolean) => {
-    waiting += on ? 1 : -1;
-    if (on) set("running", "pending_approval");
-    else if (waiting === 0) set("pending_approval", "running");
+    const counts = waitingCounts(host);
+    for (const p of [path, ...ancestorPaths(path)]) {
+      const r = p === path ? rec : host.records.get(p);
+      if (!r) continue;
+      const n = (counts.get(p) ?? 0) + (on ? 1 : -1);
+      counts.set(p, n);
+      if (on && n === 1 && r.status === "running") {
+        r.status = "pending_approval";
+        host.onStepChanged?.(p, r);
+      } else if (!on && n === 0 && r.status === "pending_approval") {
+        r.status = "running";
+        host.onStepChanged?.(p, r);
+      }
+    }
   };
   return { request: (req, signal) => inner.request(req, signal, onWaiting) };
+}
+
+/** How many approval requests wait at or below each step path, per run. */
+const waiting = new WeakMap<RunHost, Map<string, number>>();
+function waitingCounts(host: RunHost): Map<string, number> {
+  let counts = waiting.get(host);
+  if (!counts) {
+    counts = new Map();
+    waiting.set(host, counts);
+  }
+  return counts;
+}
+
+/** `a/b/c` → `a/b`, `a`: the steps (workflow steps, fan-outs, items) a path sits under. */
+export function ancestorPaths(path: string): string[] {
+  const out: string[] = [];
+  for (let i = path.lastIndexOf("/"); i > 0; i = path.lastIndexOf("/", i - 1)) out.push(path.slice(0, i));
+  return out;
 }
 
 /** The output as recorded: masked, and within MAX_OUTPUT_BYTES. */

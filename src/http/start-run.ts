@@ -5,6 +5,7 @@
  * run that exists instead of making a second one.
  */
 import type { CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import type { RateLimitSlot } from "../run/rate-limit.ts";
 import type { RunRpc, StartResult } from "../run/run-rpc.ts";
 
 export interface StartOptions {
@@ -15,6 +16,8 @@ export interface StartOptions {
   waitS: number;
   /** Origin of the request that starts the run (approvals' `decide_url`); absent for schedules. */
   origin?: string | null;
+  /** The limit the run's object counts a new run against (an invoke that may be a replay). */
+  rateLimit?: RateLimitSlot | null;
 }
 
 export async function startRun(
@@ -34,6 +37,7 @@ export async function startRun(
     idempotencyKey: o.idempotencyKey,
     waitMs: o.waitS * 1000,
     origin: o.origin ?? null,
+    rateLimit: o.rateLimit ?? null,
   });
 }
 

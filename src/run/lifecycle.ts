@@ -12,7 +12,7 @@ import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from ".
 import { createLedger, type LedgerState } from "../engine/budget.ts";
 import type { Clock } from "../engine/clock.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
-import { type Executors, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
+import { ancestorPaths, type Executors, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
 import { collectSecrets, declaredEnv, stringEnv } from "../engine/secrets.ts";
 import type { ApprovalHost, RunStatus, StepContext, StepRecord, ToolHost } from "../engine/types.ts";
 import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
@@ -282,7 +282,7 @@ export class RunLifecycle {
       );
       if (waiting.size > 0) {
         const view = new Map(this.records);
-        for (const path of waiting) {
+        for (const path of [...waiting].flatMap((p) => [p, ...ancestorPaths(p)])) {
           const rec = view.get(path);
           if (rec && rec.status !== "pending_approval" && !SETTLED.has(rec.status)) {
             view.set(path, { ...rec, status: "pending_approval" });

@@ -19,6 +19,7 @@ import { type CancelResult, RunLifecycle, type RunView } from "./lifecycle.ts";
 import { retentionMs } from "./listing-layout.ts";
 import { LISTING_RETRY_MS, ListingSync } from "./listing-sync.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
+import { takeRateLimitSlot } from "./rate-limit.ts";
 import { finishedRunLog } from "./run-log.ts";
 import type { StartRequest, StartResult } from "./run-rpc.ts";
 import { isFinished, RunStore } from "./run-store.ts";
@@ -99,6 +100,12 @@ export class RunObject extends DurableObject<Env> {
         return { outcome: "conflict", runId };
       }
       return { outcome: "existing", runId, envelope: await this.waitFinished(req.waitMs) };
+    }
+    if (
+      req.rateLimit &&
+      !(await takeRateLimitSlot(req.rateLimit, this.env as unknown as Record<string, unknown>))
+    ) {
+      return { outcome: "rate_limited", runId };
     }
     // The run is pinned to this deployment's definition (this module's own copy of the bundle).
     this.run.start({

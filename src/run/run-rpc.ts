@@ -6,6 +6,7 @@ import type { JsonObject } from "../bundle.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { Envelope } from "./envelope.ts";
 import type { CancelResult, RunView } from "./lifecycle.ts";
+import type { RateLimitSlot } from "./rate-limit.ts";
 
 export type { CancelResult, RunView } from "./lifecycle.ts";
 
@@ -20,11 +21,14 @@ export interface StartRequest {
   waitMs: number;
   /** Origin of the invoke (`https://host`): approvals' `decide_url` is built on it. */
   origin?: string | null;
+  /** Counted only if this creates the run (a replay of an existing one never is). */
+  rateLimit?: RateLimitSlot | null;
 }
 
 export type StartResult =
   | { outcome: "started" | "existing"; runId: string; envelope: Envelope | null }
-  | { outcome: "conflict"; runId: string };
+  | { outcome: "conflict"; runId: string }
+  | { outcome: "rate_limited"; runId: string };
 
 /** The RPC surface the Worker uses (typed plainly: the generated stub types are too deep). */
 export interface RunRpc {

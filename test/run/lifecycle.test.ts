@@ -182,6 +182,48 @@ describe("the run lifecycle", () => {
     expect(run.envelope().steps[0]?.output).toMatchObject({ body: "approved" });
   });
 
+  it("shows a workflow step whose child waits for a human as pending_approval too, then running", async () => {
+    const p = compileFiles({
+      "parent.workflow.yaml": `kind: workflow
+name: parent
+version: 1.0.0
+params:
+  schema: { type: object }
+pipeline:
+  - id: review
+    workflow: ./sub/review.workflow.yaml
+    webhooks: execute
+`,
+      "sub/review.workflow.yaml": `kind: workflow
+name: review
+version: 1.0.0
+visibility: sub-workflow
+params:
+  schema: { type: object }
+pipeline:
+  - id: charge
+    webhook: { url: "https://payments.example.com/charge" }
+`,
+    });
+    const b = p.result.bundle;
+    if (!b) throw new Error(p.errors.map((e) => e.message).join("\n"));
+    const statuses: string[] = [];
+    const run: RunLifecycle = lifecycle(memoryKv(), async (_path, ctx) => {
+      const outcome = await askHuman(ctx);
+      statuses.push(String(run.envelope().steps[0]?.status));
+      return { status: 200, headers: {}, body: outcome.status };
+    });
+    run.start({ ...START, runId: "r4", bundle: b, workflowKey: "parent.workflow.yaml" });
+    await until(() => run.approvals()?.length === 1);
+    const waiting = run.envelope().steps[0];
+    expect(waiting?.status).toBe("pending_approval");
+    expect(waiting?.steps[0]?.status).toBe("pending_approval");
+    run.decide({ id: run.approvals()?.[0]?.id as string }, "approved", null);
+    await run.ended();
+    expect(statuses).toEqual(["running"]);
+    expect(run.envelope().status).toBe("complete");
+  });
+
   it("cancels a run whose step waits for a human: the step is canceled and the approval times out", async () => {
     const run = lifecycle(memoryKv(), async (_path, ctx) => {
       await askHuman(ctx);

@@ -33,7 +33,7 @@ async function countedRun(name: string, params: JsonObject = {}) {
       waitMs: 20_000,
     });
   });
-  if (started.outcome === "conflict") throw new Error("a new run cannot conflict");
+  if (started.outcome !== "started") throw new Error(`a new run starts, not ${started.outcome}`);
   return { stub, runId: started.runId, envelope: started.envelope, puts };
 }
 

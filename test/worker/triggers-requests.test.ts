@@ -263,6 +263,28 @@ describe("rate limits", () => {
     expect(other.status).toBe(202);
   });
 
+  it("answers a replayed Idempotency-Key from its run even over the limit; a new key is still refused", async () => {
+    const tenant = crypto.randomUUID();
+    const headers = (key: string) => ({ "x-tenant": tenant, "idempotency-key": key });
+    const first = await invoke("trig-rate-limit", { n: 1 }, { headers: headers("k1") });
+    expect(first.status).toBe(202);
+    const { run_id } = (await first.json()) as { run_id: string };
+    for (const k of ["k2", "k3"])
+      expect((await invoke("trig-rate-limit", { n: 1 }, { headers: headers(k) })).status).toBe(202);
+    // The bucket is spent (3 a minute): a fourth new run is refused, without a run.
+    const refused = await invoke("trig-rate-limit", { n: 1 }, { headers: headers("k4") });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("60");
+    // A replay is not a new run: it reaches its run, however often, and never gets 429.
+    for (let i = 0; i < 3; i++) {
+      const replay = await invoke("trig-rate-limit", { n: 1 }, { headers: headers("k1") });
+      expect(replay.status).toBe(202);
+      expect(((await replay.json()) as { run_id: string }).run_id).toBe(run_id);
+    }
+    // The refused key made no run: it is still refused, not found as a run.
+    expect((await invoke("trig-rate-limit", { n: 1 }, { headers: headers("k4") })).status).toBe(429);
+  });
+
   it("checks after auth and params: a refused or invalid invoke does not count", async () => {
     // The default key is the workflow name: one bucket for this workflow, 3 a minute.
     const auth = { authorization: `Bearer ${TOKEN}` };

@@ -9,25 +9,21 @@
  */
 import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
 import { render, stringify } from "../../engine/substitute.ts";
+import { isRateLimitBinding, type RateLimitSlot, takeRateLimitSlot } from "../../run/rate-limit.ts";
 import { HttpProblem } from "../problem.ts";
 
-interface RateLimitBinding {
-  limit(options: { key: string }): Promise<{ success: boolean }>;
-}
-
-function isBinding(v: unknown): v is RateLimitBinding {
-  return typeof v === "object" && v !== null && typeof (v as RateLimitBinding).limit === "function";
-}
-
-export async function enforceRateLimit(
+/**
+ * The limit this invoke counts against (null: the workflow has none). Throws 500
+ * `server_misconfigured` when the binding is missing (fail closed).
+ */
+export function rateLimitSlot(
   wf: CompiledWorkflow,
   seen: { params: JsonObject; request: JsonObject },
   env: Record<string, unknown>,
-): Promise<void> {
+): RateLimitSlot | null {
   const rl = wf.invoke.rateLimit;
-  if (!rl) return;
-  const binding = env[rl.binding];
-  if (!isBinding(binding)) {
+  if (!rl) return null;
+  if (!isRateLimitBinding(env[rl.binding])) {
     throw new HttpProblem(
       "server_misconfigured",
       `the rate limit binding ${rl.binding} is missing (declare it under [[ratelimits]] in wrangler.toml)`,
@@ -43,16 +39,22 @@ export async function enforceRateLimit(
     }
     if (rendered !== "") key = rendered;
   }
-  let success = true;
-  try {
-    ({ success } = await binding.limit({ key }));
-  } catch {
-    // A limiter that cannot answer must not take the workflow down with it: let the invoke in.
-    console.error("rate limiter unavailable", rl.binding);
-  }
-  if (!success) {
-    throw new HttpProblem("rate_limited", `too many invokes of ${wf.name}; retry after ${rl.periodS} s`, {
-      headers: { "retry-after": String(rl.periodS) },
-    });
-  }
+  return { binding: rl.binding, key };
+}
+
+/** 429 `rate_limited` with `Retry-After` = the binding's period, the longest a caller can have to wait. */
+export function rateLimited(wf: CompiledWorkflow): HttpProblem {
+  const periodS = wf.invoke.rateLimit?.periodS ?? 60;
+  return new HttpProblem("rate_limited", `too many invokes of ${wf.name}; retry after ${periodS} s`, {
+    headers: { "retry-after": String(periodS) },
+  });
+}
+
+/** Counts a new invoke against the limit, or throws `rateLimited`. */
+export async function enforceRateLimit(
+  slot: RateLimitSlot | null,
+  wf: CompiledWorkflow,
+  env: Record<string, unknown>,
+) {
+  if (slot && !(await takeRateLimitSlot(slot, env))) throw rateLimited(wf);
 }
