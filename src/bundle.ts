@@ -205,6 +205,12 @@ export interface AgentStep extends StepBase {
    * (with `prompt.reflect`) or fails the step. Absent or null: no threshold.
    */
   confidenceThreshold?: number | null;
+  /**
+   * Tool servers whose url host the caller picks (from params, the request or a step output, also
+   * through the inputs of the workflow steps that run this one): at run time they are refused a
+   * secret unless their host is private and private hosts are allowed.
+   */
+  callerHostServers?: string[];
 }
 
 export interface WorkflowStep extends StepBase {

@@ -10,7 +10,15 @@
  * A warning, not an error: SPEC makes it an error only for webhooks, and a workflow that takes a
  * local MCP URL from its params (a test on a dynamic port) is a valid file.
  */
-import type { AgentStep, Bundle, CompiledServerRef, Template } from "../bundle.ts";
+import type {
+  AgentStep,
+  Bundle,
+  CompiledServerRef,
+  CompiledStep,
+  CompiledWorkflow,
+  Template,
+  WorkflowStep,
+} from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
 import { sourcedSteps } from "./call-checks.ts";
 import { callerHost, envReads, hostSource } from "./caller-host.ts";
@@ -30,53 +38,112 @@ export function checkServerHosts(
   files: Map<string, SourceFile>,
   sink: DiagnosticSink,
 ): void {
-  for (const { wf, file, step, index } of sourcedSteps(bundle, files)) {
+  const steps = [...sourcedSteps(bundle, files)];
+  const sourceOf = new Map<CompiledStep, { file: SourceFile; index: number }>();
+  for (const { file, step, index } of steps) sourceOf.set(step, { file, index });
+  for (const { wf, file, step, index } of steps) {
     if (step.kind !== "agent" || index < 0) continue;
     const servers = bundle.agents[step.agent]?.servers ?? [];
-    const secrets = new Set(wf.env.filter((e) => e.secret).map((e) => e.name));
-    if (servers.length === 0 || secrets.size === 0) continue;
-    /**
-     * `url` and `values` are agent-file templates (they read the agent's params). Warns when the
-     * url's host is the caller's and a value reads a secret env var, once both are traced
-     * through the step's params.
-     */
-    const check = (url: Template, values: Template[], says: (secrets: string) => string) => {
-      const carrier = hostSource(url);
-      if (carrier === null) return; // a literal host in the agent or server file
-      const host = callerHost(substitute(url, stepParams(step)), step.forEach?.from ?? null);
-      if (host === null) return;
-      const leaked = [...new Set(values.flatMap((v) => envReads(substitute(v, stepParams(step)))))].filter(
-        (n) => secrets.has(n),
-      );
-      if (leaked.length === 0) return;
-      const name = /^params\.(.+)$/.exec(carrier)?.[1];
-      const params = (file.data as { pipeline: Obj[] }).pipeline[index]?.params;
-      const at =
-        name !== undefined && isObject(params) && Object.hasOwn(params, name)
-          ? file.at(["pipeline", index, "params", name])
-          : file.at(["pipeline", index, "agent"]);
-      sink.warning(
-        file.display,
-        at,
-        `${stepLabel(file.data, index)}: ${says(leaked.map((n) => `\`env.${n}\``).join(" and "))}, but its url host comes from ${host}: a caller could send the secret to any host. Take the host from a literal or an env var`,
-      );
-    };
-    for (const ref of servers) {
-      const own = serverParams(ref);
-      const values = Object.keys(ref.server.params).map((n): Template => own(n) ?? { t: "lit", v: null });
-      check(substitute(ref.server.url, own), values, (s) => `tool server \`${ref.name}\` gets secret ${s}`);
-      for (const entry of ref.allow ?? []) {
-        const notify = entry.approval?.notify;
-        if (!notify?.signSecret) continue;
-        check(
-          notify.url,
-          [notify.signSecret],
-          (s) =>
-            `the approval notification for \`${entry.pattern}\` of tool server \`${ref.name}\` is signed with secret ${s}`,
+    if (servers.length === 0) continue;
+    const guarded = new Set<string>();
+    // The step runs in its own workflow, and inside every workflow step that runs that one: a
+    // secret of the root can reach it through the workflow steps' `input`, and so can a host.
+    for (const run of runsOf(bundle, wf.key)) {
+      const secrets = new Set(run.root.env.filter((e) => e.secret).map((e) => e.name));
+      /** An agent-file template as the root sees it: through the step's params, then each `input`. */
+      const lift = (t: Template) =>
+        run.through.reduceRight(
+          (acc, ws) => substitute(acc, templateParams(ws.input)),
+          substitute(t, stepParams(step)),
         );
+      const outer = run.through[0];
+      const outerAt = outer ? sourceOf.get(outer) : undefined;
+      /**
+       * `url` and `values` are agent-file templates (they read the agent's params). Warns when the
+       * url's host is the caller's and a value reads a secret env var, once both are traced
+       * through the step's params (and the inputs of the workflow steps that run it).
+       */
+      const check = (
+        url: Template,
+        values: Template[],
+        says: (secrets: string) => string,
+        server?: string,
+      ) => {
+        const carrier = hostSource(url);
+        if (carrier === null) return; // a literal host in the agent or server file
+        const host = callerHost(lift(url), run.through.length === 0 ? (step.forEach?.from ?? null) : null);
+        if (host === null) return;
+        if (server) guarded.add(server);
+        if (secrets.size === 0) return;
+        const leaked = [...new Set(values.flatMap((v) => envReads(lift(v))))].filter((n) => secrets.has(n));
+        if (leaked.length === 0) return;
+        const names = leaked.map((n) => `\`env.${n}\``).join(" and ");
+        if (outer && outerAt) {
+          sink.warning(
+            outerAt.file.display,
+            outerAt.file.at(["pipeline", outerAt.index, "input"]),
+            `${stepLabel(outerAt.file.data, outerAt.index)} passes secrets into sub-workflow \`${wf.name}\`: in its step \`${step.id}\`, ${says(names)}, but its url host comes from ${host}: a caller could send the secret to any host. Take the host from a literal or an env var`,
+          );
+          return;
+        }
+        const name = /^params\.(.+)$/.exec(carrier)?.[1];
+        const params = (file.data as { pipeline: Obj[] }).pipeline[index]?.params;
+        const at =
+          name !== undefined && isObject(params) && Object.hasOwn(params, name)
+            ? file.at(["pipeline", index, "params", name])
+            : file.at(["pipeline", index, "agent"]);
+        sink.warning(
+          file.display,
+          at,
+          `${stepLabel(file.data, index)}: ${says(names)}, but its url host comes from ${host}: a caller could send the secret to any host. Take the host from a literal or an env var`,
+        );
+      };
+      for (const ref of servers) {
+        const own = serverParams(ref);
+        const values = Object.keys(ref.server.params).map((n): Template => own(n) ?? { t: "lit", v: null });
+        check(
+          substitute(ref.server.url, own),
+          values,
+          (s) => `tool server \`${ref.name}\` gets secret ${s}`,
+          ref.name,
+        );
+        for (const entry of ref.allow ?? []) {
+          const notify = entry.approval?.notify;
+          if (!notify?.signSecret) continue;
+          check(
+            notify.url,
+            [notify.signSecret],
+            (s) =>
+              `the approval notification for \`${entry.pattern}\` of tool server \`${ref.name}\` is signed with secret ${s}`,
+          );
+        }
       }
     }
+    // At run time such a server is refused a secret unless its host is private and private hosts
+    // are allowed (src/steps/tool-loop.ts): the build can only warn, the run closes it.
+    if (guarded.size > 0) step.callerHostServers = [...guarded].sort();
   }
+}
+
+/** Each way a workflow runs: as a root, and inside each workflow step that runs it (outermost first). */
+function runsOf(
+  bundle: Omit<Bundle, "hash">,
+  key: string,
+  depth = 0,
+): Array<{ root: CompiledWorkflow; through: WorkflowStep[] }> {
+  const wf = bundle.workflows[key];
+  if (!wf) return [];
+  const out: Array<{ root: CompiledWorkflow; through: WorkflowStep[] }> = [{ root: wf, through: [] }];
+  // The compiler refuses recursion and nesting past 8; this only bounds the walk.
+  if (depth >= 8) return out;
+  for (const parent of Object.values(bundle.workflows)) {
+    for (const s of parent.steps) {
+      if (s.kind !== "workflow" || s.workflow !== key) continue;
+      for (const r of runsOf(bundle, parent.key, depth + 1))
+        out.push({ root: r.root, through: [...r.through, s] });
+    }
+  }
+  return out;
 }
 
 /** What an agent's servers[] entry gives the server's params (its own default when it gives none). */
@@ -98,7 +165,11 @@ function serverParams(ref: CompiledServerRef): ParamValue {
 
 /** What a workflow step gives its agent's params. */
 function stepParams(step: AgentStep): ParamValue {
-  const t = step.params;
+  return templateParams(step.params);
+}
+
+/** What a mapping template (an agent step's `params`, a workflow step's `input`) gives each name. */
+function templateParams(t: Template): ParamValue {
   return (n) => {
     if (n === null) return t;
     // A step's `params` is a mapping (the format says so): `obj`, or `lit` when nothing in it is computed.

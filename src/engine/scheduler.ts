@@ -449,6 +449,7 @@ function stepContext(
     approvals: approvalsOf(host, path, rec),
     checkpoint: host.checkpoint?.(path),
     clock: host.clock,
+    holdsSecret: (text) => host.masker.maskText(text) !== text,
   };
 }
 

@@ -197,6 +197,8 @@ export interface StepContext {
   ai?: { run(model: string, input: unknown, options?: unknown): Promise<unknown> };
   /** Time and timers (retries, back-offs, signature timestamps); default the system clock. */
   clock?: Clock;
+  /** Whether `text` holds a secret of the run (in any form masking knows). */
+  holdsSecret?(text: string): boolean;
   /** The step record's tool calls: an agent step appends to it as calls happen. */
   toolCalls?: ToolCallRecord[];
   /** Sets the step record's annotations (null: the output has none). */

@@ -253,6 +253,7 @@ export const executeAgent: StepExecutor<AgentStep> = async (step, ctx) => {
     schema: plan.schema,
     maxTokens,
     maxTurns: servers.length > 0 ? Math.max(1, agent.maxTurns) : 1,
+    callerHostServers: step.callerHostServers,
   });
   try {
     let output: Json;

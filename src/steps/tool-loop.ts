@@ -21,6 +21,7 @@ import type {
 } from "../bundle.ts";
 import { governingEntry } from "../engine/allowlist.ts";
 import { systemClock } from "../engine/clock.ts";
+import { isPrivateHost } from "../engine/net.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import {
   type ApprovalOutcome,
@@ -79,6 +80,8 @@ export interface LoopPlan {
   schema: ModelRequest["jsonSchema"];
   maxTokens: number;
   maxTurns: number;
+  /** Servers whose url host the caller picks: never sent a secret, unless private and allowed. */
+  callerHostServers?: readonly string[];
 }
 
 export interface LoopResult {
@@ -118,6 +121,33 @@ export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: st
     config: values,
     timeoutMs: ref.server.timeoutS * 1000,
   };
+}
+
+/**
+ * The run-time half of the build's tool-server host warning: a server whose url host the caller
+ * picks (directly, or through the inputs of the workflow steps that run this one) is not sent a
+ * secret, neither in its auth header nor in its params, unless its host is private and private
+ * hosts are allowed (local development). The step fails `tool_failed` before any request.
+ */
+function refuseSecretToCallerHost(
+  server: string,
+  target: ToolServerTarget,
+  guarded: readonly string[],
+  ctx: StepContext,
+): void {
+  if (!guarded.includes(server) || !ctx.holdsSecret?.(JSON.stringify([target.headers, target.config])))
+    return;
+  let host = "";
+  try {
+    host = new URL(target.url).hostname;
+  } catch {
+    return; // not a URL: the tool host refuses it with its own message
+  }
+  if (isPrivateHost(host) && ctx.env.ALLOW_PRIVATE_WEBHOOKS === "true") return;
+  throw new StepError(
+    "tool_failed",
+    `refusing to send a secret to tool server \`${server}\`: its url host (${host}) comes from the caller; take the host from a literal or an env var`,
+  );
 }
 
 /** What OpenAI and Anthropic accept as a tool name; MCP names may also hold `.` or `/`, or be longer. */
@@ -305,17 +335,17 @@ export class ToolLoop {
     if (!s) {
       const host = this.ctx.tools;
       if (!host) throw new StepError("internal_error", "this run has no tool host");
-      s = host
-        .connect(serverTarget(ref, this.agentParams, this.ctx.path), this.ctx.signal)
-        .catch((e: unknown) => {
-          this.sessions.delete(ref.name);
-          if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
-          if (e instanceof StepError) throw e;
-          throw new StepError(
-            "tool_failed",
-            `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`,
-          );
-        });
+      const target = serverTarget(ref, this.agentParams, this.ctx.path);
+      refuseSecretToCallerHost(ref.name, target, this.plan.callerHostServers ?? [], this.ctx);
+      s = host.connect(target, this.ctx.signal).catch((e: unknown) => {
+        this.sessions.delete(ref.name);
+        if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+        if (e instanceof StepError) throw e;
+        throw new StepError(
+          "tool_failed",
+          `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`,
+        );
+      });
       this.sessions.set(ref.name, s);
     }
     return s;

@@ -274,3 +274,74 @@ describe("an approval notification signed with a secret", () => {
     expect(hostWarnings(p)).toEqual([]);
   });
 });
+
+describe("a secret passed into a sub-workflow", () => {
+  it("warns at the workflow step's input when the sub-workflow's tool server gets it at a host the caller picks", () => {
+    const p = compileFiles({
+      "gateway.yaml": GATEWAY,
+      [A]: AGENT,
+      [S]: AUTH_SERVER,
+      [T]: `${HEAD_ENV}  - id: delegate
+    workflow: ./sub/act.yaml
+    input:
+      q: hi
+      mcp_url: "{{ params.mcp_url }}"
+      token: "{{ env.TOOL_TOKEN }}"
+model_policy: {cost_budget_usd: 0.5}
+`,
+      "sub/act.yaml": `kind: workflow
+name: sub/act
+visibility: sub-workflow
+params:
+  schema: {type: object}
+pipeline:
+  - id: act
+    agent: ../agents/a.agent.yaml
+    params:
+      q: "{{ params.q }}"
+      mcp_url: "{{ params.mcp_url }}"
+      token: "{{ params.token }}"
+`,
+    });
+    expect(p.errors).toEqual([]);
+    expectDiagnostic(
+      p,
+      "warning",
+      T,
+      15,
+      7,
+      /^step `delegate` passes secrets into sub-workflow `sub\/act`: in its step `act`, tool server `ops` gets secret `env\.TOOL_TOKEN`, but its url host comes from `params\.mcp_url`: a caller could send the secret to any host\. Take the host from a literal or an env var$/,
+    );
+  });
+
+  it("says nothing when the host comes from a literal or an env var, even through the sub-workflow", () => {
+    const p = compileFiles({
+      "gateway.yaml": GATEWAY,
+      [A]: AGENT,
+      [S]: AUTH_SERVER,
+      [T]: `${HEAD_ENV}  - id: delegate
+    workflow: ./sub/act.yaml
+    input:
+      q: hi
+      mcp_url: "https://{{ env.MCP_HOST }}/mcp"
+      token: "{{ env.TOOL_TOKEN }}"
+model_policy: {cost_budget_usd: 0.5}
+`,
+      "sub/act.yaml": `kind: workflow
+name: sub/act
+visibility: sub-workflow
+params:
+  schema: {type: object}
+pipeline:
+  - id: act
+    agent: ../agents/a.agent.yaml
+    params:
+      q: "{{ params.q }}"
+      mcp_url: "{{ params.mcp_url }}"
+      token: "{{ params.token }}"
+`,
+    });
+    expect(p.errors).toEqual([]);
+    expect(p.warnings.filter((w) => HOST_WARNING.test(w.message))).toEqual([]);
+  });
+});
