@@ -159,6 +159,17 @@ interface StepBase {
    * `{results}`); a mismatch fails the step with `output_schema_mismatch`. Absent: none.
    */
   outputSchema?: JsonSchema | null;
+  /** `on_error: continue` (SPEC 12): a failure is recorded and dependents see `{error}`. Absent: fail. */
+  onError?: "continue";
+}
+
+/** `retry` of a webhook or agent step (and each of its fan-out items), SPEC 12. */
+export interface RetryPolicy {
+  /** Attempts in all, 1..20. */
+  maxAttempts: number;
+  /** First back-off and its cap, ms (jitter below them). */
+  backoffMs: number;
+  maxBackoffMs: number;
 }
 
 /**
@@ -191,6 +202,8 @@ export interface StepKinds {
 export type CompiledStep = StepKinds[keyof StepKinds];
 
 export interface AgentStep extends StepBase {
+  /** `retry` (SPEC 12); absent: the kind's default (webhook: 3 attempts, agent: 1). */
+  retry?: RetryPolicy;
   /** Fan-out over an array; absent: the step runs once. */
   forEach?: ForEach;
   kind: "agent";
@@ -242,6 +255,8 @@ export type TransformOp =
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface WebhookStep extends StepBase {
+  /** `retry` (SPEC 12); absent: the kind's default (webhook: 3 attempts, agent: 1). */
+  retry?: RetryPolicy;
   /** Fan-out over an array; absent: the step runs once. */
   forEach?: ForEach;
   kind: "webhook";

@@ -26,6 +26,7 @@ import { STEP_KIND_COMPILERS, STEP_KINDS, type StepKind } from "./step-kinds/ind
 import {
   compileForEach,
   compileOutputSchema,
+  compileRetry,
   type ExprSite,
   type StepBase,
   type StepCompileContext,
@@ -339,6 +340,14 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
             `${label}: \`for_each\` does not apply to transform steps: a transform already works on whole arrays; process each item with a \`map\` op (\`ops: [{map: {expr: ...}}]\`)`,
             "key",
           );
+        } else if (key === "retry" && (kind === "transform" || kind === "workflow")) {
+          err(
+            at(key),
+            kind === "transform"
+              ? `${label}: \`retry\` does not apply to transform steps: a transform is deterministic, it would fail the same way again`
+              : `${label}: \`retry\` does not apply to workflow steps: the sub-workflow's own webhook and agent steps carry their own \`retry\``,
+            "key",
+          );
         } else if (allowed && !allowed.includes(kind)) {
           err(
             at(key),
@@ -365,6 +374,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       ancestors: [...(ancestors[i] ?? [])].sort(byIndex(indexOf)),
       condition,
     };
+    if (s.on_error === "continue") base.onError = "continue";
     const compiler: StepKindCompiler<StepKind> = STEP_KIND_COMPILERS[kind];
     if (!compiler.fanOut) {
       compiled.push(compiler.compile(i, s, base, stepCtx));
@@ -376,6 +386,8 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     const forEach = compileForEach(i, s, kind, stepCtx);
     const step = compiler.compile(i, s, base, stepCtx) as Exclude<CompiledStep, { kind: "transform" }>;
     if (forEach) step.forEach = forEach;
+    const retry = compileRetry(s);
+    if (retry && (step.kind === "webhook" || step.kind === "agent")) step.retry = retry;
     compiled.push(step);
   });
 

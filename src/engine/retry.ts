@@ -18,8 +18,10 @@ export interface HttpRetryOptions {
   deadline: number;
   /** Run-level abort (deadline/cancel): stop at once, rethrow its reason. */
   signal: AbortSignal;
-  /** Default 250; full-jitter exponential back-off, capped at MAX_BACKOFF_MS. */
+  /** Default 250; full-jitter exponential back-off, capped at `maxBackoffMs`. */
   baseDelayMs?: number;
+  /** Default MAX_BACKOFF_MS (8 s); a step's `retry.max_backoff_s` sets its own. */
+  maxBackoffMs?: number;
   /** Called before each attempt (1-based), for metrics.attempts. */
   onAttempt?: (attempt: number) => void;
   /** Time and timers (attempt timeouts, back-offs); default the system clock. */
@@ -56,8 +58,8 @@ export function parseRetryAfter(value: string | null, now: number): number | nul
 }
 
 /** Full jitter (AWS architecture blog): uniform in [0, min(cap, base * 2^(n-1))]. */
-export function backoffDelay(attempt: number, baseDelayMs: number): number {
-  const ceiling = Math.min(MAX_BACKOFF_MS, baseDelayMs * 2 ** (attempt - 1));
+export function backoffDelay(attempt: number, baseDelayMs: number, maxBackoffMs = MAX_BACKOFF_MS): number {
+  const ceiling = Math.min(maxBackoffMs, baseDelayMs * 2 ** (attempt - 1));
   return Math.random() * ceiling;
 }
 
@@ -183,7 +185,7 @@ export async function retryHttp(
       }
     }
 
-    const delay = retryAfterMs ?? backoffDelay(attempt, base);
+    const delay = retryAfterMs ?? backoffDelay(attempt, base, opts.maxBackoffMs);
     if (clock.now() + delay >= opts.deadline) {
       // Waiting out the back-off is all that is left, and it outlasts the run: wait until the
       // deadline (which then ends the run as a timeout) rather than fail the step early.
@@ -194,4 +196,40 @@ export async function retryHttp(
     await sleep(clock, delay, opts.signal);
   }
   return giveUp();
+}
+
+/** What `retryWork` needs of the step it retries. */
+export interface WorkRetry {
+  /** Attempts in all (1: no retry). */
+  attempts: number;
+  baseDelayMs: number;
+  maxBackoffMs: number;
+  /** Epoch ms: no attempt starts and no back-off ends past it. */
+  deadline: number;
+  signal: AbortSignal;
+  clock?: Clock;
+  /** Whether this failure is worth another attempt (a provider error, a timeout). */
+  retryable(err: unknown): boolean;
+}
+
+/**
+ * Runs `work` up to `attempts` times with full-jitter exponential back-off between attempts
+ * (SPEC 12's `retry` of a step that is not one HTTP request: an agent's completion, a Workers AI
+ * call). A failure that is not retryable, an abort, or a back-off that would outlast the deadline
+ * ends it with the last error.
+ */
+export async function retryWork<T>(opts: WorkRetry, work: (attempt: number) => Promise<T>): Promise<T> {
+  const clock = opts.clock ?? systemClock;
+  const attempts = Math.max(1, Math.floor(opts.attempts));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work(attempt);
+    } catch (err) {
+      if (opts.signal.aborted) throw opts.signal.reason ?? err;
+      if (attempt >= attempts || !opts.retryable(err)) throw err;
+      const delay = backoffDelay(attempt, opts.baseDelayMs, opts.maxBackoffMs);
+      if (clock.now() + delay >= opts.deadline) throw err;
+      await sleep(clock, delay, opts.signal);
+    }
+  }
 }

@@ -328,11 +328,16 @@ function hasEffect(step: CompiledStep): boolean {
   return step.kind === "webhook" || step.kind === "agent";
 }
 
-/** A step's outcome as its pipeline sees it: its output, or the error that stops the pipeline. */
+/**
+ * A step's outcome as its pipeline sees it: its output, or the error that stops the pipeline. A
+ * failed step with `on_error: continue` stays recorded `failed`, and its dependents read
+ * `{"error": {code, message}}` as its output (SPEC 12); a stop from outside still stops.
+ */
 function settledStep(step: CompiledStep, outcome: Exclude<Executed, { status: "skipped" }>): Json {
   if (outcome.status === "complete") return outcome.output;
   if (outcome.status === "canceled") throw outcome.reason;
   const e = outcome.error;
+  if (step.onError === "continue") return { error: { code: e.code, message: e.message } };
   throw new StepError(e.code, e.message, e.subPath ? `${step.id}/${e.subPath}` : step.id);
 }
 

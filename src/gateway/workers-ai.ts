@@ -9,10 +9,12 @@
  * ignore `tools` and answer in text, which the tool loop takes as the final answer.
  */
 import { systemClock } from "../engine/clock.ts";
+import { retryWork } from "../engine/retry.ts";
 import { openAiMessages, openAiTools, parseOpenAiToolCalls } from "./openai.ts";
 import {
   type Completion,
   PROVIDER_ATTEMPT_TIMEOUT_MS,
+  PROVIDER_ATTEMPTS,
   type PrepareCall,
   ProviderError,
   type ProviderIo,
@@ -82,10 +84,25 @@ export const prepareWorkersAi: PrepareCall = (model, req, provider) => {
     requestBytes: utf8Length(JSON.stringify(input)),
     async send(io) {
       if (!io.ai) throw new ProviderError(`provider ${provider.name}: ${NO_AI_BINDING}`);
-      io.onAttempt();
+      const ai = io.ai;
       let result: unknown;
       try {
-        result = await bounded(io.ai.run(model, input), io);
+        // Retried like the HTTP providers' calls: PROVIDER_ATTEMPTS attempts, with back-off.
+        result = await retryWork(
+          {
+            attempts: PROVIDER_ATTEMPTS,
+            baseDelayMs: 250,
+            maxBackoffMs: 8_000,
+            deadline: io.deadline,
+            signal: io.signal,
+            clock: io.clock,
+            retryable: () => true,
+          },
+          () => {
+            io.onAttempt();
+            return bounded(ai.run(model, input), io);
+          },
+        );
       } catch (e) {
         if (io.signal.aborted) throw e;
         // Binding errors carry Cloudflare's own text (no key is involved): safe to show.

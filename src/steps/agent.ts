@@ -16,6 +16,7 @@ import type {
   JsonSchema,
 } from "../bundle.ts";
 import { jsonErrorMessage } from "../engine/mask.ts";
+import { retryWork } from "../engine/retry.ts";
 import { describeViolations, validateJson } from "../engine/schema.ts";
 import { render, stringify } from "../engine/substitute.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
@@ -226,7 +227,30 @@ async function finalAnswer(
   );
 }
 
-export const executeAgent: StepExecutor<AgentStep> = async (step, ctx) => {
+/**
+ * The agent step. With `retry` (SPEC 12) a failure of the model group (every model failed: a
+ * provider error, a timeout) is tried again after a back-off, resuming from the conversation's
+ * checkpoint (a tool call already made is not made again); a budget, schema or contract failure
+ * never is. Default: one attempt (each provider call already retries 429/5xx/network itself).
+ */
+export const executeAgent: StepExecutor<AgentStep> = (step, ctx) => {
+  const policy = step.retry;
+  if (!policy || policy.maxAttempts <= 1) return runAgentOnce(step, ctx);
+  return retryWork(
+    {
+      attempts: policy.maxAttempts,
+      baseDelayMs: policy.backoffMs,
+      maxBackoffMs: policy.maxBackoffMs,
+      deadline: ctx.deadline,
+      signal: ctx.signal,
+      clock: ctx.clock,
+      retryable: (err) => err instanceof StepError && err.code === "agent_failed",
+    },
+    () => runAgentOnce(step, ctx),
+  );
+};
+
+const runAgentOnce: StepExecutor<AgentStep> = async (step, ctx) => {
   const agent = ctx.bundle.agents[step.agent];
   if (!agent) throw new StepError("internal_error", `agent ${step.agent} is not in the bundle`);
 

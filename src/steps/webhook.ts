@@ -139,6 +139,8 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
   // The body is read inside the attempt (so the attempt timeout bounds a body that trickles
   // in) and kept here; retryHttp only needs the status and Retry-After of what it gets back.
   let received = null as Received | null;
+  // SPEC 12: `retry.max_attempts` replaces the default of 3 (what is retried stays the same).
+  const attemptsAllowed = step.retry?.maxAttempts ?? WEBHOOK_ATTEMPTS;
   const send = async (signal: AbortSignal, attempt: number): Promise<Response> => {
     received = null;
     const headers = new Headers({ "user-agent": USER_AGENT, "idempotency-key": `${ctx.runId}:${ctx.path}` });
@@ -153,7 +155,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
     const res = await ctx.fetch(url.href, { method, headers, body, redirect: "manual", signal });
     const summary = new Response(null, { status: res.status, headers: retryHeaders(res) });
     // A response we will retry is not read: its body does not matter and could be large.
-    if (isRetryableStatus(res.status) && attempt < WEBHOOK_ATTEMPTS) {
+    if (isRetryableStatus(res.status) && attempt < attemptsAllowed) {
       res.body?.cancel().catch(() => {});
       return summary;
     }
@@ -165,7 +167,8 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
   let res: Response;
   try {
     res = await retryHttp(send, {
-      attempts: WEBHOOK_ATTEMPTS,
+      attempts: attemptsAllowed,
+      ...(step.retry ? { baseDelayMs: step.retry.backoffMs, maxBackoffMs: step.retry.maxBackoffMs } : {}),
       perAttemptTimeoutMs: step.timeoutS * 1000,
       deadline: ctx.deadline,
       signal: ctx.signal,

@@ -4,7 +4,7 @@
  * compiled step carries, and the fields common to several kinds (`output.schema`, `for_each`).
  * A step kind is one module beside this one and one entry in the table of index.ts.
  */
-import type { CompiledGateway, ForEach, JsonSchema, StepKinds, Template } from "../../bundle.ts";
+import type { CompiledGateway, ForEach, JsonSchema, RetryPolicy, StepKinds, Template } from "../../bundle.ts";
 import { isObject } from "../../common/guards.ts";
 import type { AgentResolver } from "../agents.ts";
 import type { DiagnosticSink } from "../diagnostics.ts";
@@ -56,7 +56,21 @@ export type StepBase = {
   ancestors: string[];
   condition: string | null;
   outputSchema?: JsonSchema | null;
+  onError?: "continue";
 };
+
+/** `retry` of step `i` (the structure check has checked its fields and ranges), or null. */
+export function compileRetry(s: Obj): RetryPolicy | null {
+  const r = s.retry;
+  if (!isObject(r) || typeof r.max_attempts !== "number") return null;
+  const backoffS = typeof r.backoff_s === "number" ? r.backoff_s : 1;
+  const maxBackoffS = typeof r.max_backoff_s === "number" ? r.max_backoff_s : 60;
+  return {
+    maxAttempts: r.max_attempts,
+    backoffMs: Math.round(backoffS * 1000),
+    maxBackoffMs: Math.round(Math.max(backoffS, maxBackoffS) * 1000),
+  };
+}
 
 /** One step kind's compiler: its block of a step, checked and compiled. */
 export interface StepKindCompiler<K extends keyof StepKinds> {

@@ -1,0 +1,95 @@
+/** Build checks of SPEC 12's step fields: `retry` where it applies, its ranges, `on_error`. */
+import { afterAll, describe, expect, it } from "vitest";
+import type { WebhookStep } from "../../src/bundle.ts";
+import { compileFiles, expectDiagnostic, removeProjects } from "./temp-project.ts";
+
+afterAll(removeProjects);
+
+const T = "t.workflow.yaml";
+const HEAD = `kind: workflow
+name: t
+params:
+  schema: {type: object}
+pipeline:
+`;
+
+describe("retry", () => {
+  it("compiles a webhook's policy, with the back-off defaults of 1 s and 60 s", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: post
+    webhook: {url: "https://example.com"}
+    retry: {max_attempts: 7}
+`,
+    });
+    expect(p.errors).toEqual([]);
+    const post = p.result.bundle?.workflows[T]?.steps[0] as WebhookStep;
+    expect(post.retry).toEqual({ maxAttempts: 7, backoffMs: 1000, maxBackoffMs: 60_000 });
+  });
+
+  it("is a build error on a transform step, at the key, saying why", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: shape
+    transform: {ops: []}
+    retry: {max_attempts: 3}
+`,
+    });
+    expectDiagnostic(
+      p,
+      "error",
+      T,
+      8,
+      5,
+      /^step `shape`: `retry` does not apply to transform steps: a transform is deterministic/,
+    );
+  });
+
+  it("is a build error on a workflow step: the sub-workflow's steps carry their own", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: child
+    workflow: ./sub/c.yaml
+    retry: {max_attempts: 3}
+`,
+      "sub/c.yaml": `kind: workflow
+name: sub/c
+visibility: sub-workflow
+params:
+  schema: {type: object}
+pipeline:
+  - id: x
+    transform: {ops: []}
+`,
+    });
+    expectDiagnostic(p, "error", T, 8, 5, /^step `child`: `retry` does not apply to workflow steps/);
+  });
+
+  it("refuses max_attempts outside 1..20 at the value", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: post
+    webhook: {url: "https://example.com"}
+    retry: {max_attempts: 21}
+`,
+    });
+    expectDiagnostic(p, "error", T, 8, 27, /max_attempts` must be an integer in 1\.\.20, got 21$/);
+  });
+});
+
+describe("on_error", () => {
+  it("accepts continue and fail on any step kind; anything else is an error", () => {
+    const ok = compileFiles({
+      [T]: `${HEAD}  - id: shape
+    transform: {ops: []}
+    on_error: continue
+`,
+    });
+    expect(ok.errors).toEqual([]);
+    expect(ok.result.bundle?.workflows[T]?.steps[0]?.onError).toBe("continue");
+    const bad = compileFiles({
+      [T]: `${HEAD}  - id: shape
+    transform: {ops: []}
+    on_error: ignore
+`,
+    });
+    expect(bad.errors.length).toBeGreaterThan(0);
+    expect(bad.errors[0]?.line).toBe(8);
+  });
+});
