@@ -9,15 +9,13 @@
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import { type Bundle, type CompiledWorkflow, isSignature } from "./bundle.ts";
-import { createMasker } from "./engine/mask.ts";
-import { validateJson } from "./engine/schema.ts";
-import { collectSecrets } from "./engine/secrets.ts";
 import { authenticatedBody, requireReader } from "./http/auth.ts";
 import { readDecision } from "./http/decision.ts";
 import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
+import { readRerunRequest, rerun, rerunMany } from "./http/rerun.ts";
 import { runListPage, workflowParam } from "./http/run-list.ts";
-import { startRun } from "./http/start-run.ts";
+import { checkRunInputs, startRun } from "./http/start-run.ts";
 import { decodeParams } from "./http/triggers/body.ts";
 import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
 import { recordRequest } from "./http/triggers/request-headers.ts";
@@ -46,21 +44,7 @@ app.post("/invoke/:name", async (c) => {
   const body = await authenticatedBody(wf.auth, req, env);
   const params = decodeParams(body, req.headers.get("content-type"));
   const request = recordRequest(wf.invoke.headers, req.headers);
-  const secrets = collectSecrets(bundle, wf, env);
-  const violations = validateJson(wf.paramsSchema, params);
-  if (violations.length > 0) {
-    // Paths and messages quote the caller's property names, which may hold a secret value.
-    const masker = createMasker(secrets.values);
-    throw new HttpProblem("invalid_params", `the body does not match ${wf.name}'s params.schema`, {
-      errors: violations.map((v) => ({ path: masker.maskText(v.path), message: masker.maskText(v.message) })),
-    });
-  }
-  if (secrets.tooShort.length > 0) {
-    throw new HttpProblem(
-      "server_misconfigured",
-      `secret env values must be at least 8 characters: ${secrets.tooShort.join(", ")}`,
-    );
-  }
+  checkRunInputs(bundle, wf, params, env);
   const idempotencyKey = c.req.header("idempotency-key") ?? null;
   if (
     idempotencyKey !== null &&
@@ -136,6 +120,44 @@ app.post("/runs/:id/cancel", async (c) => {
   if (result.outcome === "not_active")
     throw new HttpProblem("run_not_active", "the run has already finished");
   return c.json(result.envelope, 202);
+});
+
+// ---- Re-runs (SPEC 12): the run's workflow's credentials.
+
+const deployed = {
+  bundle,
+  lookup: (name: string) => {
+    const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
+    const wf = key ? bundle.workflows[key] : undefined;
+    return key && wf ? { key, wf } : null;
+  },
+};
+
+app.post("/runs/rerun", async (c) => {
+  const query = new URL(c.req.url).searchParams;
+  const { wf } = invocable(workflowParam(query), "");
+  await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  const origin = new URL(c.req.url).origin;
+  return c.json(await rerunMany(c.env, deployed, wf.name, query, (id) => runStub(c.env, id), origin));
+});
+
+app.post("/runs/:id/rerun", async (c) => {
+  const { stub } = await viewRun(c);
+  const req = await readRerunRequest(c.req.raw);
+  const waitS = requestedWait(c.req.raw) ?? 0;
+  const oldRunId = c.req.param("id");
+  const done = await rerun(c.env, deployed, oldRunId, stub, req, {
+    waitS,
+    origin: new URL(c.req.url).origin,
+    once: false,
+  });
+  if (done === "already") throw new HttpProblem("internal_error", "the re-run could not start");
+  const location = `/runs/${done.runId}`;
+  const envelope = done.result.envelope;
+  if (envelope && waitS > 0) {
+    return c.json(envelope, 200, { location, "preference-applied": `wait=${waitS}` });
+  }
+  return c.json({ run_id: done.runId, status: "accepted", rerun_of: oldRunId }, 202, { location });
 });
 
 // ---- Approvals (SPEC 9): the run object owns them; the same credentials as the run's workflow.
@@ -219,10 +241,9 @@ app.onError((err) => {
 
 /** The invocable workflow called `name`, or 404 workflow_not_found (`hint` ends the detail). */
 function invocable(name: string, hint: string): { key: string; wf: CompiledWorkflow } {
-  const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
-  const wf = key ? bundle.workflows[key] : undefined;
-  if (!key || !wf) throw new HttpProblem("workflow_not_found", `no workflow named "${name}"${hint}`);
-  return { key, wf };
+  const found = deployed.lookup(name);
+  if (!found) throw new HttpProblem("workflow_not_found", `no workflow named "${name}"${hint}`);
+  return found;
 }
 
 /** A run id is the hex id of its Durable Object; anything else names no run. */

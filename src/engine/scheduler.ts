@@ -659,6 +659,7 @@ async function runFanOutItem(
 function aggregateChildMetrics(host: RunHost, child: CompiledWorkflow, prefix: string, rec: StepRecord) {
   for (const s of child.steps) {
     const r = host.records.get(prefix + s.id);
-    if (r) addMetrics(rec, r);
+    // A child step a re-run reused was paid for by the run it executed in.
+    if (r && !r.reused_from) addMetrics(rec, r);
   }
 }

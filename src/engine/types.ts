@@ -141,6 +141,11 @@ export interface StepRecord {
   annotations: Annotations | null;
   /** Child step records of a workflow step, or the started items of a fan-out ([] otherwise). */
   steps: StepRecord[];
+  /**
+   * A re-run (SPEC 12) kept this record from an earlier run instead of executing the step: the
+   * id of the run in which the step actually executed. Absent or null on steps that ran.
+   */
+  reused_from?: string | null;
 }
 
 /** What `condition`, `{{ }}` and transform `from` see. `step` holds only the step's ancestors. */

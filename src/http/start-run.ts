@@ -4,9 +4,13 @@
  * replay (a client's retry, a sender's redelivery, the same scheduled time twice) reaches the
  * run that exists instead of making a second one.
  */
-import type { CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import { createMasker } from "../engine/mask.ts";
+import { validateJson } from "../engine/schema.ts";
+import { collectSecrets } from "../engine/secrets.ts";
 import type { RateLimitSlot } from "../run/rate-limit.ts";
-import type { RunRpc, StartResult } from "../run/run-rpc.ts";
+import type { RunRpc, StartRequest, StartResult } from "../run/run-rpc.ts";
+import { HttpProblem } from "./problem.ts";
 
 export interface StartOptions {
   params: JsonObject;
@@ -18,6 +22,37 @@ export interface StartOptions {
   origin?: string | null;
   /** The limit the run's object counts a new run against (an invoke that may be a replay). */
   rateLimit?: RateLimitSlot | null;
+  /** The run's id, chosen before (a re-run notes it in the old run first); default a new one. */
+  runId?: string;
+  definition?: StartRequest["definition"];
+  rerun?: StartRequest["rerun"];
+}
+
+/**
+ * What every new run's inputs must pass before it is created: `params.schema` (422
+ * `invalid_params`, paths and messages masked: they quote the caller's property names, which may
+ * hold a secret value) and the secrets' configuration (500 `server_misconfigured`).
+ */
+export function checkRunInputs(
+  def: Bundle,
+  wf: CompiledWorkflow,
+  params: JsonObject,
+  env: Record<string, unknown>,
+): void {
+  const secrets = collectSecrets(def, wf, env);
+  const violations = validateJson(wf.paramsSchema, params);
+  if (violations.length > 0) {
+    const masker = createMasker(secrets.values);
+    throw new HttpProblem("invalid_params", `the body does not match ${wf.name}'s params.schema`, {
+      errors: violations.map((v) => ({ path: masker.maskText(v.path), message: masker.maskText(v.message) })),
+    });
+  }
+  if (secrets.tooShort.length > 0) {
+    throw new HttpProblem(
+      "server_misconfigured",
+      `secret env values must be at least 8 characters: ${secrets.tooShort.join(", ")}`,
+    );
+  }
 }
 
 export async function startRun(
@@ -27,7 +62,12 @@ export async function startRun(
   o: StartOptions,
 ): Promise<StartResult> {
   const ns = env.RUNS;
-  const id = o.idempotencyKey === null ? ns.newUniqueId() : ns.idFromName(`${wf.name}\n${o.idempotencyKey}`);
+  const id =
+    o.runId !== undefined
+      ? ns.idFromString(o.runId)
+      : o.idempotencyKey === null
+        ? ns.newUniqueId()
+        : ns.idFromName(`${wf.name}\n${o.idempotencyKey}`);
   const stub = ns.get(id) as unknown as RunRpc;
   return stub.start({
     workflowKey,
@@ -38,6 +78,8 @@ export async function startRun(
     waitMs: o.waitS * 1000,
     origin: o.origin ?? null,
     rateLimit: o.rateLimit ?? null,
+    definition: o.definition ?? null,
+    rerun: o.rerun ?? null,
   });
 }
 

@@ -130,6 +130,25 @@ function embeddedSchema(name: string, schema: JsonSchema): JsonSchema {
   return { $id: `urn:workflow-edge:params:${name}`, ...schema };
 }
 
+const PREFER_WAIT = {
+  name: "Prefer",
+  in: "header",
+  required: false,
+  description: "`wait=N` (RFC 7240): wait up to N seconds (max 60) for the run to finish.",
+  schema: { type: "string", examples: ["wait=30"] },
+};
+
+const LIMIT = {
+  name: "limit",
+  in: "query",
+  required: false,
+  schema: { type: "integer", minimum: 1, maximum: 100, default: 20 },
+};
+
+function cursorParam(description: string) {
+  return { name: "cursor", in: "query", required: false, schema: { type: "string" }, description };
+}
+
 const RUN_ID = {
   name: "run_id",
   in: "path",
@@ -272,13 +291,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
         tags: ["workflows"],
         security,
         parameters: [
-          {
-            name: "Prefer",
-            in: "header",
-            required: false,
-            description: "`wait=N` (RFC 7240): wait up to N seconds (max 60) for the run to finish.",
-            schema: { type: "string", examples: ["wait=30"] },
-          },
+          PREFER_WAIT,
           {
             name: "wait",
             in: "query",
@@ -362,6 +375,63 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       "409": problem("`run_not_active`: the run has already finished."),
     }),
   };
+  paths["/runs/{run_id}/rerun"] = {
+    post: {
+      ...runOp("rerunRun", "Re-run a finished run as a new run, reusing what completed", {
+        "200": json("With `Prefer: wait=N`: the new run's envelope once it has finished.", ref("Envelope")),
+        "202": json("The re-run was accepted (`Location: /runs/{new run_id}`).", ref("RerunAccepted")),
+        "400": problem("`unknown_step`: `from` names no step; `invalid_rerun`: a bad body."),
+        "409": problem(
+          "`run_active`: the run has not finished; `nothing_to_rerun`: a complete run without `from`.",
+        ),
+        "422": problem("`invalid_params`: `params` fail the workflow's params.schema."),
+      }),
+      parameters: [RUN_ID, PREFER_WAIT],
+      requestBody: { required: false, content: { "application/json": { schema: ref("RerunRequest") } } },
+    },
+  };
+  paths["/runs/rerun"] = {
+    post: {
+      operationId: "rerunRuns",
+      summary: "Re-run a workflow's failed (or canceled) runs, each once, newest first",
+      tags: ["runs"],
+      security: runSecurity,
+      parameters: [
+        { name: "workflow", in: "query", required: true, schema: { type: "string", enum: names } },
+        {
+          name: "status",
+          in: "query",
+          required: false,
+          schema: { enum: ["failed", "canceled"], default: "failed" },
+        },
+        {
+          name: "since",
+          in: "query",
+          required: false,
+          schema: { type: "string", format: "date-time" },
+          description: "Only runs created at or after this time.",
+        },
+        LIMIT,
+        cursorParam("`next_cursor` of the previous call: the next page of listed runs."),
+        {
+          name: "definition",
+          in: "query",
+          required: false,
+          schema: { enum: ["pinned", "current"], default: "pinned" },
+        },
+      ],
+      responses: {
+        "200": json(
+          "The re-runs started (a run already re-run is skipped); `next_cursor` continues the listing.",
+          ref("RerunList"),
+        ),
+        "400": problem("`invalid_query`: a bad status, since, limit or cursor, or no workflow."),
+        "401": problem("`unauthorized`."),
+        "404": problem("`workflow_not_found`."),
+        "500": problem("`server_misconfigured` or `internal_error`."),
+      },
+    },
+  };
   const decisionBody = {
     required: true,
     content: { "application/json": { schema: ref("Decision") } },
@@ -423,19 +493,8 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
           required: false,
           schema: { enum: ["pending", "running", "complete", "failed", "canceled"] },
         },
-        {
-          name: "limit",
-          in: "query",
-          required: false,
-          schema: { type: "integer", minimum: 1, maximum: 100, default: 20 },
-        },
-        {
-          name: "cursor",
-          in: "query",
-          required: false,
-          schema: { type: "string" },
-          description: "`next_cursor` of the previous page (same workflow and status filter).",
-        },
+        LIMIT,
+        cursorParam("`next_cursor` of the previous page (same workflow and status filter)."),
       ],
       responses: {
         "200": json("One page of the workflow's runs.", ref("RunList")),

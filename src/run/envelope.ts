@@ -37,10 +37,16 @@ export interface RunDoc {
   ledger: Json;
   /** Origin of the invoke that started the run (approvals' `decide_url`); absent in older runs. */
   origin?: string | null;
+  /** The run this one re-runs (SPEC 12); absent for a plain invoke. */
+  rerun_of?: string | null;
+  /** Runs started as re-runs of this one (so a bulk re-run takes each failed run once). */
+  reruns?: string[];
 }
 
 export interface Envelope {
   run_id: string;
+  /** The run this one re-runs, or null. */
+  rerun_of: string | null;
   workflow: string;
   workflow_version: string | null;
   status: RunStatus;
@@ -99,6 +105,7 @@ function full(rec: StepRecord, steps: StepRecord[]): StepRecord {
     tool_calls: rec.tool_calls ?? [],
     annotations: rec.annotations ?? null,
     steps,
+    reused_from: rec.reused_from ?? null,
   };
 }
 
@@ -112,7 +119,9 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
   const steps = nest(doc.def, wf, "", records);
   const totals = { duration_ms: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, llm_calls: 0, tool_calls: 0 };
   for (const s of steps) {
-    // Workflow steps already carry the sum of their children.
+    // A reused step's work was paid for by the run it executed in.
+    if (s.reused_from) continue;
+    // Workflow steps already carry the sum of their children (reused ones left out).
     totals.tokens_in += s.metrics.tokens_in;
     totals.tokens_out += s.metrics.tokens_out;
     totals.cost_usd = addUsd(totals.cost_usd, s.metrics.cost_usd);
@@ -123,6 +132,7 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
   totals.duration_ms = Math.max(0, end - Date.parse(doc.created_at));
   return {
     run_id: doc.run_id,
+    rerun_of: doc.rerun_of ?? null,
     workflow: wf.name,
     workflow_version: wf.version,
     status: doc.status,

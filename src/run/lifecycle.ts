@@ -82,6 +82,8 @@ export interface StartRun {
   bodyHash: string | null;
   idempotencyKey: string | null;
   origin: string | null;
+  /** A re-run (SPEC 12): the run it re-runs, and the records it reuses from it (see rerun.ts). */
+  rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
 }
 
 export type CancelResult =
@@ -171,12 +173,30 @@ export class RunLifecycle {
       ledger: { spent: 0, outstanding: {} },
       origin: req.origin,
     };
+    if (req.rerun) doc.rerun_of = req.rerun.of;
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
     doc.request = this.masker.maskJson(req.request);
     this.doc = doc;
+    if (req.rerun) {
+      // Reused records are finished: the engine does not run their steps again.
+      this.records = new Map(req.rerun.reused);
+      this.store.reuse(req.rerun.reused);
+    }
     this.store.runStarted(doc);
     this.resume();
+  }
+
+  /** Notes a re-run of this finished run (a bulk re-run takes each run once). */
+  rerunStarted(runId: string, once: boolean): "claimed" | "already" | "not_found" | "active" {
+    const doc = this.doc;
+    if (!doc) return "not_found";
+    if (!isFinished(doc)) return "active";
+    if (once && (doc.reruns?.length ?? 0) > 0) return "already";
+    // The latest few are enough to know it was re-run (and to follow it up by hand).
+    doc.reruns = [...(doc.reruns ?? []), runId].slice(-20);
+    this.store.saveDoc(doc);
+    return "claimed";
   }
 
   /** Resolves once the run has ended (at once if it has). */

@@ -8,6 +8,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
+import type { JsonObject } from "../bundle.ts";
 import { systemClock } from "../engine/clock.ts";
 import type { RunHost } from "../engine/scheduler.ts";
 import type { StepRecord } from "../engine/types.ts";
@@ -21,7 +22,7 @@ import { LISTING_RETRY_MS, ListingSync } from "./listing-sync.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
 import { takeRateLimitSlot } from "./rate-limit.ts";
 import { finishedRunLog } from "./run-log.ts";
-import type { StartRequest, StartResult } from "./run-rpc.ts";
+import type { RerunSource, StartRequest, StartResult } from "./run-rpc.ts";
 import { isFinished, RunStore } from "./run-store.ts";
 import { mcpToolHost } from "./tool-host.ts";
 
@@ -110,13 +111,14 @@ export class RunObject extends DurableObject<Env> {
     // The run is pinned to this deployment's definition (this module's own copy of the bundle).
     this.run.start({
       runId,
-      bundle: workflowBundle,
+      bundle: req.definition ?? workflowBundle,
       workflowKey: req.workflowKey,
       params: req.params,
       request: req.request,
       bodyHash: req.bodyHash,
       idempotencyKey: req.idempotencyKey,
       origin: req.origin ?? null,
+      rerun: req.rerun ?? null,
     });
     const started = this.run.current as RunDoc | null;
     if (started && !isFinished(started)) {
@@ -154,6 +156,27 @@ export class RunObject extends DurableObject<Env> {
   async cancel(): Promise<CancelResult> {
     await this.dropIfExpired();
     return this.run.cancel();
+  }
+
+  async rerunSource(): Promise<RerunSource> {
+    await this.dropIfExpired();
+    const doc = this.run.current;
+    if (!doc) return { outcome: "not_found" };
+    if (!isFinished(doc)) return { outcome: "active" };
+    return {
+      outcome: "finished",
+      status: doc.status as "complete" | "failed" | "canceled",
+      def: doc.def,
+      workflowKey: doc.workflow_key,
+      params: doc.params as JsonObject,
+      request: (doc.request ?? { headers: {} }) as JsonObject,
+      records: [...this.run.stepRecords],
+    };
+  }
+
+  async rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active"> {
+    await this.dropIfExpired();
+    return this.run.rerunStarted(runId, once);
   }
 
   async approvals(): Promise<ApprovalRecord[] | null> {

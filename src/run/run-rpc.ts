@@ -2,7 +2,8 @@
  * The RPC surface of a run's Durable Object as the Worker sees it (typed plainly: the generated
  * stub types are too deep), apart from the object so the HTTP face imports no Worker class.
  */
-import type { JsonObject } from "../bundle.ts";
+import type { Bundle, JsonObject } from "../bundle.ts";
+import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { Envelope } from "./envelope.ts";
 import type { CancelResult, RunView } from "./lifecycle.ts";
@@ -23,7 +24,24 @@ export interface StartRequest {
   origin?: string | null;
   /** Counted only if this creates the run (a replay of an existing one never is). */
   rateLimit?: RateLimitSlot | null;
+  /** The definition to pin instead of this deployment's (a re-run of the old run's pinned one). */
+  definition?: Bundle | null;
+  /** A re-run: the run it re-runs and the records it reuses (src/run/rerun.ts). */
+  rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
 }
+
+/** What a re-run needs of the run it re-runs. */
+export type RerunSource =
+  | { outcome: "not_found" | "active" }
+  | {
+      outcome: "finished";
+      status: "complete" | "failed" | "canceled";
+      def: Bundle;
+      workflowKey: string;
+      params: JsonObject;
+      request: JsonObject;
+      records: Array<[string, StepRecord]>;
+    };
 
 export type StartResult =
   | { outcome: "started" | "existing"; runId: string; envelope: Envelope | null }
@@ -39,6 +57,10 @@ export interface RunRpc {
   relist(): Promise<void>;
   expire(): Promise<"deleted" | "kept" | "gone">;
   fetch(request: Request): Promise<Response>;
+  /** The old run's definition, inputs and records, for a re-run (SPEC 12). */
+  rerunSource(): Promise<RerunSource>;
+  /** Notes that `runId` re-runs this run; with `once`, refuses if it was re-run before. */
+  rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active">;
   /** Every approval of the run (null: no such run). */
   approvals(): Promise<ApprovalRecord[] | null>;
   /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */

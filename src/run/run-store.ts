@@ -107,6 +107,16 @@ export class RunStore {
     this.writeRun();
   }
 
+  /** A re-run's reused records: they ride with the first `run` write and are not news to listeners. */
+  reuse(records: ReadonlyArray<[string, StepRecord]>): void {
+    for (const [path, rec] of records) {
+      const json = JSON.stringify(rec);
+      this.seen.set(path, json);
+      if (json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json);
+      else this.riders.set(path, rec);
+    }
+  }
+
   /** The document changed (the ledger, the status): written with the riders. */
   saveDoc(doc: RunDoc): void {
     this.doc = doc;

@@ -53,6 +53,27 @@ describe("the API's answers match schema/api.schema.json", () => {
     expectShape("Problem", await (await call(`/runs/${"0".repeat(64)}`)).json());
   });
 
+  it("a re-run: accepted, its envelope with reused steps, and a bulk re-run's answer", async () => {
+    const key = uniqueKey("shape-rerun");
+    const old = await run("recover-rerun", { key, ship_route: "status/500" });
+    const post = (body: unknown, prefer?: string) =>
+      call(`/runs/${old.run_id}/rerun`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(prefer ? { prefer } : {}) },
+        body: JSON.stringify(body),
+      });
+    expectShape("RerunAccepted", await (await post({})).json());
+    const e = (await (await post({ params: { key, ship_route: "echo" } }, "wait=30")).json()) as {
+      steps: Array<{ reused_from: string | null }>;
+    };
+    expect(e.steps[1]?.reused_from).toBe(old.run_id);
+    expectShape("Envelope", e);
+    const bulk = await call("/runs/rerun?workflow=recover-rerun&since=2999-01-01T00:00:00Z", {
+      method: "POST",
+    });
+    expectShape("RerunList", await bulk.json());
+  });
+
   it("a page of the run list", async () => {
     await run("basic", { items: ITEMS });
     const res = await call("/runs?workflow=basic&limit=5");
