@@ -123,6 +123,7 @@ describe("OpenAPI document", () => {
     expect(doc.components.schemas.Envelope.required.sort()).toEqual(
       [
         "run_id",
+        "rerun_of",
         "workflow",
         "workflow_version",
         "status",

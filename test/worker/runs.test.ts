@@ -15,6 +15,7 @@ describe("envelope", () => {
     expect(Object.keys(e).sort()).toEqual(
       [
         "run_id",
+        "rerun_of",
         "workflow",
         "workflow_version",
         "status",
@@ -52,6 +53,7 @@ describe("envelope", () => {
           "tool_calls",
           "annotations",
           "steps",
+          "reused_from",
         ].sort(),
       );
       expect(Object.keys(s.metrics).sort()).toEqual(
@@ -59,7 +61,9 @@ describe("envelope", () => {
       );
       expect(s.tool_calls).toEqual([]);
       expect(s.annotations).toBeNull();
+      expect(s.reused_from).toBeNull();
     }
+    expect(e.rerun_of).toBeNull();
     expect(e.steps[0].output).toEqual({
       result: [
         { name: "book", price: 12 },
