@@ -59,12 +59,23 @@ export interface CompiledWorkflow {
   };
   /** In pipeline order. The run's output is the output of the last one. */
   steps: CompiledStep[];
+  /** `notify:` (root workflows): where to hear about finished runs (SPEC 12); [] when absent. */
+  notify?: CompiledNotify[];
   /**
    * Top-level `webhooks:` of the file (ktsu's side of the dual opt-in): `suppress` silences this
    * file's webhooks when it runs as a sub-workflow, whatever the calling step says. Absent or
    * `execute`: the calling step decides. No effect on a root run.
    */
   webhooks?: "execute" | "suppress";
+}
+
+/** One `notify:` entry: a POST to `url` after a run ends in one of `on`. */
+export interface CompiledNotify {
+  /** Reads only `env`. */
+  url: Template;
+  on: Array<"complete" | "failed" | "canceled">;
+  /** Standard Webhooks signing; the env var holds `whsec_<base64 key>`. */
+  sign: { secretEnv: string } | null;
 }
 
 /** `invoke.auth`: a credential header (`raw`, `bearer`) or a sender's signature scheme. */

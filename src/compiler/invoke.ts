@@ -9,6 +9,7 @@
 import {
   type CompiledAuth,
   type CompiledInvoke,
+  type CompiledNotify,
   type CompiledRateLimit,
   type CompiledResponse,
   type CompiledSchedule,
@@ -52,6 +53,7 @@ export interface CompiledTriggers {
   auth: CompiledAuth | null;
   invoke: CompiledInvoke;
   schedule: CompiledSchedule[];
+  notify: CompiledNotify[];
   /** Checks a `request…` path read by an expression of this workflow, reported at `path`. */
   checkRequestRead(read: string[], path: DataPath, where: string): void;
 }
@@ -167,8 +169,11 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     path: DataPath,
     where: string,
     roots: Array<"params" | "env" | "step" | "request">,
+    /** A secret env var may be read (the value never reaches the caller), in a URL. */
+    url = false,
   ): Template =>
     compileTemplate(value, path, {
+      encodeAfterQuery: url,
       expr: (e, p) => {
         const c = checkExpression(e, ctx.stepIds);
         if (!c.ok) {
@@ -193,7 +198,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
           if (root === "request") checkRequestRead(read, p, where);
           if (root === "env" && read[1] !== undefined) {
             ctx.useEnv(read[1], p);
-            if (ctx.declared.some((x) => x.name === read[1] && x.secret)) {
+            if (!url && ctx.declared.some((x) => x.name === read[1] && x.secret)) {
               err(
                 p,
                 `${where} reads secret \`env.${read[1]}\`: the response goes to the caller. Use an env var with \`secret: false\``,
@@ -306,7 +311,45 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     });
   }
 
-  return { auth, invoke: { headers, response, rateLimit }, schedule, checkRequestRead };
+  // ---- notify (SPEC 12) ----------------------------------------------------------------------
+  const notify: CompiledNotify[] = [];
+  if (Array.isArray(d.notify)) {
+    if (!ctx.invocable) {
+      err(["notify"], "`notify` is for invocable workflows (a sub-workflow's run is its caller's)", "key");
+    }
+    d.notify.forEach((entry, i) => {
+      if (!isObject(entry) || typeof entry.url !== "string") return;
+      const at = (...k: string[]): DataPath => ["notify", i, ...k];
+      const url = template(entry.url, at("url"), "`notify.url`", ["env"], true);
+      if (url.t === "lit" && typeof url.v === "string" && !/^https?:\/\/[^/]/i.test(url.v.trim())) {
+        err(
+          at("url"),
+          `\`notify.url\` must be an absolute http(s) URL (or \`{{ env.NAME }}\`), got \`${url.v}\``,
+        );
+      }
+      let sign: CompiledNotify["sign"] = null;
+      if (isObject(entry.sign)) {
+        const n = envRefName(entry.sign.secret);
+        if (n === null) {
+          err(
+            at("sign", "secret"),
+            "`notify.sign.secret` must be `{{ env.NAME }}` (an env var holding `whsec_<base64>`)",
+          );
+        } else {
+          ctx.useEnv(n, at("sign", "secret"));
+          sign = { secretEnv: n };
+        }
+      }
+      const on = Array.isArray(entry.on)
+        ? entry.on.filter((x): x is CompiledNotify["on"][number] =>
+            ["complete", "failed", "canceled"].includes(x),
+          )
+        : ["failed" as const];
+      notify.push({ url, on, sign });
+    });
+  }
+
+  return { auth, invoke: { headers, response, rateLimit }, schedule, notify, checkRequestRead };
 }
 
 function compileAuth(

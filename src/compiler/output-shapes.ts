@@ -3,7 +3,8 @@
  * can never have FIELD (a typo that would otherwise read null at run time). Known shapes: a
  * transform's `{result}` (then its output.schema), a webhook's `{status, headers, body}`, an
  * agent's output.schema (the step's own, else the agent's), a sub-workflow's last step (or the
- * step's output.schema), and a fan-out's `{results}`.
+ * step's output.schema), and a fan-out's `{results}`; a skipped step's `{skipped, reason}` and
+ * the `{error}` of a failed step with `on_error: continue` are always possible.
  */
 import type { Bundle, CompiledStep, JsonSchema } from "../bundle.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
@@ -24,6 +25,8 @@ export function warnUnknownFields(
     for (let level = 0; level < r.fields.length && shape; level++) {
       const field = r.fields[level] as string;
       if (level === 0 && SKIP_FIELDS.includes(field)) break;
+      // `on_error: continue`: a failed step's output is {error: {code, message}}.
+      if (level === 0 && field === "error" && continues(bundle, r.workflowKey, r.stepId)) break;
       if (!(field in shape.properties)) {
         const known = Object.keys(shape.properties)
           .map((k) => `\`${k}\``)
@@ -39,6 +42,10 @@ export function warnUnknownFields(
       shape = shape.properties[field] ?? null;
     }
   }
+}
+
+function continues(bundle: Omit<Bundle, "hash">, workflowKey: string, stepId: string): boolean {
+  return bundle.workflows[workflowKey]?.steps.find((s) => s.id === stepId)?.onError === "continue";
 }
 
 function stepShape(bundle: Omit<Bundle, "hash">, workflowKey: string, stepId: string, depth: number): Shape {

@@ -402,6 +402,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     auth: triggers.auth,
     invoke: triggers.invoke,
     schedule: triggers.schedule,
+    ...(triggers.notify.length > 0 ? { notify: triggers.notify } : {}),
     policy: { costBudgetUsd, timeoutS, timeoutSet },
     steps: compiled,
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),

@@ -22,8 +22,9 @@ import { LISTING_RETRY_MS, ListingSync } from "./listing-sync.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
 import { takeRateLimitSlot } from "./rate-limit.ts";
 import { finishedRunLog } from "./run-log.ts";
+import { RunNotifier } from "./run-notifications.ts";
 import type { RerunSource, StartRequest, StartResult } from "./run-rpc.ts";
-import { isFinished, RunStore } from "./run-store.ts";
+import { isFinished, type KvPort, RunStore } from "./run-store.ts";
 import { mcpToolHost } from "./tool-host.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
@@ -38,18 +39,20 @@ export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
   private readonly hub = new EventHub();
   private readonly listing: ListingSync;
+  private readonly notifier: RunNotifier;
   /** When the alarm this incarnation set will fire (null: unknown or none). */
   private alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const kv = ctx.storage.kv;
-    const store = new RunStore({
+    const port: KvPort = {
       get: (key) => kv.get<string>(key),
       put: (key, value) => kv.put(key, value),
       delete: (key) => void kv.delete(key),
       list: (prefix) => kv.list<string>({ prefix }),
-    });
+    };
+    const store = new RunStore(port);
     const allowPrivate = env.ALLOW_PRIVATE_WEBHOOKS === "true";
     const limiter = new OutboundLimiter(MAX_OUTBOUND);
     const outbound = (input: string | Request, init?: RequestInit) =>
@@ -85,6 +88,17 @@ export class RunObject extends DurableObject<Env> {
         return doc ? { doc, workflow: this.run.rootWorkflow().name } : null;
       },
     );
+    this.notifier = new RunNotifier({
+      kv: port,
+      env: () => this.env as unknown as Record<string, unknown>,
+      run: () => {
+        const doc = this.run.current;
+        return doc ? { doc, workflow: this.run.rootWorkflow(), masker: this.run.runMasker } : null;
+      },
+      fetch: (input, init) => fetch(input, init),
+      allowPrivate,
+      now: () => Date.now(),
+    });
     // No schema to create: the synchronous KV API keeps one row per key (DDL on a fresh database
     // was the largest fixed cost per run).
     ctx.blockConcurrencyWhile(async () => this.run.load());
@@ -234,7 +248,7 @@ export class RunObject extends DurableObject<Env> {
     if (isFinished(doc)) {
       // Runs from before the sharded listing kept their retention alarm; it still ends them.
       if (Date.now() >= this.expiresAt(doc)) await this.deleteRun();
-      else await this.listFinished();
+      else await this.afterRun();
       return;
     }
     this.run.wake();
@@ -273,28 +287,32 @@ export class RunObject extends DurableObject<Env> {
       } catch {
         // Never let the log line break the run's bookkeeping.
       }
-      void this.listFinished().catch(() => {});
+      void this.afterRun().catch(() => {});
     }, 0);
     if (this.hub.listening) this.hub.publish(this.run.completedEvent());
     this.hub.close();
   }
 
   /**
-   * A finished run, after its answer: the listing learns its final status. Until it has, an
-   * alarm stays close and retries, also after an eviction; once it has, nothing more is due (the
-   * listing shard ends the run's retention), so the alarm is deleted: `npm run bench` measured an
-   * alarm that fires for nothing as the largest single cost of a run above the floor.
+   * A finished run, after its answer: the listing learns its final status and its notifications
+   * (run-notifications.ts) are sent. Until both are done, an alarm stays close and retries, also
+   * after an eviction; once they are, nothing more is due (the listing shard ends the run's
+   * retention), so the alarm is deleted: `npm run bench` measured an alarm that fires for
+   * nothing as the largest single cost of a run above the floor.
    */
-  private async listFinished(): Promise<void> {
+  private async afterRun(): Promise<void> {
     const doc = this.run.current;
     if (!doc) return;
-    const listed = await this.listing.sync();
+    const [listed] = await Promise.all([this.listing.sync(), this.notifier.deliver()]);
     if (this.run.current !== doc) return; // deleted meanwhile
-    if (listed) {
+    const now = Date.now();
+    let next = this.notifier.nextAttempt();
+    if (!listed) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listing.retryMs());
+    if (next === null) {
       this.alarmAt = null;
       await this.ctx.storage.deleteAlarm();
     } else {
-      await this.setAlarmAt(Date.now() + this.listing.retryMs());
+      await this.setAlarmAt(Math.max(next, now));
     }
   }
 
@@ -308,6 +326,7 @@ export class RunObject extends DurableObject<Env> {
     await this.ctx.storage.deleteAll();
     this.run.forget();
     this.listing.reset();
+    this.notifier.reset();
     this.alarmAt = null;
   }
 

@@ -93,3 +93,71 @@ describe("on_error", () => {
     expect(bad.errors[0]?.line).toBe(8);
   });
 });
+
+describe("notify", () => {
+  const PIPE = `pipeline:
+  - id: x
+    transform: {ops: []}
+`;
+  const WITH_ENV = `kind: workflow
+name: t
+params:
+  schema: {type: object}
+env:
+  - {name: ALERTS_URL, secret: true}
+  - {name: ALERTS_SIGNING_SECRET, secret: true}
+`;
+
+  it("compiles entries with on defaulting to [failed], a secret URL and a signing secret", () => {
+    const p = compileFiles({
+      [T]: `${WITH_ENV}notify:
+  - url: "{{ env.ALERTS_URL }}"
+    sign: {secret: "{{ env.ALERTS_SIGNING_SECRET }}"}
+  - url: "https://hooks.example.com/runs"
+    on: [complete, canceled]
+${PIPE}`,
+    });
+    expect(p.errors).toEqual([]);
+    const notify = p.result.bundle?.workflows[T]?.notify;
+    expect(notify?.map((n) => n.on)).toEqual([["failed"], ["complete", "canceled"]]);
+    expect(notify?.[0]?.sign).toEqual({ secretEnv: "ALERTS_SIGNING_SECRET" });
+  });
+
+  it("reports an undeclared env var, a URL that is not http(s), a status outside on's set and a read of params", () => {
+    const p = compileFiles({
+      [T]: `${HEAD.replace("pipeline:\n", "")}notify:
+  - url: "{{ env.NOPE }}"
+  - url: "ftp://example.com"
+    on: [done]
+  - url: "https://example.com/{{ params.x }}"
+${PIPE}`,
+    });
+    const messages = p.errors.map((e) => `${e.line}: ${e.message}`);
+    expect(messages.some((m) => m.startsWith("6: ") && m.includes("NOPE"))).toBe(true);
+    expect(messages.some((m) => m.startsWith("7: ") && m.includes("absolute http(s) URL"))).toBe(true);
+    expect(messages.some((m) => m.startsWith("8: "))).toBe(true);
+    expect(messages.some((m) => m.startsWith("9: ") && m.includes("may read only `env`"))).toBe(true);
+  });
+
+  it("is a build error in a file used only as a sub-workflow", () => {
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: child
+    workflow: ./sub/c.yaml
+`,
+      "sub/c.yaml": `kind: workflow
+name: sub/c
+visibility: sub-workflow
+params:
+  schema: {type: object}
+notify:
+  - url: "https://example.com"
+pipeline:
+  - id: x
+    transform: {ops: []}
+`,
+    });
+    expect(
+      p.errors.some((e) => e.file.endsWith("c.yaml") && e.message.includes("`notify` is for invocable")),
+    ).toBe(true);
+  });
+});
