@@ -25,6 +25,7 @@ describe("workflows/ examples", () => {
       "hello",
       "nightly-digest",
       "order-events",
+      "order-fulfilment",
       "slack-app",
       "support-triage",
     ]);
@@ -53,6 +54,14 @@ describe("workflows/ examples", () => {
   it("use all four step types in support-triage", () => {
     const kinds = bundle?.workflows["support-triage.workflow.yaml"]?.steps.map((s) => s.kind);
     expect(new Set(kinds)).toEqual(new Set(["agent", "workflow", "transform", "webhook"]));
+  });
+
+  it("include a run that recovers: a retry policy, a continue-on-error branch and a failure notification", () => {
+    const wf = bundle?.workflows["order-fulfilment.workflow.yaml"];
+    const charge = wf?.steps.find((s) => s.id === "charge");
+    expect(charge?.kind === "webhook" && charge.retry?.maxAttempts).toBe(5);
+    expect(wf?.steps.find((s) => s.id === "receipt")?.onError).toBe("continue");
+    expect(wf?.notify?.[0]).toMatchObject({ on: ["failed"], sign: { secretEnv: "ALERTS_SIGNING_SECRET" } });
   });
 
   it("fan out and back in in order-events", () => {
