@@ -10,6 +10,7 @@ import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import { type Bundle, type CompiledWorkflow, isSignature } from "./bundle.ts";
 import { authenticatedBody, requireReader } from "./http/auth.ts";
+import { readParams } from "./http/body.ts";
 import { readDecision } from "./http/decision.ts";
 import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
@@ -158,6 +159,35 @@ app.post("/runs/:id/rerun", async (c) => {
     return c.json(envelope, 200, { location, "preference-applied": `wait=${waitS}` });
   }
   return c.json({ run_id: done.runId, status: "accepted", rerun_of: oldRunId }, 202, { location });
+});
+
+// ---- Signals (SPEC 13): the run's workflow's credentials.
+
+const SIGNAL_NAME = /^[a-z0-9_-]{1,64}$/;
+
+app.post("/runs/:id/signals/:name", async (c) => {
+  const { stub } = await viewRun(c);
+  const name = c.req.param("name");
+  const body = await readParams(c.req.raw);
+  if (!SIGNAL_NAME.test(name))
+    throw new HttpProblem("not_found", "a signal name is 1 to 64 of a-z, 0-9, _ and -");
+  const result = await stub.signal(name, body);
+  switch (result.outcome) {
+    case "delivered":
+      return c.json({ delivered: true, step: result.step });
+    case "kept":
+      return c.json({ delivered: false, kept: true }, 202);
+    case "pending":
+      throw new HttpProblem("signal_pending", `a \`${name}\` signal is already kept for this run`);
+    case "invalid":
+      throw new HttpProblem("invalid_signal", "the signal does not match the wait's schema", {
+        errors: result.errors,
+      });
+    case "not_active":
+      throw new HttpProblem("run_not_active", "the run has already finished");
+    default:
+      throw new HttpProblem("run_not_found", "no run with this id");
+  }
 });
 
 // ---- Approvals (SPEC 9): the run object owns them; the same credentials as the run's workflow.

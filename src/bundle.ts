@@ -208,6 +208,7 @@ export interface StepKinds {
   workflow: WorkflowStep;
   transform: TransformStep;
   webhook: WebhookStep;
+  wait: WaitStep;
 }
 
 export type CompiledStep = StepKinds[keyof StepKinds];
@@ -245,6 +246,27 @@ export interface WorkflowStep extends StepBase {
   workflow: string;
   input: Template;
   webhooks: "execute" | "suppress";
+}
+
+/**
+ * The `wait` step (SPEC 13): exactly one of a signal (by name, optionally by key, with a timeout
+ * and a schema for its body), a sleep of `forS` seconds, or a sleep until a time.
+ */
+export interface WaitStep extends StepBase {
+  kind: "wait";
+  /** A wait does not fan out (`for_each` is a build error on it). */
+  forEach?: undefined;
+  signal: {
+    /** `[a-z0-9_-]`, 1..64. */
+    name: string;
+    /** Lets a sender that knows no run id signal it (`POST /workflows/{wf}/signals/{name}/{key}`). */
+    key: Template | null;
+    timeoutS: number;
+    schema: JsonSchema | null;
+  } | null;
+  forS: number | null;
+  /** Renders to an RFC 3339 time. */
+  until: Template | null;
 }
 
 export interface TransformStep extends StepBase {

@@ -59,6 +59,9 @@ function stepShape(bundle: Omit<Bundle, "hash">, workflowKey: string, stepId: st
       return { properties: { result: schemaShape(step.outputSchema) } };
     case "webhook":
       return { properties: { status: null, headers: null, body: null } };
+    case "wait":
+      // A signal's body (its schema says what it holds); a sleep's `{slept_s}`.
+      return step.signal ? schemaShape(step.signal.schema) : { properties: { slept_s: null } };
     case "agent":
       return schemaShape(step.outputSchema ?? bundle.agents[step.agent]?.outputSchema ?? null);
     case "workflow": {

@@ -59,7 +59,7 @@ export interface MockAnswer {
 }
 
 export interface MockSpec {
-  kind: "webhook" | "agent" | "tool";
+  kind: "webhook" | "agent" | "wait" | "tool";
   /** A tool mock's tool (its key is `<step key>/tools/<tool>`); null for a step mock. */
   tool: string | null;
   /** One per request; with `repeat` the only answer serves every request. */
@@ -399,11 +399,11 @@ function compileTestFile(
           };
           continue;
         }
-        if (step.kind !== "webhook" && step.kind !== "agent") {
+        if (step.kind !== "webhook" && step.kind !== "agent" && step.kind !== "wait") {
           const inside = step.kind === "workflow" ? ` (mock the steps inside it, e.g. \`${key}/STEP\`)` : "";
           err(
             path,
-            `mocks: \`${key}\` is a ${step.kind} step; only webhook and agent steps are mocked, the rest run for real${inside}`,
+            `mocks: \`${key}\` is a ${step.kind} step; only webhook, agent and wait steps are mocked, the rest run for real${inside}`,
             "key",
           );
           continue;
@@ -602,6 +602,21 @@ function checkMockAnswer(
   warn: Report,
   expectsRefusal: boolean,
 ): void {
+  if (step.kind === "wait") {
+    // A wait is mocked like a webhook: what the signal (or the sleep) gives, at once.
+    for (const k of Object.keys(a)) {
+      if (k !== "output" && k !== "delay_s") {
+        err(
+          [...path, k],
+          `a mock of wait step \`${step.id}\` takes \`output\` (and \`delay_s\`), not \`${k}\``,
+          "key",
+        );
+      }
+    }
+    if (!("output" in a))
+      err(path, `a mock of wait step \`${step.id}\` needs \`output\` (the signal's body)`);
+    return;
+  }
   const fields = step.kind === "webhook" ? WEBHOOK_FIELDS : AGENT_FIELDS;
   for (const k of Object.keys(a)) {
     if (!fields.includes(k) && ALL_FIELDS.has(k)) {

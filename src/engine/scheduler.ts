@@ -36,6 +36,7 @@ import {
   type StepRecord,
   StepSkipped,
   type ToolHost,
+  type WaitHost,
 } from "./types.ts";
 
 /** Largest step output we record (its JSON, in UTF-8 bytes). */
@@ -87,6 +88,8 @@ export interface RunHost {
   tools?: ToolHost;
   /** Human approvals, per step path. */
   approvals?(path: string): ApprovalHost;
+  /** Waits of wait steps (signals, sleeps), per step path. */
+  waits?(path: string): WaitHost;
   /** Resumable state of a step (an agent's conversation), per step path. */
   checkpoint?(path: string): StepCheckpoint;
   /** Outbound requests the run may have in flight (fan-out items in flight never exceed it). */
@@ -452,6 +455,7 @@ function stepContext(
     },
     tools: host.tools,
     approvals: approvalsOf(host, path, rec),
+    waits: waitsOf(host, path, rec),
     checkpoint: host.checkpoint?.(path),
     clock: host.clock,
     holdsSecret: (text) => host.masker.maskText(text) !== text,
@@ -483,6 +487,20 @@ function approvalsOf(host: RunHost, path: string, rec: StepRecord): ApprovalHost
     }
   };
   return { request: (req, signal) => inner.request(req, signal, onWaiting) };
+}
+
+/** The step's waits host: the engine sets the step `waiting` once its wait has started. */
+function waitsOf(host: RunHost, path: string, rec: StepRecord): WaitHost | undefined {
+  const inner = host.waits?.(path);
+  if (!inner) return undefined;
+  return {
+    wait: (req, signal) =>
+      inner.wait(req, signal, () => {
+        if (rec.status !== "running") return;
+        rec.status = "waiting";
+        host.onStepChanged?.(path, rec);
+      }),
+  };
 }
 
 /** How many approval requests wait at or below each step path, per run. */

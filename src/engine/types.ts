@@ -6,11 +6,15 @@
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import type { Clock } from "./clock.ts";
 
-/** `pending_approval`: an agent step waiting for a human decision (SPEC 9); the run stays `running`. */
+/**
+ * `pending_approval`: an agent step waiting for a human decision (SPEC 9); `waiting`: a wait step
+ * waiting for its signal or the end of its sleep (SPEC 13). The run stays `running`.
+ */
 export type StepStatus =
   | "pending"
   | "running"
   | "pending_approval"
+  | "waiting"
   | "complete"
   | "failed"
   | "skipped"
@@ -42,6 +46,8 @@ export const STEP_ERROR_CODES = [
   "low_quality",
   "low_confidence",
   "human_rejected",
+  // The wait step (SPEC 13): its signal did not come within timeout_s.
+  "wait_timeout",
   // Only in workflow tests (npm run test:workflows): a webhook or agent step without a mock.
   "unmocked_step",
 ] as const;
@@ -214,6 +220,8 @@ export interface StepContext {
   approvals?: ApprovalHost;
   /** The step's own resumable state (an agent's conversation), persisted by the run. */
   checkpoint?: StepCheckpoint;
+  /** Where a wait step waits (durable in the run object; on the virtual clock in tests). */
+  waits?: WaitHost;
 }
 
 // ---- Tools, approvals, checkpoints: what an executor asks the run for -----------------------
@@ -294,6 +302,24 @@ export interface ApprovalHost {
  * when its decision arrives (`false`): the engine turns these into the step's status.
  */
 export type ApprovalWaiting = (waiting: boolean) => void;
+
+/** What a wait step waits for: a signal (by name, maybe by key) until a time, or a time. */
+export type WaitRequest =
+  | { kind: "signal"; name: string; key: string | null; timeoutAt: number; schema: JsonSchemaLike | null }
+  | { kind: "sleep"; until: number; seconds: number };
+
+/** A JSON Schema as the bundle holds it (the engine validates signal bodies against it). */
+export type JsonSchemaLike = boolean | JsonObject;
+
+export interface WaitHost {
+  /**
+   * Resolves with the signal's body (a signal wait) or `{slept_s}` (a sleep). Asked again after
+   * an eviction, it finds the wait it started (its times unchanged) and what has come meanwhile.
+   * A signal that did not come by `timeoutAt` throws StepError `wait_timeout`. `waiting` is told
+   * when the step starts waiting (the engine sets the step `waiting`).
+   */
+  wait(req: WaitRequest, signal: AbortSignal, waiting: () => void): Promise<Json>;
+}
 
 export interface StepCheckpoint {
   load(): Json | null;

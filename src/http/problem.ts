@@ -22,6 +22,8 @@ export const PROBLEMS = {
   nothing_to_rerun: [409, "Nothing to re-run"],
   unknown_step: [400, "Unknown step"],
   invalid_rerun: [400, "Invalid re-run request"],
+  invalid_signal: [422, "Invalid signal"],
+  signal_pending: [409, "Signal already pending"],
   invalid_decision: [400, "Invalid decision"],
   approval_not_found: [404, "Approval not found"],
   approval_already_decided: [409, "Approval already decided"],

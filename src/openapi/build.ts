@@ -359,7 +359,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
     get: runOp("streamRunEvents", "Run events as Server-Sent Events", {
       "200": {
         description:
-          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, approval.requested, approval.decided (data: `{approval}`), run.completed; each `data:` is one JSON object.",
+          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, step.waiting, approval.requested, approval.decided (data: `{approval}`), run.completed; each `data:` is one JSON object.",
         content: { "text/event-stream": { schema: { type: "string" } } },
       },
     }),
@@ -429,6 +429,39 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
         "401": problem("`unauthorized`."),
         "404": problem("`workflow_not_found`."),
         "500": problem("`server_misconfigured` or `internal_error`."),
+      },
+    },
+  };
+  paths["/runs/{run_id}/signals/{name}"] = {
+    post: {
+      ...runOp("signalRun", "Send a signal to the run's wait step", {
+        "200": json("Delivered to the wait step at `step`.", ref("SignalDelivered")),
+        "202": json(
+          "No wait for it yet: kept (one per name) for the wait the run reaches next.",
+          ref("SignalDelivered"),
+        ),
+        "409": problem(
+          "`signal_pending`: a signal of that name is already kept; `run_not_active`: the run has finished.",
+        ),
+        "422": problem("`invalid_signal`: the body fails the wait's `schema` (the step keeps waiting)."),
+      }),
+      parameters: [
+        RUN_ID,
+        {
+          name: "name",
+          in: "path",
+          required: true,
+          schema: { type: "string", pattern: "^[a-z0-9_-]{1,64}$" },
+        },
+      ],
+      requestBody: {
+        required: false,
+        description:
+          "A JSON object (or a form), at most 1 MiB; empty is `{}`. It becomes the wait step's output.",
+        content: {
+          "application/json": { schema: { type: "object" } },
+          "application/x-www-form-urlencoded": { schema: { type: "object" } },
+        },
       },
     },
   };

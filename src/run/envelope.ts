@@ -155,7 +155,7 @@ export interface GraphNode {
   /** Slash path, e.g. `notify/post`. */
   path: string;
   id: string;
-  kind: "agent" | "workflow" | "transform" | "webhook";
+  kind: CompiledStep["kind"];
   /** Paths of the direct dependencies (same pipeline). */
   deps: string[];
   /** Path of the enclosing workflow step, or null at the top level. */

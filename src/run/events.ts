@@ -14,6 +14,7 @@ export type RunEventType =
   | "step.failed"
   | "step.canceled"
   | "step.pending_approval"
+  | "step.waiting"
   | "approval.requested"
   | "approval.decided"
   | "run.completed";
@@ -31,14 +32,16 @@ const TYPE_OF_STATUS: Partial<Record<StepRecord["status"], RunEventType>> = {
   failed: "step.failed",
   canceled: "step.canceled",
   pending_approval: "step.pending_approval",
+  waiting: "step.waiting",
 };
 
 export function stepEvent(path: string, rec: StepRecord, fallbackTime: string): RunEvent | null {
   const type = TYPE_OF_STATUS[rec.status];
   if (!type) return null;
   const time =
-    (type === "step.started" || type === "step.pending_approval" ? rec.started_at : rec.finished_at) ??
-    fallbackTime;
+    (type === "step.started" || type === "step.pending_approval" || type === "step.waiting"
+      ? rec.started_at
+      : rec.finished_at) ?? fallbackTime;
   return {
     type,
     time,
@@ -96,7 +99,7 @@ export function replayEvents(
       const started = stepEvent(path, asStarted, fallbackTime);
       if (started) events.push(started);
     }
-    if (rec.status === "pending_approval") {
+    if (rec.status === "pending_approval" || rec.status === "waiting") {
       // Still waiting: a new listener learns it, or it would take the step for running.
       const waiting = stepEvent(path, rec, fallbackTime);
       if (waiting) events.push(waiting);

@@ -29,6 +29,7 @@ import {
 import { type RunEvent, replayEvents } from "./events.ts";
 import { isFinished, type RunStore } from "./run-store.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
+import { type DeliverResult, WaitBook, type WaitRecord } from "./waits.ts";
 
 /** Step statuses after which the engine no longer writes to the record. */
 const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
@@ -70,7 +71,13 @@ export interface LifecycleOptions {
   approvals?(path: string, inner: ApprovalHost): ApprovalHost;
   /** An approval started waiting (`created`: it is new). */
   approvalRequested?(rec: ApprovalRecord, created: boolean): void;
+  /** A wait step started waiting (a keyed wait registers with its key's object). */
+  waitStarted?(rec: WaitRecord): void;
 }
+
+export type SignalResult =
+  | DeliverResult
+  | { outcome: "kept" | "pending" | "not_waiting" | "not_found" | "not_active" };
 
 export interface StartRun {
   runId: string;
@@ -101,6 +108,9 @@ export class RunLifecycle {
   private doc: RunDoc | null = null;
   private records = new Map<string, StepRecord>();
   private approvalRows = new Map<string, ApprovalRecord>();
+  private waitRows = new Map<string, WaitRecord>();
+  private keptSignals = new Map<string, Json>();
+  private waitBookCache: WaitBook | null = null;
   private book: ApprovalBook | null = null;
   private masker: Masker = createMasker([]);
   private controller: AbortController | null = null;
@@ -131,6 +141,8 @@ export class RunLifecycle {
     this.doc = stored.doc;
     this.records = stored.records;
     for (const a of stored.approvals) this.approvalRows.set(a.id, a);
+    for (const w of stored.waits) this.waitRows.set(w.path, w);
+    this.keptSignals = stored.kept;
     this.masker = this.makeMasker(stored.doc);
     if (!isFinished(stored.doc)) this.resume();
   }
@@ -222,6 +234,8 @@ export class RunLifecycle {
       return;
     }
     this.approvalBook().expire(this.runtime.clock.now());
+    const waits = this.waitBook();
+    waits.expire();
     this.resume();
   }
 
@@ -237,6 +251,8 @@ export class RunLifecycle {
     let next = Date.parse(doc.deadline);
     const expiry = this.approvalBook().nextExpiry();
     if (expiry !== null) next = Math.min(next, expiry);
+    const due = this.waitBook().nextDue();
+    if (due !== null) next = Math.min(next, due);
     const beat = this.options.heartbeatMs;
     if (beat !== null && this.working()) next = Math.min(next, now + beat);
     return next;
@@ -284,6 +300,34 @@ export class RunLifecycle {
     return result.outcome === "not_found" ? result : { ...result, approval: publicApproval(result.approval) };
   }
 
+  /**
+   * A signal for the run (SPEC 13): delivered to its wait for `name` (with `key`: only a wait with
+   * that key) that is waiting now, or (without a key) kept until the run reaches such a wait.
+   */
+  signal(name: string, body: Json, key: string | null = null): SignalResult {
+    const doc = this.doc;
+    if (!doc) return { outcome: "not_found" };
+    if (isFinished(doc)) return { outcome: "not_active" };
+    const book = this.waitBook();
+    const result = book.deliver(name, body, key);
+    if (result.outcome === "delivered") {
+      // Evicted while waiting: the step resumes, asks again and finds the signal.
+      if (!book.hasListener(result.step)) this.resume();
+      this.hooks.rearm?.();
+      return result;
+    }
+    if (result.outcome === "invalid") {
+      // Paths and messages quote the sender's property names, which may hold a secret value.
+      const m = this.masker;
+      return {
+        ...result,
+        errors: result.errors.map((e) => ({ path: m.maskText(e.path), message: m.maskText(e.message) })),
+      };
+    }
+    if (key !== null) return { outcome: "not_waiting" };
+    return { outcome: book.keep(name, body) };
+  }
+
   view(): RunView | null {
     if (!this.doc) return null;
     const wf = this.rootWorkflow();
@@ -300,8 +344,13 @@ export class RunLifecycle {
       const waiting = new Set(
         [...this.approvalRows.values()].filter((a) => a.status === "pending").map((a) => a.step),
       );
-      if (waiting.size > 0) {
+      const waits = this.waitBook().waitingPaths();
+      if (waiting.size > 0 || waits.length > 0) {
         const view = new Map(this.records);
+        for (const path of waits) {
+          const rec = view.get(path);
+          if (rec && rec.status === "running") view.set(path, { ...rec, status: "waiting" });
+        }
         for (const path of [...waiting].flatMap((p) => [p, ...ancestorPaths(p)])) {
           const rec = view.get(path);
           if (rec && rec.status !== "pending_approval" && !SETTLED.has(rec.status)) {
@@ -350,6 +399,9 @@ export class RunLifecycle {
     this.doc = null;
     this.approvalRows = new Map();
     this.book = null;
+    this.waitRows = new Map();
+    this.keptSignals = new Map();
+    this.waitBookCache = null;
     this.records = new Map();
     this.engine = null;
     this.controller = null;
@@ -400,6 +452,7 @@ export class RunLifecycle {
         };
         return this.options.approvals ? this.options.approvals(path, inner) : inner;
       },
+      waits: (path) => ({ wait: (req, signal, waiting) => this.waitBook().wait(path, req, signal, waiting) }),
       checkpoint: (path) => ({
         load: () => store.loadCheckpoint(path),
         // Masked like everything stored: a conversation can quote a secret passed to a tool server.
@@ -512,11 +565,47 @@ export class RunLifecycle {
       if (n.kind === "workflow") workflowSteps.add(n.path);
     let any = false;
     for (const [path, rec] of this.records) {
-      if (rec.status === "pending_approval") any = true;
+      if (rec.status === "pending_approval" || rec.status === "waiting") any = true;
       if (rec.status === "running" && !workflowSteps.has(path)) return true;
     }
     // Nothing running and nothing waiting: a step is about to start (or the engine is off), keep the heartbeat.
     return !any;
+  }
+
+  /** The run's waits, created once per incarnation over the rows loaded from storage. */
+  private waitBook(): WaitBook {
+    if (this.waitBookCache) return this.waitBookCache;
+    const { waitRows: rows, keptSignals: kept, store, hooks, runtime } = this;
+    this.waitBookCache = new WaitBook(
+      {
+        get: (path) => rows.get(path),
+        put: (rec) => {
+          rows.set(rec.path, rec);
+          store.saveWait(rec);
+        },
+        all: () => [...rows.values()],
+        kept: (name) => kept.get(name),
+        keep: (name, body) => {
+          kept.set(name, body);
+          store.keepSignal(name, body);
+        },
+        dropKept: (name) => {
+          kept.delete(name);
+          store.dropKeptSignal(name);
+        },
+      },
+      {
+        now: () => runtime.clock.now(),
+        masker: this.masker,
+        started: (rec) => {
+          // Before a wait: what has finished is kept (SPEC 15).
+          store.checkpoint();
+          this.options.waitStarted?.(rec);
+          hooks.rearm?.();
+        },
+      },
+    );
+    return this.waitBookCache;
   }
 
   /** The run's approvals, created once per incarnation over the rows loaded from storage. */

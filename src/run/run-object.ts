@@ -8,7 +8,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
-import type { JsonObject } from "../bundle.ts";
+import type { Json, JsonObject } from "../bundle.ts";
 import { systemClock } from "../engine/clock.ts";
 import type { RunHost } from "../engine/scheduler.ts";
 import type { StepRecord } from "../engine/types.ts";
@@ -16,7 +16,7 @@ import { executors } from "../steps/index.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { Envelope, RunDoc } from "./envelope.ts";
 import { approvalEvent, EventHub, stepEvent } from "./events.ts";
-import { type CancelResult, RunLifecycle, type RunView } from "./lifecycle.ts";
+import { type CancelResult, RunLifecycle, type RunView, type SignalResult } from "./lifecycle.ts";
 import { retentionMs } from "./listing-layout.ts";
 import { LISTING_RETRY_MS, ListingSync } from "./listing-sync.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
@@ -191,6 +191,12 @@ export class RunObject extends DurableObject<Env> {
   async rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active"> {
     await this.dropIfExpired();
     return this.run.rerunStarted(runId, once);
+  }
+
+  /** POST /runs/{id}/signals/{name}, or a keyed signal handed on by its key's object. */
+  async signal(name: string, body: Json, key: string | null = null): Promise<SignalResult> {
+    await this.dropIfExpired();
+    return this.run.signal(name, body, key);
   }
 
   async approvals(): Promise<ApprovalRecord[] | null> {

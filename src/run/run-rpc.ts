@@ -2,14 +2,14 @@
  * The RPC surface of a run's Durable Object as the Worker sees it (typed plainly: the generated
  * stub types are too deep), apart from the object so the HTTP face imports no Worker class.
  */
-import type { Bundle, JsonObject } from "../bundle.ts";
+import type { Bundle, Json, JsonObject } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { Envelope } from "./envelope.ts";
-import type { CancelResult, RunView } from "./lifecycle.ts";
+import type { CancelResult, RunView, SignalResult } from "./lifecycle.ts";
 import type { RateLimitSlot } from "./rate-limit.ts";
 
-export type { CancelResult, RunView } from "./lifecycle.ts";
+export type { CancelResult, RunView, SignalResult } from "./lifecycle.ts";
 
 export interface StartRequest {
   workflowKey: string;
@@ -61,6 +61,8 @@ export interface RunRpc {
   rerunSource(): Promise<RerunSource>;
   /** Notes that `runId` re-runs this run; with `once`, refuses if it was re-run before. */
   rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active">;
+  /** A signal for the run's wait for `name` (with `key`: only a wait with that key). */
+  signal(name: string, body: Json, key?: string | null): Promise<SignalResult>;
   /** Every approval of the run (null: no such run). */
   approvals(): Promise<ApprovalRecord[] | null>;
   /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */

@@ -13,7 +13,8 @@
  *   call), written when it finishes: that write is the checkpoint the effect needs. A rider too
  *   large to ride (its JSON over RIDER_MAX_CHARS, or the `run` row over RUN_ROW_MAX_CHARS) gets
  *   its own row too, since one stored value has a size limit.
- * - `approval/<id>`, `checkpoint/<path>` (an agent's conversation while it runs).
+ * - `approval/<id>`, `checkpoint/<path>` (an agent's conversation while it runs), `wait/<path>`
+ *   (a wait step's wait) and `signal/<name>` (a signal kept for a wait not reached yet).
  * A finished 10- or 50-step transform run writes 3 rows: `def` and `run` at the start, `run` at
  * the end. After an eviction, recomputable steps finished since the last `run` write run again;
  * a step with an effect never does.
@@ -22,6 +23,7 @@ import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord } from "./approvals.ts";
 import type { RunDoc } from "./envelope.ts";
+import type { WaitRecord } from "./waits.ts";
 
 /** A synchronous key-value store (a SQLite-backed object's `ctx.storage.kv`, or memory). */
 export interface KvPort {
@@ -31,11 +33,14 @@ export interface KvPort {
   list(prefix: string): Iterable<[string, string]>;
 }
 
-/** A run as stored: its document, its finished steps and its approvals. */
+/** A run as stored: its document, its finished steps, its approvals and its waits. */
 export interface StoredRun {
   doc: RunDoc;
   records: Map<string, StepRecord>;
   approvals: ApprovalRecord[];
+  waits: WaitRecord[];
+  /** Signals kept for a wait the run has not reached, by name. */
+  kept: Map<string, Json>;
 }
 
 const RUN_KEY = "run";
@@ -43,6 +48,8 @@ const DEF_KEY = "def";
 const STEP_PREFIX = "step/";
 const APPROVAL_PREFIX = "approval/";
 const CHECKPOINT_PREFIX = "checkpoint/";
+const WAIT_PREFIX = "wait/";
+const KEPT_PREFIX = "signal/";
 
 /** A rider whose JSON is longer gets its own row. */
 const RIDER_MAX_CHARS = 64 * 1024;
@@ -97,7 +104,14 @@ export class RunStore {
     const approvals = [...this.kv.list(APPROVAL_PREFIX)].map(
       ([, json]) => JSON.parse(json) as ApprovalRecord,
     );
-    return { doc, records, approvals };
+    const waits = [...this.kv.list(WAIT_PREFIX)].map(([, json]) => JSON.parse(json) as WaitRecord);
+    const kept = new Map(
+      [...this.kv.list(KEPT_PREFIX)].map(([key, json]) => [
+        key.slice(KEPT_PREFIX.length),
+        JSON.parse(json) as Json,
+      ]),
+    );
+    return { doc, records, approvals, waits, kept };
   }
 
   /** A new run: its definition (once) and its document. */
@@ -173,6 +187,19 @@ export class RunStore {
 
   saveApproval(rec: ApprovalRecord): void {
     this.kv.put(APPROVAL_PREFIX + rec.id, JSON.stringify(rec));
+  }
+
+  saveWait(rec: WaitRecord): void {
+    this.kv.put(WAIT_PREFIX + rec.path, JSON.stringify(rec));
+  }
+
+  /** A signal for a wait the run has not reached (masked). */
+  keepSignal(name: string, body: Json): void {
+    this.kv.put(KEPT_PREFIX + name, JSON.stringify(body));
+  }
+
+  dropKeptSignal(name: string): void {
+    this.kv.delete(KEPT_PREFIX + name);
   }
 
   loadCheckpoint(path: string): Json | null {

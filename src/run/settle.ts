@@ -12,7 +12,7 @@ import { forEachRecordPath, type RunError } from "./envelope.ts";
 /** Step statuses after which the engine no longer writes to the record. */
 const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
 /** A step under way: running, or waiting for a human's approval (SPEC 9). */
-const IN_FLIGHT = new Set(["running", "pending_approval"]);
+const IN_FLIGHT = new Set(["running", "pending_approval", "waiting"]);
 
 /**
  * The final record of every step of `wf` and its sub-workflows (and of every started fan-out

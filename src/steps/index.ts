@@ -2,10 +2,12 @@
 import type { Executors } from "../engine/scheduler.ts";
 import { executeAgent } from "./agent.ts";
 import { executeTransform } from "./transform.ts";
+import { executeWait } from "./wait.ts";
 import { executeWebhook } from "./webhook.ts";
 
 export const executors: Executors = {
   agent: executeAgent,
   transform: executeTransform,
   webhook: executeWebhook,
+  wait: executeWait,
 };

@@ -18,7 +18,7 @@
  * index may be left out: `analyze` answers every item of `analyze`, `analyze/2` only the third. A
  * step without a mock fails with `unmocked_step`, before anything is sent: no request ever leaves.
  */
-import type { AgentStep, CompiledAgent, Json, JsonObject, WebhookStep } from "../bundle.ts";
+import type { AgentStep, CompiledAgent, Json, JsonObject, WaitStep, WebhookStep } from "../bundle.ts";
 import type { MockAnswer, MockSpec } from "../compiler/test-files.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type { Masker } from "../engine/mask.ts";
@@ -57,7 +57,7 @@ export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog)
   const stepKeys = Object.keys(setup.mocks).filter((k) => setup.mocks[k]?.kind !== "tool");
   const toolKeys = Object.keys(setup.mocks).filter((k) => setup.mocks[k]?.kind === "tool");
   const toolMocks = toolKeys.map((key) => ({ key, tool: setup.mocks[key]?.tool as string }));
-  const specFor = (path: string, kind: "webhook" | "agent"): MockSpec => {
+  const specFor = (path: string, kind: "webhook" | "agent" | "wait"): MockSpec => {
     const key = mockKeyFor(stepKeys, path);
     const spec = key === null ? undefined : setup.mocks[key];
     if (!spec)
@@ -90,6 +90,16 @@ export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog)
 
   return {
     ...real,
+    // A mocked wait answers its `output` (after its `delay_s`); an unmocked one really waits, on
+    // the virtual clock: a sleep ends, a signal times out.
+    wait: async (step: WaitStep, ctx: StepContext) => {
+      const key = mockKeyFor(stepKeys, ctx.path);
+      const spec = key === null ? undefined : setup.mocks[key];
+      if (!spec) return real.wait(step, ctx);
+      const answer = nextAnswer(ctx.path, spec, "wait");
+      await answerDelay(setup.clock, answer, ctx.signal);
+      return (answer as { output?: Json }).output ?? null;
+    },
     webhook: (step: WebhookStep, ctx: StepContext) => {
       const spec = specFor(ctx.path, "webhook");
       const fetch: StepContext["fetch"] = (input, init) =>

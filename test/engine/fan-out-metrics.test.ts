@@ -44,7 +44,7 @@ function host(w: CompiledWorkflow, restored = new Map<string, StepRecord>()): Ru
     bundle: testBundle([w]),
     runId: "run1",
     env: {},
-    executors: { webhook, transform: executeTransform, agent: async () => ({}) },
+    executors: { webhook, transform: executeTransform, agent: async () => ({}), wait: async () => ({}) },
     masker: createMasker([]),
     fetch: () => Promise.reject(new Error("no network in unit tests")),
     now: () => Date.now(),

@@ -75,7 +75,7 @@ function harness(
     bundle: testBundle(workflows),
     runId: "run1",
     env: {},
-    executors: { webhook, transform: executeTransform, agent: async () => ({}) },
+    executors: { webhook, transform: executeTransform, agent: async () => ({}), wait: async () => ({}) },
     masker: createMasker([]),
     fetch: () => Promise.reject(new Error("no network in unit tests")),
     now: () => Date.now(),

@@ -7,6 +7,7 @@ import type { StepKinds } from "../../bundle.ts";
 import { agentStep } from "./agent.ts";
 import type { StepKindCompiler } from "./step-base.ts";
 import { transformStep } from "./transform.ts";
+import { waitStep } from "./wait.ts";
 import { webhookStep } from "./webhook.ts";
 import { workflowStep } from "./workflow.ts";
 
@@ -15,6 +16,7 @@ export const STEP_KIND_COMPILERS: { [K in keyof StepKinds]: StepKindCompiler<K> 
   workflow: workflowStep,
   transform: transformStep,
   webhook: webhookStep,
+  wait: waitStep,
 };
 
 export type StepKind = keyof StepKinds;
