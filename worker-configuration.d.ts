@@ -7,6 +7,7 @@ interface __BaseEnv_Env {
 	ALLOW_PRIVATE_WEBHOOKS: string;
 	RUNS: DurableObjectNamespace<import("./src/index").RunObject>;
 	RUN_INDEX: DurableObjectNamespace<import("./src/index").RunIndex>;
+	SIGNAL_KEYS: DurableObjectNamespace<import("./src/index").SignalKey>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {

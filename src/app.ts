@@ -25,6 +25,7 @@ import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { forgetRun } from "./run/listing.ts";
 import type { RunRpc } from "./run/run-rpc.ts";
+import { signalKeyStub } from "./run/signal-key-rpc.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
 const bundle: Bundle = workflowBundle;
@@ -188,6 +189,29 @@ app.post("/runs/:id/signals/:name", async (c) => {
     default:
       throw new HttpProblem("run_not_found", "no run with this id");
   }
+});
+
+// Keyed signals: every run of the workflow whose wait for `name` with that key waits now, through
+// the key's own object (never one object per workflow).
+app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
+  const { wf } = invocable(c.req.param("workflow"), "");
+  await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  const name = c.req.param("name");
+  if (!SIGNAL_NAME.test(name))
+    throw new HttpProblem("not_found", "a signal name is 1 to 64 of a-z, 0-9, _ and -");
+  const body = await readParams(c.req.raw);
+  const result = await signalKeyStub(c.env, wf.name, name, c.req.param("key")).send(
+    body,
+    name,
+    c.req.param("key"),
+  );
+  if (result.outcome === "delivered") return c.json({ delivered: result.runs.length, runs: result.runs });
+  if (result.outcome === "invalid") {
+    throw new HttpProblem("invalid_signal", "the signal does not match the waiting runs' schema", {
+      errors: result.errors,
+    });
+  }
+  return c.json({ delivered: 0, kept: true }, 202);
 });
 
 // ---- Approvals (SPEC 9): the run object owns them; the same credentials as the run's workflow.

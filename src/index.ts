@@ -7,6 +7,7 @@ import { runSchedules } from "./http/triggers/schedule.ts";
 
 export { RunIndex } from "./run/run-index.ts";
 export { RunObject } from "./run/run-object.ts";
+export { SignalKey } from "./run/signal-keys.ts";
 
 export default {
   fetch: app.fetch,

@@ -25,6 +25,7 @@ import { finishedRunLog } from "./run-log.ts";
 import { RunNotifier } from "./run-notifications.ts";
 import type { RerunSource, StartRequest, StartResult } from "./run-rpc.ts";
 import { isFinished, type KvPort, RunStore } from "./run-store.ts";
+import { signalKeyStub } from "./signal-key-rpc.ts";
 import { mcpToolHost } from "./tool-host.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
@@ -79,7 +80,25 @@ export class RunObject extends DurableObject<Env> {
         statusChanged: () => this.listing.statusChanged(),
         finished: (doc, records) => this.finished(doc, records),
       },
-      { heartbeatMs: HEARTBEAT_MS },
+      {
+        heartbeatMs: HEARTBEAT_MS,
+        // A keyed wait registers with its key's object, which may hand it a signal kept there.
+        waitStarted: (rec) => {
+          if (rec.kind !== "signal" || rec.key === null || rec.name === null || rec.status !== "waiting")
+            return;
+          const { name, key } = rec;
+          const runId = this.ctx.id.toString();
+          const box = signalKeyStub(this.env, this.run.rootWorkflow().name, name, key);
+          this.ctx.waitUntil(
+            box
+              .register(runId)
+              .then((kept) => {
+                if (kept !== null) this.run.signal(name, kept, key);
+              })
+              .catch(() => {}),
+          );
+        },
+      },
     );
     this.listing = new ListingSync(
       () => this.env,

@@ -155,7 +155,7 @@ describe("test file checks", () => {
     expect(p.errors).toHaveLength(5);
   });
 
-  it("mocks only webhook and agent steps", () => {
+  it("mocks only webhook, agent and wait steps", () => {
     const p = project(
       oneCase(`    mocks:
       shape: {status: 200}
@@ -171,7 +171,7 @@ describe("test file checks", () => {
       F,
       8,
       7,
-      /^mocks: `shape` is a transform step; only webhook and agent steps are mocked/,
+      /^mocks: `shape` is a transform step; only webhook, agent and wait steps are mocked/,
     );
     expectDiagnostic(p, "error", F, 9, 7, /mock the steps inside it, e\.g\. `notify\/STEP`\)$/);
     expectDiagnostic(

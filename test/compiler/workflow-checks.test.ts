@@ -139,14 +139,14 @@ describe("steps", () => {
     expectOnlyError(p, T, 12, 9, /^duplicate step id `a` \(also step #1, line 10\)$/);
   });
 
-  it("rejects a step with none of agent, workflow, transform, webhook", () => {
+  it("rejects a step with none of agent, workflow, transform, webhook, wait", () => {
     const p = compileFiles({ [T]: `${HEAD}  - id: a\n    condition: "params.x"\n` });
     expectOnlyError(
       p,
       T,
       10,
       5,
-      /^step `a` needs exactly one of `agent`, `workflow`, `transform`, `webhook`$/,
+      /^step `a` needs exactly one of `agent`, `workflow`, `transform`, `webhook`, `wait`$/,
     );
   });
 
