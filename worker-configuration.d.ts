@@ -8,6 +8,7 @@ interface __BaseEnv_Env {
 	RUNS: DurableObjectNamespace<import("./src/index").RunObject>;
 	RUN_INDEX: DurableObjectNamespace<import("./src/index").RunIndex>;
 	SIGNAL_KEYS: DurableObjectNamespace<import("./src/index").SignalKey>;
+	CONCURRENCY_KEYS: DurableObjectNamespace<import("./src/index").ConcurrencyKey>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {

@@ -16,7 +16,7 @@ import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { readRerunRequest, rerun, rerunMany } from "./http/rerun.ts";
 import { runListPage, workflowParam } from "./http/run-list.ts";
-import { checkRunInputs, startRun } from "./http/start-run.ts";
+import { checkRunInputs, concurrencyOf, startRun } from "./http/start-run.ts";
 import { decodeParams } from "./http/triggers/body.ts";
 import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
 import { recordRequest } from "./http/triggers/request-headers.ts";
@@ -74,6 +74,7 @@ app.post("/invoke/:name", async (c) => {
     // A sender's redelivery carries the same delivery id: it reaches the same run.
     idempotencyKey: runKey,
     rateLimit: runKey === null ? null : slot,
+    concurrency: concurrencyOf(wf, { params, request }),
     waitS,
     origin: new URL(c.req.url).origin,
   });
@@ -259,7 +260,7 @@ function decided(result: Awaited<ReturnType<RunRpc["decide"]>>): Response {
 app.delete("/runs/:id", async (c) => {
   const { stub, view } = await viewRun(c);
   const e = view.envelope;
-  if (e.status === "pending" || e.status === "running") {
+  if (e.status === "queued" || e.status === "pending" || e.status === "running") {
     throw new HttpProblem("run_active", "cancel the run before deleting it");
   }
   // The listing first (a tombstone): if deleting the run then fails, a retry finds it again,

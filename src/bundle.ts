@@ -131,6 +131,8 @@ export interface CompiledInvoke {
   headers: Array<{ name: string; key: string }>;
   response: CompiledResponse | null;
   rateLimit: CompiledRateLimit | null;
+  /** `invoke.concurrency` (SPEC 13); absent or null: no limit. */
+  concurrency?: { limit: number; key: Template | null } | null;
 }
 
 export interface CompiledResponse {

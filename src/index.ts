@@ -5,6 +5,7 @@
 import { app } from "./app.ts";
 import { runSchedules } from "./http/triggers/schedule.ts";
 
+export { ConcurrencyKey } from "./run/concurrency-keys.ts";
 export { RunIndex } from "./run/run-index.ts";
 export { RunObject } from "./run/run-object.ts";
 export { SignalKey } from "./run/signal-keys.ts";

@@ -270,6 +270,22 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     };
   }
 
+  // ---- concurrency (SPEC 13) ---------------------------------------------------------------
+  let concurrency: CompiledInvoke["concurrency"] = null;
+  if (isObject(invoke.concurrency) && typeof invoke.concurrency.limit === "number") {
+    const cc = invoke.concurrency;
+    concurrency = {
+      limit: cc.limit as number,
+      key:
+        typeof cc.key === "string"
+          ? template(cc.key, ["invoke", "concurrency", "key"], "`invoke.concurrency.key`", [
+              "params",
+              "request",
+            ])
+          : null,
+    };
+  }
+
   // ---- schedule ----------------------------------------------------------------------------
   const schedule: CompiledSchedule[] = [];
   if (Array.isArray(d.schedule)) {
@@ -349,7 +365,13 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     });
   }
 
-  return { auth, invoke: { headers, response, rateLimit }, schedule, notify, checkRequestRead };
+  return {
+    auth,
+    invoke: { headers, response, rateLimit, ...(concurrency ? { concurrency } : {}) },
+    schedule,
+    notify,
+    checkRequestRead,
+  };
 }
 
 function compileAuth(

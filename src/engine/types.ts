@@ -19,7 +19,7 @@ export type StepStatus =
   | "failed"
   | "skipped"
   | "canceled";
-export type RunStatus = "pending" | "running" | "complete" | "failed" | "canceled";
+export type RunStatus = "queued" | "pending" | "running" | "complete" | "failed" | "canceled";
 
 /** Every error code a step or a run can end with (docs/errors-and-limits.md has the table). */
 export const STEP_ERROR_CODES = [

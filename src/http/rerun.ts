@@ -14,7 +14,7 @@ import type { RunRpc, StartResult } from "../run/run-rpc.ts";
 import { readParams } from "./body.ts";
 import { HttpProblem } from "./problem.ts";
 import { decodeCursor, encodeCursor, parseLimit } from "./run-list.ts";
-import { checkRunInputs, startRun } from "./start-run.ts";
+import { checkRunInputs, concurrencyOf, startRun } from "./start-run.ts";
 
 export interface RerunRequest {
   from: string | null;
@@ -124,6 +124,7 @@ export async function rerun(
     origin: o.origin,
     definition: req.definition === "pinned" ? source.def : null,
     rerun: { of: oldRunId, reused: plan.reused },
+    concurrency: concurrencyOf(wf, { params, request: source.request }),
   });
   if (result.outcome !== "started") throw new HttpProblem("internal_error", "the re-run could not start");
   return { runId, result: { ...result, outcome: "started" } };

@@ -15,7 +15,7 @@ import { HttpProblem } from "./problem.ts";
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
-const STATUSES: readonly RunStatus[] = ["pending", "running", "complete", "failed", "canceled"];
+const STATUSES: readonly RunStatus[] = ["queued", "pending", "running", "complete", "failed", "canceled"];
 
 export interface RunListBody {
   runs: ListedRun[];

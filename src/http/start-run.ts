@@ -8,6 +8,7 @@ import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createMasker } from "../engine/mask.ts";
 import { validateJson } from "../engine/schema.ts";
 import { collectSecrets } from "../engine/secrets.ts";
+import { render } from "../engine/substitute.ts";
 import type { RateLimitSlot } from "../run/rate-limit.ts";
 import type { RunRpc, StartRequest, StartResult } from "../run/run-rpc.ts";
 import { HttpProblem } from "./problem.ts";
@@ -26,6 +27,29 @@ export interface StartOptions {
   runId?: string;
   definition?: StartRequest["definition"];
   rerun?: StartRequest["rerun"];
+  concurrency?: StartRequest["concurrency"];
+}
+
+/**
+ * `invoke.concurrency` of `wf` for these inputs: its key's object (`<workflow>\n<key>`, the key
+ * rendered from params and request; absent: one key for the workflow) and the limit.
+ */
+export function concurrencyOf(
+  wf: CompiledWorkflow,
+  seen: { params: JsonObject; request: JsonObject },
+): StartRequest["concurrency"] {
+  const cc = wf.invoke.concurrency;
+  if (!cc) return null;
+  let key = "";
+  if (cc.key) {
+    try {
+      const v = render(cc.key, { params: seen.params, env: {}, step: {}, request: seen.request });
+      key = v === null ? "" : typeof v === "string" ? v : JSON.stringify(v);
+    } catch {
+      // A key that cannot be rendered for these params: the workflow's common key.
+    }
+  }
+  return { gate: `${wf.name}\n${key}`, limit: cc.limit };
 }
 
 /**
@@ -80,6 +104,7 @@ export async function startRun(
     rateLimit: o.rateLimit ?? null,
     definition: o.definition ?? null,
     rerun: o.rerun ?? null,
+    concurrency: o.concurrency ?? null,
   });
 }
 

@@ -524,7 +524,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
           name: "status",
           in: "query",
           required: false,
-          schema: { enum: ["pending", "running", "complete", "failed", "canceled"] },
+          schema: { enum: ["queued", "pending", "running", "complete", "failed", "canceled"] },
         },
         LIMIT,
         cursorParam("`next_cursor` of the previous page (same workflow and status filter)."),

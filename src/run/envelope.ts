@@ -39,6 +39,8 @@ export interface RunDoc {
   origin?: string | null;
   /** The run this one re-runs (SPEC 12); absent for a plain invoke. */
   rerun_of?: string | null;
+  /** `invoke.concurrency`: the key's object (`<workflow>\n<key>`) and the limit (SPEC 13). */
+  concurrency?: { gate: string; limit: number } | null;
   /** Runs started as re-runs of this one (so a bulk re-run takes each failed run once). */
   reruns?: string[];
 }

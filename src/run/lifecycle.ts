@@ -91,6 +91,8 @@ export interface StartRun {
   origin: string | null;
   /** A re-run (SPEC 12): the run it re-runs, and the records it reuses from it (see rerun.ts). */
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
+  /** `invoke.concurrency`: the run's key; `queued` when it must wait for a slot (SPEC 13). */
+  concurrency?: { gate: string; limit: number; queued: boolean } | null;
 }
 
 export type CancelResult =
@@ -186,6 +188,11 @@ export class RunLifecycle {
       origin: req.origin,
     };
     if (req.rerun) doc.rerun_of = req.rerun.of;
+    if (req.concurrency) {
+      doc.concurrency = { gate: req.concurrency.gate, limit: req.concurrency.limit };
+      // A queued run has not started: its deadline is set when it begins.
+      if (req.concurrency.queued) doc.status = "queued";
+    }
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
     doc.request = this.masker.maskJson(req.request);
@@ -197,6 +204,21 @@ export class RunLifecycle {
     }
     this.store.runStarted(doc);
     this.resume();
+  }
+
+  /** A queued run's slot came free: it starts now, its timeout counted from now. False: it cannot (ended). */
+  begin(): boolean {
+    const doc = this.doc;
+    if (!doc || isFinished(doc)) return false;
+    if (doc.status !== "queued") return true;
+    const now = this.runtime.clock.now();
+    doc.status = "pending";
+    doc.deadline = new Date(now + this.rootWorkflow().policy.timeoutS * 1000).toISOString();
+    this.store.saveDoc(doc);
+    this.hooks.statusChanged?.("pending");
+    this.resume();
+    this.hooks.rearm?.();
+    return true;
   }
 
   /** Notes a re-run of this finished run (a bulk re-run takes each run once). */
@@ -228,7 +250,7 @@ export class RunLifecycle {
    */
   wake(): void {
     const doc = this.doc;
-    if (!doc || isFinished(doc)) return;
+    if (!doc || isFinished(doc) || doc.status === "queued") return;
     if (this.runtime.clock.now() >= Date.parse(doc.deadline)) {
       this.abort(new RunAbort("timeout"));
       return;
@@ -248,6 +270,9 @@ export class RunLifecycle {
   nextWake(now: number): number | null {
     const doc = this.doc;
     if (!doc || isFinished(doc)) return null;
+    // Queued: no deadline runs yet; the heartbeat asks the key's object again (self-healing).
+    if (doc.status === "queued")
+      return this.options.heartbeatMs === null ? null : now + this.options.heartbeatMs;
     let next = Date.parse(doc.deadline);
     const expiry = this.approvalBook().nextExpiry();
     if (expiry !== null) next = Math.min(next, expiry);
@@ -418,7 +443,7 @@ export class RunLifecycle {
   /** Runs (or, after an eviction, resumes) the pipeline unless it is already running. */
   resume(): void {
     const doc = this.doc;
-    if (!doc || this.engine || isFinished(doc)) return;
+    if (!doc || this.engine || isFinished(doc) || doc.status === "queued") return;
     const deadline = Date.parse(doc.deadline);
     const controller = new AbortController();
     this.controller = controller;

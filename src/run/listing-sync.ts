@@ -67,9 +67,9 @@ export class ListingSync {
     }
   }
 
-  /** The run started running after the listing saw it pending (rare: its first step waited). */
+  /** The run started running after the listing saw it pending (rare: its first step waited) or queued. */
   statusChanged(): void {
-    if (this.listed === "pending") void this.sync();
+    if (this.listed === "pending" || this.listed === "queued") void this.sync();
   }
 
   /** Forget what the listing acknowledged (it asked the run to report again, or the run was deleted). */

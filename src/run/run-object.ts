@@ -14,6 +14,7 @@ import type { RunHost } from "../engine/scheduler.ts";
 import type { StepRecord } from "../engine/types.ts";
 import { executors } from "../steps/index.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
+import { concurrencyKeyStub } from "./concurrency-key-rpc.ts";
 import type { Envelope, RunDoc } from "./envelope.ts";
 import { approvalEvent, EventHub, stepEvent } from "./events.ts";
 import { type CancelResult, RunLifecycle, type RunView, type SignalResult } from "./lifecycle.ts";
@@ -41,6 +42,8 @@ export class RunObject extends DurableObject<Env> {
   private readonly hub = new EventHub();
   private readonly listing: ListingSync;
   private readonly notifier: RunNotifier;
+  /** This incarnation gave the run's concurrency slot back (after an eviction it is given again: harmless). */
+  private released = false;
   /** When the alarm this incarnation set will fire (null: unknown or none). */
   private alarmAt: number | null = null;
 
@@ -141,6 +144,12 @@ export class RunObject extends DurableObject<Env> {
     ) {
       return { outcome: "rate_limited", runId };
     }
+    // Per-key concurrency: the key's object says whether the run starts now or waits its turn.
+    let queued = false;
+    if (req.concurrency) {
+      const gate = concurrencyKeyStub(this.env, req.concurrency.gate);
+      queued = (await gate.admit(runId, req.concurrency.limit)) === "queued";
+    }
     // The run is pinned to this deployment's definition (this module's own copy of the bundle).
     this.run.start({
       runId,
@@ -152,6 +161,7 @@ export class RunObject extends DurableObject<Env> {
       idempotencyKey: req.idempotencyKey,
       origin: req.origin ?? null,
       rerun: req.rerun ?? null,
+      concurrency: req.concurrency ? { ...req.concurrency, queued } : null,
     });
     const started = this.run.current as RunDoc | null;
     if (started && !isFinished(started)) {
@@ -189,6 +199,11 @@ export class RunObject extends DurableObject<Env> {
   async cancel(): Promise<CancelResult> {
     await this.dropIfExpired();
     return this.run.cancel();
+  }
+
+  async begin(): Promise<boolean> {
+    await this.dropIfExpired();
+    return this.run.begin();
   }
 
   async rerunSource(): Promise<RerunSource> {
@@ -276,6 +291,12 @@ export class RunObject extends DurableObject<Env> {
       else await this.afterRun();
       return;
     }
+    if (doc.status === "queued" && doc.concurrency) {
+      // Still queued: ask the key's object again (a begin that never arrived is not lost).
+      const gate = concurrencyKeyStub(this.env, doc.concurrency.gate);
+      const turn = await gate.admit(this.ctx.id.toString(), doc.concurrency.limit).catch(() => "queued");
+      if (turn === "start") this.run.begin();
+    }
     this.run.wake();
     if (!this.run.active) return; // the deadline ended it: finished() set what comes next
     // A run still active is listed (as running) by now; a failed write comes back soon.
@@ -328,16 +349,32 @@ export class RunObject extends DurableObject<Env> {
   private async afterRun(): Promise<void> {
     const doc = this.run.current;
     if (!doc) return;
-    const [listed] = await Promise.all([this.listing.sync(), this.notifier.deliver()]);
+    const [listed, , released] = await Promise.all([
+      this.listing.sync(),
+      this.notifier.deliver(),
+      this.releaseSlot(doc),
+    ]);
     if (this.run.current !== doc) return; // deleted meanwhile
     const now = Date.now();
     let next = this.notifier.nextAttempt();
-    if (!listed) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listing.retryMs());
+    if (!listed || !released) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listing.retryMs());
     if (next === null) {
       this.alarmAt = null;
       await this.ctx.storage.deleteAlarm();
     } else {
       await this.setAlarmAt(Math.max(next, now));
+    }
+  }
+
+  /** A run of a workflow with `invoke.concurrency` gives its slot (or its place in the queue) back once. */
+  private async releaseSlot(doc: RunDoc): Promise<boolean> {
+    if (!doc.concurrency || this.released) return true;
+    try {
+      await concurrencyKeyStub(this.env, doc.concurrency.gate).release(this.ctx.id.toString());
+      this.released = true;
+      return true;
+    } catch {
+      return false;
     }
   }
 

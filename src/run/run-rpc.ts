@@ -28,6 +28,8 @@ export interface StartRequest {
   definition?: Bundle | null;
   /** A re-run: the run it re-runs and the records it reuses (src/run/rerun.ts). */
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
+  /** `invoke.concurrency`: the key's object (`<workflow>\n<key>`) and its limit (SPEC 13). */
+  concurrency?: { gate: string; limit: number } | null;
 }
 
 /** What a re-run needs of the run it re-runs. */
@@ -61,6 +63,8 @@ export interface RunRpc {
   rerunSource(): Promise<RerunSource>;
   /** Notes that `runId` re-runs this run; with `once`, refuses if it was re-run before. */
   rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active">;
+  /** A queued run's slot came free: it begins (false: it has ended meanwhile). */
+  begin(): Promise<boolean>;
   /** A signal for the run's wait for `name` (with `key`: only a wait with that key). */
   signal(name: string, body: Json, key?: string | null): Promise<SignalResult>;
   /** Every approval of the run (null: no such run). */

@@ -39,13 +39,13 @@ export async function run(name: string, body: unknown = {}, opts: InvokeOptions 
   return res.json();
 }
 
-/** Polls GET /runs/{id} until the run is no longer pending/running. */
+/** Polls GET /runs/{id} until the run is no longer queued, pending or running. */
 export async function waitForRun(runId: string, headers: Record<string, string> = {}, timeoutMs = 20_000) {
   const start = Date.now();
   for (;;) {
     const res = await call(`/runs/${runId}`, { headers });
     const env = (await res.json()) as Envelope;
-    if (!["pending", "running"].includes(env.status)) return env;
+    if (!["queued", "pending", "running"].includes(env.status)) return env;
     if (Date.now() - start > timeoutMs) throw new Error(`run ${runId} still ${env.status}`);
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -9,7 +9,7 @@
 import workflowBundle from "workflow-bundle";
 import type { Bundle } from "../../bundle.ts";
 import { collectSecrets } from "../../engine/secrets.ts";
-import { startRun } from "../start-run.ts";
+import { concurrencyOf, startRun } from "../start-run.ts";
 import { recordRequest } from "./request-headers.ts";
 
 const bundle: Bundle = workflowBundle;
@@ -47,6 +47,10 @@ export async function runSchedules(event: ScheduledEvent, env: Env): Promise<num
           idempotencyKey,
           waitS: 0,
           origin,
+          concurrency: concurrencyOf(wf, {
+            params: entry.params,
+            request: recordRequest(wf.invoke.headers, new Headers()),
+          }),
         }),
       );
     }
