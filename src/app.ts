@@ -196,11 +196,10 @@ app.post("/runs/:id/signals/:name", async (c) => {
 // the key's own object (never one object per workflow).
 app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   const { wf } = invocable(c.req.param("workflow"), "");
-  await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   const name = c.req.param("name");
   if (!SIGNAL_NAME.test(name))
     throw new HttpProblem("not_found", "a signal name is 1 to 64 of a-z, 0-9, _ and -");
-  const body = await readParams(c.req.raw);
+  const body = await signalBody(wf, c.req.raw, c.env as unknown as Record<string, unknown>);
   const result = await signalKeyStub(c.env, wf.name, name, c.req.param("key")).send(
     body,
     name,
@@ -214,6 +213,22 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   }
   return c.json({ delivered: 0, kept: true }, 202);
 });
+
+/**
+ * A keyed signal's body, from a sender the workflow trusts: the workflow's invoke credentials
+ * or its sender's signature over the raw body (a payment provider's signed webhook), checked as
+ * on an invoke; for a signature scheme, the workflow's reading credentials too.
+ */
+async function signalBody(wf: CompiledWorkflow, req: Request, env: Record<string, unknown>) {
+  const copy = req.clone();
+  try {
+    return decodeParams(await authenticatedBody(wf.auth, req, env), req.headers.get("content-type"));
+  } catch (e) {
+    if (!(e instanceof HttpProblem && e.code === "unauthorized" && wf.auth && isSignature(wf.auth))) throw e;
+    await requireReader(wf.auth, copy.headers, env);
+    return readParams(copy);
+  }
+}
 
 // ---- Approvals (SPEC 9): the run object owns them; the same credentials as the run's workflow.
 

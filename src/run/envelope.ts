@@ -163,6 +163,8 @@ export interface GraphNode {
   /** Path of the enclosing workflow step, or null at the top level. */
   parent: string | null;
   condition: string | null;
+  /** A wait step's wait: the signal it waits for (or null for a sleep), or null for other kinds. */
+  wait: { signal: string | null; keyed: boolean; timeout_s: number | null; for_s: number | null } | null;
   /** The step's `for_each` (its items are records under its path, not graph nodes), or null. */
   for_each: {
     from: string;
@@ -189,6 +191,15 @@ export function runGraph(
       deps: s.deps.map((d) => prefix + d),
       parent,
       condition: s.condition,
+      wait:
+        s.kind === "wait"
+          ? {
+              signal: s.signal?.name ?? null,
+              keyed: s.signal?.key != null,
+              timeout_s: s.signal?.timeoutS ?? null,
+              for_s: s.forS,
+            }
+          : null,
       for_each:
         s.kind !== "transform" && s.forEach
           ? {

@@ -137,6 +137,11 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 [data-status="pending_approval"] > .status, .status[data-status="pending_approval"], .status[data-status="pending"].approval-status { background: var(--waiting); }
 .status[data-status="approved"] { background: var(--complete); } .status[data-status="rejected"] { background: var(--failed); } .status[data-status="timeout"] { background: var(--canceled); }
 .node[data-status="pending_approval"] { border-color: var(--waiting); border-width: 2px; }
+[data-status="waiting"] > .status, .status[data-status="waiting"], .status[data-status="queued"] { background: var(--waiting); }
+.node[data-status="waiting"] { border-color: var(--waiting); border-width: 2px; }
+.bar[data-status="waiting"] { background: var(--waiting); }
+.run-actions button, .step-actions button, .signal-form button { margin-right: .5em; }
+.signal-form textarea { width: 100%; min-height: 4em; font-family: var(--mono, monospace); }
 .bar[data-status="pending_approval"] { background: var(--waiting); }
 .approvals { border: 2px solid var(--waiting); border-radius: 8px; padding: .25rem 1rem .75rem; margin: 1rem 0; }
 .approvals[hidden] { display: none; }

@@ -16,6 +16,11 @@
  * Approvals (SPEC 9): `#approvals` lists the run's approvals as `[data-approval="<id>"][data-status]`;
  * a pending one has a comment field (`.approval-comment`) and `button[data-decision="approved"]` /
  * `"rejected"`.
+ * Recovering and waiting runs (SPEC 12, 13): `#cancel-run` on an active run, `#rerun-run` on a
+ * finished one and `#rerun-from` on a selected step of a finished run (each asks for the
+ * workflow's credentials like Approve does, then opens the new run); `#rerun-of` links the run
+ * a re-run re-runs, and a reused step says `Reused from`; a waiting wait step for a signal shows
+ * `#signal-form` (a JSON body and `#signal-send`).
  */
 import { RUN_PAGE_SCRIPT } from "../generated/viewer-scripts.ts";
 import { htmlResponse } from "./page-shell.ts";
@@ -25,6 +30,7 @@ const BODY = `<header>
   <h1><span id="workflow-name">Run</span> <span id="workflow-version" class="muted"></span></h1>
   <p class="mono muted" id="run-id"></p>
   <p id="run-status-line"><span id="run-status" class="status" data-status="pending">loading</span> <span id="live-state" class="muted"></span></p>
+  <p class="run-actions" id="run-actions"><button type="button" id="cancel-run" hidden>Cancel run</button><button type="button" id="rerun-run" hidden>Re-run</button> <a id="rerun-of" href="#" hidden></a></p>
 </header>
 <div id="notice" class="notice" hidden></div>
 <dl class="summary" id="summary"></dl>
@@ -52,6 +58,12 @@ const BODY = `<header>
         <tbody></tbody>
       </table>
     </div>
+    <div id="step-actions" class="step-actions" hidden><button type="button" id="rerun-from">Re-run from this step</button></div>
+    <form id="signal-form" class="signal-form" hidden>
+      <h3 id="signal-title">Send the signal</h3>
+      <textarea id="signal-body" aria-label="Signal body (JSON)">{}</textarea>
+      <button type="submit" id="signal-send">Send signal</button>
+    </form>
     <h3 id="details-output-title">Params</h3>
     <pre id="details-output"></pre>
     <h3 id="details-request-title" hidden>Request headers</h3>

@@ -26,6 +26,7 @@ describe("workflows/ examples", () => {
       "nightly-digest",
       "order-events",
       "order-fulfilment",
+      "order-saga",
       "slack-app",
       "support-triage",
     ]);
@@ -62,6 +63,15 @@ describe("workflows/ examples", () => {
     expect(charge?.kind === "webhook" && charge.retry?.maxAttempts).toBe(5);
     expect(wf?.steps.find((s) => s.id === "receipt")?.onError).toBe("continue");
     expect(wf?.notify?.[0]).toMatchObject({ on: ["failed"], sign: { secretEnv: "ALERTS_SIGNING_SECRET" } });
+  });
+
+  it("include a saga that waits: a keyed signal, a sleep and per-customer concurrency", () => {
+    const wf = bundle?.workflows["order-saga.workflow.yaml"];
+    const payment = wf?.steps.find((s) => s.id === "payment");
+    expect(payment?.kind === "wait" && payment.signal?.name).toBe("payment_received");
+    expect(payment?.kind === "wait" && payment.signal?.key).toEqual({ t: "expr", e: "params.order_id" });
+    expect(wf?.steps.find((s) => s.id === "cool-down")).toMatchObject({ kind: "wait", forS: 10 });
+    expect(wf?.invoke.concurrency).toMatchObject({ limit: 1 });
   });
 
   it("fan out and back in in order-events", () => {

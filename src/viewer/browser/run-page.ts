@@ -7,7 +7,7 @@ import { apiFetch, byId, el, formatMs, formatTime, formatUsd, problemText, showN
 const parts = location.pathname.split("/");
 const runId = decodeURIComponent(parts[2] || "");
 const runPath = `/runs/${encodeURIComponent(runId)}`;
-const ACTIVE = new Set(["pending", "running"]);
+const ACTIVE = new Set(["queued", "pending", "running"]);
 
 let envelope = null;
 /** Graph nodes by slash path, in pipeline order (parents before children). */
@@ -221,7 +221,66 @@ function renderSummary() {
   byId("summary").replaceChildren(
     ...fields.map(([k, v]) => el("div", { "data-field": k }, el("dt", null, k), el("dd", null, v))),
   );
+  renderActions();
 }
+
+// ---- cancel, re-run, signals (SPEC 12, 13) -----------------------------------------------------
+
+function renderActions() {
+  const e = envelope;
+  byId("cancel-run").hidden = !isActive();
+  byId("rerun-run").hidden = isActive() || e.status === "complete";
+  const of = byId<HTMLAnchorElement>("rerun-of");
+  of.hidden = !e.rerun_of;
+  if (e.rerun_of) {
+    of.href = `/runs/${encodeURIComponent(e.rerun_of)}/view`;
+    of.textContent = `re-run of ${e.rerun_of.slice(0, 12)}…`;
+  }
+}
+
+/** POSTs an action with the workflow's credentials (asked for like Approve); null when refused. */
+async function act(path, body, what) {
+  const res = await apiFetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!res.ok) {
+    showNotice(`${what} failed (${await problemText(res)}).`, "error");
+    return null;
+  }
+  return res.json();
+}
+
+async function rerunFrom(from) {
+  const done = await act(`${runPath}/rerun`, from ? { from } : {}, "The re-run");
+  if (done?.run_id) location.assign(`/runs/${encodeURIComponent(done.run_id)}/view`);
+}
+
+byId("rerun-run").addEventListener("click", () => rerunFrom(null));
+byId("rerun-from").addEventListener("click", () => {
+  if (selected !== null) rerunFrom(selected);
+});
+byId("cancel-run").addEventListener("click", async () => {
+  byId<HTMLButtonElement>("cancel-run").disabled = true;
+  const e = await act(`${runPath}/cancel`, undefined, "Cancel");
+  byId<HTMLButtonElement>("cancel-run").disabled = false;
+  if (e?.status) await load();
+});
+byId("signal-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const n = selected === null ? null : nodes.get(selected);
+  if (!n?.wait?.signal) return;
+  let body: unknown;
+  try {
+    body = JSON.parse(byId<HTMLTextAreaElement>("signal-body").value || "{}");
+  } catch {
+    showNotice("The signal body is not JSON.", "error");
+    return;
+  }
+  const done = await act(`${runPath}/signals/${encodeURIComponent(n.wait.signal)}`, body, "The signal");
+  if (done) showNotice(done.delivered ? `Delivered to ${done.step}.` : "Kept for the wait.", "info");
+});
 
 function renderNodes() {
   for (const n of nodes.values()) {
@@ -297,6 +356,8 @@ function renderDetails() {
   const owner = selected === null ? null : itemOwner(selected);
   renderItems(owner ? owner.path : selected);
   if (selected === null) {
+    byId("step-actions").hidden = true;
+    byId("signal-form").hidden = true;
     byId("details-title").textContent = "Run";
     byId("details-output-title").textContent = "Params";
     const outTitle = isActive() ? "" : `\n\nOutput:\n${json(envelope.output)}`;
@@ -349,8 +410,25 @@ function renderDetails() {
     ["Cost", formatUsd(m.cost_usd || 0)],
     ["LLM calls", String(m.llm_calls || 0)],
     ["Attempts", String(m.attempts || 0)],
+    ...(rec.reused_from ? [["Reused from", rec.reused_from]] : []),
+    ...(n?.wait
+      ? [
+          [
+            "Waits for",
+            n.wait.signal
+              ? `signal ${n.wait.signal}${n.wait.keyed ? " (keyed)" : ""}, up to ${n.wait.timeout_s} s`
+              : n.wait.for_s !== null
+                ? `${n.wait.for_s} s`
+                : "a time",
+          ],
+        ]
+      : []),
   ];
   fields.replaceChildren(...pairs.flatMap(([k, v]) => [el("dt", null, k), el("dd", { "data-field": k }, v)]));
+  byId("step-actions").hidden = isActive() || owner !== null;
+  const form = byId("signal-form");
+  form.hidden = !(n?.wait?.signal && rec.status === "waiting");
+  if (!form.hidden) byId("signal-title").textContent = `Send ${n.wait.signal}`;
 }
 
 function render() {
