@@ -40,6 +40,7 @@ export default defineConfig({
             "test/scripts/**/*.test.ts",
             "test/reliability/compiler/**/*.test.ts",
             "test/testing/**/*.test.ts",
+            "test/cli/**/*.test.ts",
           ],
         },
       },

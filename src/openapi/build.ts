@@ -538,6 +538,23 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       },
     },
   };
+  paths["/"] = {
+    get: {
+      operationId: "frontPage",
+      summary: "Every invocable workflow: JSON to Accept: application/json, else an HTML page",
+      tags: ["operations"],
+      security: [{}],
+      responses: {
+        "200": {
+          description: "The deployment's workflows, their trigger and links to their runs.",
+          content: {
+            "application/json": { schema: ref("FrontPage") },
+            "text/html": { schema: { type: "string" } },
+          },
+        },
+      },
+    },
+  };
   paths["/health"] = {
     get: {
       operationId: "health",

@@ -9,7 +9,9 @@
  * bundles it at build time into the constant the page inlines.
  */
 import type { Hono } from "hono";
+import workflowBundle from "workflow-bundle";
 import { HttpProblem } from "../http/problem.ts";
+import { frontPage } from "./front-page.ts";
 import { runPage } from "./run-page.ts";
 import { runsPage } from "./runs-page.ts";
 
@@ -21,4 +23,10 @@ export function mountViewer(app: Hono<{ Bindings: Env }>) {
     return runPage();
   });
   app.get("/view/runs", () => runsPage());
+  // The front page: JSON to a client that asks for it (first), the HTML page to a browser.
+  app.get("/", (c) => {
+    const accept = c.req.header("accept") ?? "";
+    const json = /application\/json/.test(accept) && !/^text\/html/.test(accept);
+    return frontPage(workflowBundle, json);
+  });
 }

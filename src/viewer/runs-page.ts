@@ -17,6 +17,7 @@ const BODY = `<header>
     <label>Workflow <input id="workflow-input" name="workflow" autocomplete="off" spellcheck="false" required></label>
     <label>Status <select id="status-filter" name="status">
       <option value="">any</option>
+      <option value="queued">queued</option>
       <option value="pending">pending</option>
       <option value="running">running</option>
       <option value="complete">complete</option>

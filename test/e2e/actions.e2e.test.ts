@@ -60,3 +60,18 @@ describe("run viewer actions", () => {
     await page.locator('#run-status[data-status="canceled"]').waitFor();
   });
 });
+
+describe("front page", () => {
+  it("lists every workflow with its auth and links to its runs, without credentials", async () => {
+    const page = await stack.pages.open("/");
+    const row = page.locator('#workflows tr[data-workflow="e2e-waiting"]');
+    await row.waitFor();
+    expect(await row.locator("td").nth(3).textContent()).toBe("bearer");
+    expect(await page.locator('#workflows tr[data-workflow="e2e-pipeline"]').count()).toBe(1);
+    expect(await page.content()).not.toContain(E2E_TOKEN);
+    await row.locator("a.runs-link").click();
+    await page.waitForURL(
+      (url) => url.pathname === "/view/runs" && url.searchParams.get("workflow") === "e2e-waiting",
+    );
+  });
+});

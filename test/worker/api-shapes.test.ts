@@ -3,6 +3,7 @@
  * OpenAPI document references): envelopes of every outcome and of a waiting run, step records
  * of sub-workflows and fan-outs, problems, the run list, the run graph and approvals.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { expectShape } from "../support/api-shapes.ts";
 import { call, invoke, run, uniqueKey } from "./harness.ts";
@@ -99,5 +100,31 @@ describe("the API's answers match schema/api.schema.json", () => {
     const list = await approvals(runId, AUTH);
     expectShape("ApprovalList", list.body);
     await call(`/runs/${runId}/cancel`, { method: "POST", headers: AUTH });
+  });
+});
+
+describe("the front page", () => {
+  it("lists every invocable workflow as JSON, with its auth scheme, schedules and run links, and no secret", async () => {
+    const res = await call("/", { headers: { accept: "application/json" } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { workflows: Array<Record<string, unknown>> };
+    expectShape("FrontPage", body);
+    const basic = body.workflows.find((w) => w.name === "basic");
+    expect(basic).toMatchObject({ runs_url: "/runs?workflow=basic", view_url: "/view/runs?workflow=basic" });
+    expect(body.workflows.find((w) => w.name === "auth-bearer")?.auth).toBe("bearer");
+    const text = JSON.stringify(body);
+    // No env value (every secret of the test Worker is one) appears in it.
+    for (const value of Object.values(env as unknown as Record<string, unknown>)) {
+      if (typeof value === "string" && value.length >= 8) expect(text).not.toContain(value);
+    }
+    expect(text).not.toContain((env as unknown as Record<string, string>).INVOKE_TOKEN);
+  });
+
+  it("answers a browser with an HTML page linking to each workflow's runs", async () => {
+    const res = await call("/", { headers: { accept: "text/html" } });
+    expect(res.headers.get("content-type")).toContain("text/html");
+    const html = await res.text();
+    expect(html).toContain('<tr data-workflow="basic">');
+    expect(html).toContain('href="/view/runs?workflow=basic"');
   });
 });

@@ -1,0 +1,405 @@
+/**
+ * `workflow-edge`: drive a deployment from a terminal (SPEC 14). It speaks only the HTTP API
+ * (cli/api.ts), so it works against `npm start` and a deployed Worker alike. Exit status: 0 on
+ * success (a run that ended complete, or was accepted), 1 when a run ended failed or canceled or
+ * the API answered an error (stderr: `error: <code>: <detail>`), 2 for a usage error.
+ * `--json` prints exactly the API's JSON on stdout and nothing else.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { parseArgs } from "node:util";
+import { ApiError, type Connection, follow, request } from "./api.ts";
+import { duration, eventLine, painter, runSummary, status, table } from "./render.ts";
+
+const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:VALUE]... [--json] <command>
+
+commands:
+  invoke NAME [--data JSON | --data @FILE] [--wait [N]] [--idempotency-key K]
+  runs list --workflow NAME [--status S] [--limit N] [--all]
+  runs get ID
+  runs tail ID
+  runs cancel ID
+  runs rerun ID [--from STEP] [--current] [--wait [N]]
+  runs delete ID
+  approvals ID
+  approve ID APPROVAL_ID [--comment C]
+  reject ID APPROVAL_ID [--comment C]
+  signal ID NAME [--data JSON | --data @FILE]
+  validate | build | test          the project's npm scripts
+  init NAME                        writes workflows/NAME.workflow.yaml and its test
+
+--url defaults to $WORKFLOW_EDGE_URL, else http://localhost:8787; --token to $WORKFLOW_EDGE_TOKEN
+(sent as Authorization: Bearer).`;
+
+class UsageError extends Error {}
+
+const FINISHED_BAD = new Set(["failed", "canceled"]);
+
+interface Out {
+  json: boolean;
+  paint: ReturnType<typeof painter>;
+  print(text: string): void;
+}
+
+/** `--wait` takes an optional number: `--wait`, `--wait 30`, `--wait=30`. */
+function splitWait(argv: string[]): { argv: string[]; wait: number | null } {
+  const out: string[] = [];
+  let wait: number | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === "--wait") {
+      const next = argv[i + 1];
+      if (next !== undefined && /^\d+$/.test(next)) {
+        wait = Number(next);
+        i++;
+      } else wait = 60;
+    } else if (a.startsWith("--wait=")) {
+      const v = a.slice(7);
+      if (!/^\d+$/.test(v)) throw new UsageError(`--wait takes a number of seconds, not "${v}"`);
+      wait = Number(v);
+    } else out.push(a);
+  }
+  if (wait !== null && wait > 60) throw new UsageError("--wait is at most 60 seconds (the API's limit)");
+  return { argv: out, wait };
+}
+
+/** `--data JSON` or `--data @FILE`: a JSON object. */
+function readData(raw: string | undefined): unknown {
+  if (raw === undefined) return {};
+  let text = raw;
+  if (raw.startsWith("@")) {
+    try {
+      text = readFileSync(raw.slice(1), "utf8");
+    } catch {
+      throw new UsageError(`--data ${raw}: cannot read ${raw.slice(1)}`);
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`--data is not valid JSON (${e instanceof Error ? e.message : e})`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new UsageError("--data must be a JSON object");
+  }
+  return value;
+}
+
+function need(args: string[], n: number, what: string): string[] {
+  if (args.length < n) throw new UsageError(`missing ${what}`);
+  if (args.length > n) throw new UsageError(`unexpected argument "${args[n]}"`);
+  return args;
+}
+
+/** Prints a run (or its JSON) and returns the exit status its outcome means. */
+function showRun(out: Out, e: Record<string, unknown>): number {
+  out.print(out.json ? JSON.stringify(e, null, 2) : runSummary(out.paint, e));
+  return FINISHED_BAD.has(String(e.status)) ? 1 : 0;
+}
+
+function showAccepted(out: Out, body: Record<string, unknown>): number {
+  out.print(
+    out.json
+      ? JSON.stringify(body, null, 2)
+      : `accepted: run ${body.run_id}${body.rerun_of ? ` (re-run of ${body.rerun_of})` : ""}`,
+  );
+  return 0;
+}
+
+interface Options {
+  workflow?: string;
+  status?: string;
+  limit?: string;
+  all?: boolean;
+  from?: string;
+  current?: boolean;
+}
+
+async function runs(
+  conn: Connection,
+  out: Out,
+  args: string[],
+  values: Options,
+  wait: number | null,
+): Promise<number> {
+  const [sub, ...positionals] = args;
+  const id = () => encodeURIComponent(need(positionals, 1, "run ID")[0] as string);
+  switch (sub) {
+    case "list": {
+      need(positionals, 0, "argument");
+      if (!values.workflow) throw new UsageError("runs list needs --workflow NAME");
+      const all: unknown[] = [];
+      let cursor: string | null = null;
+      let last: Record<string, unknown> = {};
+      do {
+        const q = new URLSearchParams({ workflow: values.workflow });
+        if (values.status) q.set("status", values.status);
+        if (values.limit) q.set("limit", values.limit);
+        if (cursor) q.set("cursor", cursor);
+        last = (await request(conn, "GET", `/runs?${q}`)).body as Record<string, unknown>;
+        all.push(...((last.runs as unknown[]) ?? []));
+        cursor = values.all ? ((last.next_cursor as string | null) ?? null) : null;
+      } while (cursor);
+      if (out.json) {
+        out.print(JSON.stringify(values.all ? { runs: all, next_cursor: null } : last, null, 2));
+        return 0;
+      }
+      const rows = [["RUN", "STATUS", "CREATED", "DURATION"]];
+      for (const r of all as Array<Record<string, string | null>>) {
+        const d = r.finished_at ? Date.parse(r.finished_at) - Date.parse(String(r.created_at)) : null;
+        rows.push([String(r.run_id), status(out.paint, String(r.status)), String(r.created_at), duration(d)]);
+      }
+      out.print(all.length === 0 ? "no runs" : table(rows));
+      if (!values.all && last.next_cursor) out.print(out.paint("dim", "(more: --all)"));
+      return 0;
+    }
+    case "get":
+      return showRun(out, (await request(conn, "GET", `/runs/${id()}`)).body as Record<string, unknown>);
+    case "tail": {
+      let end = "running";
+      await follow(conn, `/runs/${id()}/events`, (type, data) => {
+        if (type === "run.completed") end = String(data.status);
+        out.print(out.json ? JSON.stringify({ type, ...data }) : eventLine(out.paint, type, data));
+      });
+      return FINISHED_BAD.has(end) ? 1 : 0;
+    }
+    case "cancel": {
+      const e = (await request(conn, "POST", `/runs/${id()}/cancel`)).body as Record<string, unknown>;
+      out.print(out.json ? JSON.stringify(e, null, 2) : `canceled: run ${e.run_id}`);
+      return 0;
+    }
+    case "rerun": {
+      const body: Record<string, unknown> = {};
+      if (values.from) body.from = values.from;
+      if (values.current) body.definition = "current";
+      const headers: Record<string, string> = wait !== null ? { prefer: `wait=${wait}` } : {};
+      const res = await request(conn, "POST", `/runs/${id()}/rerun`, { body, headers });
+      const b = res.body as Record<string, unknown>;
+      return res.status === 202 ? showAccepted(out, b) : showRun(out, b);
+    }
+    case "delete": {
+      await request(conn, "DELETE", `/runs/${id()}`);
+      out.print(out.json ? "{}" : "deleted");
+      return 0;
+    }
+    default:
+      throw new UsageError(
+        sub
+          ? `unknown runs command "${sub}"`
+          : "runs needs a command (list, get, tail, cancel, rerun, delete)",
+      );
+  }
+}
+
+/** `init NAME`: a workflow and its test that pass `validate` and `test`. */
+function init(out: Out, name: string): number {
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name))
+    throw new UsageError(`workflow names are a-z, 0-9 and -, not "${name}"`);
+  const wf = join("workflows", `${name}.workflow.yaml`);
+  const test = join("workflows", "tests", `${name}.test.yaml`);
+  for (const f of [wf, test])
+    if (existsSync(f)) throw new ApiError("file_exists", `${f} already exists`, 0, null);
+  mkdirSync(dirname(test), { recursive: true });
+  writeFileSync(
+    wf,
+    `# yaml-language-server: $schema=../schema/workflow.schema.json
+kind: workflow
+name: ${name}
+version: 0.1.0
+description: Says hello (written by workflow-edge init; make it yours).
+
+params:
+  schema:
+    type: object
+    required: [name]
+    properties:
+      name: { type: string, minLength: 1 }
+
+pipeline:
+  - id: greet
+    transform:
+      inputs:
+        - from: "{{ {greeting: join('', ['Hello, ', params.name, '!'])} }}"
+`,
+  );
+  writeFileSync(
+    test,
+    `# yaml-language-server: $schema=../../schema/test.schema.json
+kind: test
+workflow: ${name}
+cases:
+  - name: greets by name
+    params: { name: Ada }
+    expect:
+      status: complete
+      output: { result: { greeting: "Hello, Ada!" } }
+`,
+  );
+  out.print(out.json ? JSON.stringify({ workflow: wf, test }) : `wrote ${wf}\nwrote ${test}`);
+  return 0;
+}
+
+export async function main(argv: string[], io = { tty: Boolean(process.stdout.isTTY) }): Promise<number> {
+  const lines: string[] = [];
+  let json = false;
+  try {
+    const waited = splitWait(argv);
+    const { values, positionals } = parseArgs({
+      args: waited.argv,
+      allowPositionals: true,
+      options: {
+        workflow: { type: "string" },
+        status: { type: "string" },
+        limit: { type: "string" },
+        all: { type: "boolean" },
+        from: { type: "string" },
+        current: { type: "boolean" },
+        url: { type: "string" },
+        token: { type: "string" },
+        header: { type: "string", multiple: true },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+        data: { type: "string" },
+        "idempotency-key": { type: "string" },
+        comment: { type: "string" },
+      },
+    });
+    json = values.json === true;
+    const out: Out = { json, paint: painter(io.tty && !json), print: (t) => lines.push(t) };
+    const [command, ...args] = positionals;
+    if (values.help || !command) {
+      out.print(USAGE);
+      return values.help ? 0 : 2;
+    }
+    const headers: Array<[string, string]> = [];
+    for (const h of (values.header as string[] | undefined) ?? []) {
+      const cut = h.indexOf(":");
+      if (cut <= 0) throw new UsageError(`--header takes NAME:VALUE, not "${h}"`);
+      headers.push([h.slice(0, cut).trim(), h.slice(cut + 1).trim()]);
+    }
+    const conn: Connection = {
+      url: String(values.url ?? process.env.WORKFLOW_EDGE_URL ?? "http://localhost:8787"),
+      token: (values.token as string | undefined) ?? process.env.WORKFLOW_EDGE_TOKEN ?? null,
+      headers,
+    };
+    // An option another command takes is a usage error here, not silently ignored.
+    const takes: Record<string, string[]> = {
+      invoke: ["data", "idempotency-key"],
+      runs: ["workflow", "status", "limit", "all", "from", "current"],
+      approve: ["comment"],
+      reject: ["comment"],
+      signal: ["data"],
+    };
+    const global = new Set(["url", "token", "header", "json", "help"]);
+    for (const k of Object.keys(values)) {
+      if (!global.has(k) && !(takes[command] ?? []).includes(k)) {
+        throw new UsageError(`${command} does not take --${k}`);
+      }
+    }
+    if (waited.wait !== null && command !== "invoke" && !(command === "runs" && args[0] === "rerun")) {
+      throw new UsageError(`${command} does not take --wait`);
+    }
+    switch (command) {
+      case "invoke": {
+        const [name] = need(args, 1, "workflow NAME");
+        const h: Record<string, string> = {};
+        if (waited.wait !== null) h.prefer = `wait=${waited.wait}`;
+        if (values["idempotency-key"]) h["idempotency-key"] = String(values["idempotency-key"]);
+        const res = await request(conn, "POST", `/invoke/${encodeURIComponent(name as string)}`, {
+          body: readData(values.data as string | undefined),
+          headers: h,
+        });
+        const b = res.body as Record<string, unknown>;
+        if (res.status === 202) return showAccepted(out, b);
+        if (b && typeof b === "object" && "steps" in b) return showRun(out, b);
+        out.print(JSON.stringify(b, null, 2)); // invoke.response: the workflow's own answer
+        return 0;
+      }
+      case "runs":
+        return await runs(conn, out, args, values as Options, waited.wait);
+      case "approvals": {
+        const [id] = need(args, 1, "run ID");
+        const body = (await request(conn, "GET", `/runs/${encodeURIComponent(id as string)}/approvals`))
+          .body as {
+          approvals: Array<Record<string, string>>;
+        };
+        if (json) out.print(JSON.stringify(body, null, 2));
+        else if (body.approvals.length === 0) out.print("no approvals");
+        else
+          out.print(
+            table([
+              ["APPROVAL", "STEP", "STATUS", "WHAT"],
+              ...body.approvals.map((a) => [
+                a.id ?? "",
+                a.step ?? "",
+                status(out.paint, a.status ?? ""),
+                a.kind === "tool" ? `${a.tool} on ${a.server}` : "output",
+              ]),
+            ]),
+          );
+        return 0;
+      }
+      case "approve":
+      case "reject": {
+        const [id, approval] = need(args, 2, "run ID and APPROVAL_ID");
+        const decision = command === "approve" ? "approved" : "rejected";
+        const body = values.comment ? { decision, comment: values.comment } : { decision };
+        const path = `/runs/${encodeURIComponent(id as string)}/approvals/${encodeURIComponent(approval as string)}`;
+        const a = (await request(conn, "POST", path, { body })).body as Record<string, string>;
+        out.print(json ? JSON.stringify(a, null, 2) : `${a.status}: approval ${a.id}`);
+        return 0;
+      }
+      case "signal": {
+        const [id, name] = need(args, 2, "run ID and signal NAME");
+        const path = `/runs/${encodeURIComponent(id as string)}/signals/${encodeURIComponent(name as string)}`;
+        const r = (await request(conn, "POST", path, { body: readData(values.data as string | undefined) }))
+          .body as Record<string, unknown>;
+        out.print(
+          json ? JSON.stringify(r, null, 2) : r.delivered ? `delivered to ${r.step}` : "kept for the wait",
+        );
+        return 0;
+      }
+      case "validate":
+      case "build":
+      case "test": {
+        need(args, 0, "argument");
+        const script = command === "test" ? "test:workflows" : command;
+        const r = spawnSync("npm", ["run", "--silent", script], { stdio: "inherit" });
+        return r.status ?? 1;
+      }
+      case "init": {
+        const [name] = need(args, 1, "workflow NAME");
+        return init(out, name as string);
+      }
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (e) {
+    flush(lines);
+    lines.length = 0;
+    if (
+      e instanceof UsageError ||
+      (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS"))
+    ) {
+      process.stderr.write(`error: usage: ${e.message}\n(workflow-edge --help lists the commands)\n`);
+      return 2;
+    }
+    if (e instanceof ApiError) {
+      process.stderr.write(`error: ${e.code}: ${e.message}\n`);
+      if (json && e.body && typeof e.body === "object")
+        process.stdout.write(`${JSON.stringify(e.body, null, 2)}\n`);
+      return 1;
+    }
+    process.stderr.write(`error: internal: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  } finally {
+    flush(lines);
+  }
+}
+
+function flush(lines: string[]): void {
+  if (lines.length > 0) process.stdout.write(`${lines.join("\n")}\n`);
+  lines.length = 0;
+}

@@ -1,0 +1,143 @@
+/**
+ * The command line (SPEC 14) without a deployment: usage errors exit 2 with a clear message,
+ * API errors exit 1 as `error: <code>: <detail>` on stderr (a real HTTP server on 127.0.0.1
+ * answers as the Worker does), `--json` prints exactly the API's JSON, and `init NAME` writes a
+ * workflow and a test that pass `validate` and `test`. Every command against a real Worker:
+ * test/e2e/cli.e2e.test.ts.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT, runCli } from "./run-cli.ts";
+
+const cli = (args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}) => runCli(args, opts);
+
+let server: Server;
+let url = "";
+const seen: Array<{ method: string; url: string; headers: Record<string, unknown>; body: string }> = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+      if (req.url?.startsWith("/runs/")) {
+        res.writeHead(404, { "content-type": "application/problem+json" });
+        res.end(
+          JSON.stringify({
+            type: "urn:workflow-edge:problem:run_not_found",
+            title: "Run not found",
+            status: 404,
+            detail: "no run with this id",
+            code: "run_not_found",
+          }),
+        );
+        return;
+      }
+      res.writeHead(202, { "content-type": "application/json", location: "/runs/abc" });
+      res.end(JSON.stringify({ run_id: "abc", status: "accepted" }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const address = server.address();
+  url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+});
+
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+describe("usage errors", () => {
+  it("exit 2 with a clear message: an unknown command, bad JSON in --data, a missing argument, an option of another command", async () => {
+    const unknown = await cli(["launch"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('error: usage: unknown command "launch"');
+    const bad = await cli(["invoke", "hello", "--data", "{name:"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^error: usage: --data is not valid JSON/);
+    const missing = await cli(["runs", "get"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("missing run ID");
+    const wrong = await cli(["invoke", "hello", "--workflow", "x"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("invoke does not take --workflow");
+    expect((await cli(["--nope"])).code).toBe(2);
+  });
+
+  it("prints the commands with --help and exits 0", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("runs tail ID");
+    expect(help.stdout).toContain("init NAME");
+  });
+});
+
+describe("against an HTTP server", () => {
+  it("renders an API error as error: <code>: <detail> and exits 1", async () => {
+    const r = await cli(["runs", "get", "0".repeat(64), "--url", url]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe("error: run_not_found: no run with this id");
+    expect(r.stdout).toBe("");
+  });
+
+  it("sends the token as a Bearer credential and --header values, reading the URL from the environment", async () => {
+    const r = await cli(
+      ["invoke", "hello", "--data", '{"name":"Ada"}', "--header", "X-Api-Key: k-123", "--json"],
+      {
+        env: { WORKFLOW_EDGE_URL: url, WORKFLOW_EDGE_TOKEN: "t-456" },
+      },
+    );
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ run_id: "abc", status: "accepted" });
+    const last = seen[seen.length - 1];
+    expect(last?.url).toBe("/invoke/hello");
+    expect(last?.headers.authorization).toBe("Bearer t-456");
+    expect(last?.headers["x-api-key"]).toBe("k-123");
+    expect(JSON.parse(last?.body ?? "")).toEqual({ name: "Ada" });
+  });
+
+  it("says when the deployment does not answer", async () => {
+    const r = await cli(["runs", "get", "x", "--url", "http://127.0.0.1:9"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: unreachable: /);
+  });
+});
+
+describe("init", () => {
+  it("writes a workflow and its test that pass validate and test", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "workflow-edge-init-"));
+    try {
+      const r = await cli(["init", "greeter"], { cwd: dir });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("workflows/greeter.workflow.yaml");
+      expect(readFileSync(join(dir, "workflows/tests/greeter.test.yaml"), "utf8")).toContain(
+        "workflow: greeter",
+      );
+      const validate = spawnSync(
+        process.execPath,
+        [join(ROOT, "scripts/validate.ts"), join(dir, "workflows")],
+        {
+          encoding: "utf8",
+        },
+      );
+      expect(validate.status, validate.stdout + validate.stderr).toBe(0);
+      const test = spawnSync(
+        process.execPath,
+        [join(ROOT, "scripts/test-workflows.ts"), join(dir, "workflows/tests")],
+        {
+          encoding: "utf8",
+        },
+      );
+      expect(test.status, test.stdout + test.stderr).toBe(0);
+      expect(test.stdout).toContain("1 passed");
+      // A second init of the same name refuses to overwrite.
+      const again = await cli(["init", "greeter"], { cwd: dir });
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain("already exists");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
