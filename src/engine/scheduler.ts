@@ -495,11 +495,19 @@ function waitsOf(host: RunHost, path: string, rec: StepRecord): WaitHost | undef
   if (!inner) return undefined;
   return {
     wait: (req, signal) =>
-      inner.wait(req, signal, () => {
-        if (rec.status !== "running") return;
-        rec.status = "waiting";
-        host.onStepChanged?.(path, rec);
-      }),
+      inner.wait(
+        req,
+        signal,
+        () => {
+          if (rec.status !== "running") return;
+          rec.status = "waiting";
+          host.onStepChanged?.(path, rec);
+        },
+        // Resumed after an eviction, the step started when its wait did, not when it was asked again.
+        (startedAt) => {
+          if (rec.started_at === null || startedAt < rec.started_at) rec.started_at = startedAt;
+        },
+      ),
   };
 }
 

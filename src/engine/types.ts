@@ -318,7 +318,13 @@ export interface WaitHost {
    * A signal that did not come by `timeoutAt` throws StepError `wait_timeout`. `waiting` is told
    * when the step starts waiting (the engine sets the step `waiting`).
    */
-  wait(req: WaitRequest, signal: AbortSignal, waiting: () => void): Promise<Json>;
+  wait(
+    req: WaitRequest,
+    signal: AbortSignal,
+    waiting: () => void,
+    /** Told when the wait began (its first start, also when asked again after an eviction). */
+    begun?: (startedAt: string) => void,
+  ): Promise<Json>;
 }
 
 export interface StepCheckpoint {

@@ -477,7 +477,9 @@ export class RunLifecycle {
         };
         return this.options.approvals ? this.options.approvals(path, inner) : inner;
       },
-      waits: (path) => ({ wait: (req, signal, waiting) => this.waitBook().wait(path, req, signal, waiting) }),
+      waits: (path) => ({
+        wait: (req, signal, waiting, begun) => this.waitBook().wait(path, req, signal, waiting, begun),
+      }),
       checkpoint: (path) => ({
         load: () => store.loadCheckpoint(path),
         // Masked like everything stored: a conversation can quote a secret passed to a tool server.

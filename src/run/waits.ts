@@ -59,7 +59,13 @@ export class WaitBook {
   }
 
   /** The wait of the step at `path`: resolves with its output, or throws `wait_timeout`. */
-  wait(path: string, req: WaitRequest, signal: AbortSignal, waiting: () => void): Promise<Json> {
+  wait(
+    path: string,
+    req: WaitRequest,
+    signal: AbortSignal,
+    waiting: () => void,
+    begun?: (startedAt: string) => void,
+  ): Promise<Json> {
     let rec = this.rows.get(path);
     if (!rec) {
       rec = {
@@ -85,6 +91,7 @@ export class WaitBook {
       this.rows.put(rec);
       this.hooks.started(rec);
     }
+    begun?.(rec.started_at);
     this.settleIfDue(rec);
     const settled = outcome(rec);
     if (settled) return settled;
