@@ -131,6 +131,8 @@ describe("sleep", () => {
     expect(e.steps[0].output).toEqual({ slept_s: 1.5 });
     expect(Date.parse(e.steps[1].started_at) - Date.parse(e.created_at)).toBeGreaterThanOrEqual(1500);
     // The sleeping step's own times span the sleep, though its object was evicted in between.
-    expect(Date.parse(e.steps[0].finished_at) - Date.parse(e.steps[0].started_at)).toBeGreaterThanOrEqual(1500);
+    expect(Date.parse(e.steps[0].finished_at) - Date.parse(e.steps[0].started_at)).toBeGreaterThanOrEqual(
+      1500,
+    );
   });
 });
