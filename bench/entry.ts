@@ -34,6 +34,10 @@ interface BenchEnv {
 }
 
 /** The payload every pipeline transforms: a few order lines, each step bumps `n`. */
+// Per-key concurrency and keyed signals, as deployed (npm run bench:concurrency measures the first).
+export { ConcurrencyKey } from "../src/run/concurrency-keys.ts";
+export { SignalKey } from "../src/run/signal-keys.ts";
+
 export interface Item {
   id: string;
   n: number;

@@ -34,8 +34,9 @@ export function oursRunner(
   steps: number,
   onRun?: (runId: string) => void,
   prefix = "",
+  name = pipelineName(steps),
 ): Runner {
-  const url = `${base}${prefix}/invoke/${pipelineName(steps)}`;
+  const url = `${base}${prefix}/invoke/${name}`;
   return async () => {
     const res = await fetch(url, {
       method: "POST",

@@ -24,10 +24,13 @@ export const BENCH_PARAMS = {
   ],
 };
 
-export function pipelineYaml(steps: number): string {
+/** The 10-step pipeline with `invoke.concurrency` (a limit no bench reaches: it measures the key's object). */
+export const KEYED_PIPELINE = "bench-10-keyed";
+
+export function pipelineYaml(steps: number, keyed = false): string {
   const lines = [
     "kind: workflow",
-    `name: ${pipelineName(steps)}`,
+    `name: ${keyed ? KEYED_PIPELINE : pipelineName(steps)}`,
     "version: 1.0.0",
     `description: ${steps} transform steps in a chain (npm run bench).`,
     "params:",
@@ -41,6 +44,7 @@ export function pipelineYaml(steps: number): string {
     "          type: object",
     "          required: [id, n]",
     "          properties: { id: { type: string }, n: { type: integer } }",
+    ...(keyed ? ["invoke:", '  concurrency: { limit: 100, key: "{{ params.items[0].id }}" }'] : []),
     "pipeline:",
   ];
   for (let i = 1; i <= steps; i++) {
@@ -63,6 +67,7 @@ export function buildBenchBundle(dir: string): { bundlePath: string; bundle: Bun
   mkdirSync(wfDir, { recursive: true });
   for (const n of PIPELINE_SIZES)
     writeFileSync(join(wfDir, `${pipelineName(n)}.workflow.yaml`), pipelineYaml(n));
+  writeFileSync(join(wfDir, `${KEYED_PIPELINE}.workflow.yaml`), pipelineYaml(10, true));
   const result = compileProject(wfDir);
   const errors = result.diagnostics.filter((d) => d.severity === "error");
   if (!result.bundle || errors.length > 0) {

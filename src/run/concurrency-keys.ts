@@ -17,7 +17,7 @@ const QUEUE = "queue/";
 export class ConcurrencyKey extends DurableObject<Env> {
   async admit(runId: string, limit: number): Promise<"start" | "queued"> {
     const kv = this.ctx.storage.kv;
-    kv.put("limit", limit);
+    if (kv.get<number>("limit") !== limit) kv.put("limit", limit);
     if (kv.get(ACTIVE + runId) !== undefined) return "start";
     if (this.queued().some(([, id]) => id === runId)) return "queued";
     if (this.active().length < limit && this.queued().length === 0) {
