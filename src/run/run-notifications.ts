@@ -86,9 +86,12 @@ export class RunNotifier {
   nextAttempt(): number | null {
     const run = this.deps.run();
     if (!run) return null;
+    const due = this.due(run);
+    // A run with nothing to notify reads nothing (the bench profiled that read on every run).
+    if (due.length === 0) return null;
     const states = this.load();
     let next: number | null = null;
-    for (const [i] of this.due(run)) {
+    for (const [i] of due) {
       const s = states.get(i);
       if (s?.done) continue;
       const at = s?.next ?? 0;
@@ -115,9 +118,11 @@ export class RunNotifier {
   private async pass(): Promise<void> {
     const run = this.deps.run();
     if (!run) return;
+    const due = this.due(run);
+    if (due.length === 0) return;
     const states = this.load();
     const now = this.deps.now();
-    const work = this.due(run).filter(([i]) => {
+    const work = due.filter(([i]) => {
       const s = states.get(i);
       return !s?.done && (s?.next ?? 0) <= now;
     });
