@@ -8,7 +8,7 @@
 
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
-import { type Bundle, type CompiledWorkflow, isSignature } from "./bundle.ts";
+import { type Bundle, type CompiledWorkflow, isSignature, SIGNAL_NAME } from "./bundle.ts";
 import { authenticatedBody, requireReader } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
 import { readDecision } from "./http/decision.ts";
@@ -164,8 +164,6 @@ app.post("/runs/:id/rerun", async (c) => {
 });
 
 // ---- Signals (SPEC 13): the run's workflow's credentials.
-
-const SIGNAL_NAME = /^[a-z0-9_-]{1,64}$/;
 
 app.post("/runs/:id/signals/:name", async (c) => {
   const { stub } = await viewRun(c);

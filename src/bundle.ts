@@ -102,6 +102,11 @@ export const SIGNATURE_SCHEMES = [
 ] as const;
 export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
 
+/** Whether a step fans out (`for_each`): its items are records under its path. */
+export function isFanOut(s: CompiledStep): boolean {
+  return s.kind !== "transform" && s.forEach !== undefined;
+}
+
 /** Whether an invoke's auth checks a sender's signature (every scheme but `raw` and `bearer`). */
 export function isSignature(auth: CompiledAuth): auth is SignatureAuth {
   return auth.scheme !== "raw" && auth.scheme !== "bearer";
@@ -159,7 +164,8 @@ export interface CompiledSchedule {
   params: JsonObject;
 }
 
-interface StepBase {
+/** What every compiled step carries, whatever its kind. */
+export interface StepBase {
   id: string;
   /** Direct dependencies (explicit depends_on, or the previous step, or none). */
   deps: string[];
@@ -249,6 +255,9 @@ export interface WorkflowStep extends StepBase {
   input: Template;
   webhooks: "execute" | "suppress";
 }
+
+/** A signal's name (SPEC 13): what a wait step declares and what the signal routes accept. */
+export const SIGNAL_NAME = /^[a-z0-9_-]{1,64}$/;
 
 /**
  * The `wait` step (SPEC 13): exactly one of a signal (by name, optionally by key, with a timeout

@@ -242,6 +242,12 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     };
   }
 
+  /** `invoke.<field>.key`: a template over `params` and `request` (what an invoke brings). */
+  const invokeKey = (value: unknown, field: "rate_limit" | "concurrency"): Template | null =>
+    typeof value === "string"
+      ? template(value, ["invoke", field, "key"], `\`invoke.${field}.key\``, ["params", "request"])
+      : null;
+
   // ---- rate limit --------------------------------------------------------------------------
   let rateLimit: CompiledRateLimit | null = null;
   if (isObject(invoke.rate_limit) && typeof invoke.rate_limit.binding === "string") {
@@ -259,13 +265,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     }
     rateLimit = {
       binding,
-      key:
-        typeof rl.key === "string"
-          ? template(rl.key, ["invoke", "rate_limit", "key"], "`invoke.rate_limit.key`", [
-              "params",
-              "request",
-            ])
-          : null,
+      key: invokeKey(rl.key, "rate_limit"),
       periodS: found?.periodS ?? 60,
     };
   }
@@ -276,13 +276,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     const cc = invoke.concurrency;
     concurrency = {
       limit: cc.limit as number,
-      key:
-        typeof cc.key === "string"
-          ? template(cc.key, ["invoke", "concurrency", "key"], "`invoke.concurrency.key`", [
-              "params",
-              "request",
-            ])
-          : null,
+      key: invokeKey(cc.key, "concurrency"),
     };
   }
 

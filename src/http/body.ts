@@ -21,6 +21,19 @@ export async function readParams(req: Request): Promise<JsonObject> {
   return parseJsonObject(utf8(await readBody(req)));
 }
 
+/**
+ * A route's JSON object body (empty = `{}`); anything else is the route's own problem (`refused`),
+ * except a body over 1 MiB, which stays 413 `payload_too_large`.
+ */
+export async function readObjectBody(req: Request, refused: () => HttpProblem): Promise<JsonObject> {
+  try {
+    return await readParams(req);
+  } catch (e) {
+    if (e instanceof HttpProblem && e.code === "payload_too_large") throw e;
+    throw refused();
+  }
+}
+
 /** The body as text; not UTF-8 is 400 invalid_json (the code every body-syntax error has). */
 export function utf8(bytes: Uint8Array): string {
   try {

@@ -3,7 +3,7 @@
  * Anything else is 400 `invalid_decision` (a body that is not JSON too: the caller meant to decide
  * and said nothing we can act on).
  */
-import { readParams } from "./body.ts";
+import { readObjectBody } from "./body.ts";
 import { HttpProblem } from "./problem.ts";
 
 /** Longest comment kept with an approval. */
@@ -12,16 +12,14 @@ export const MAX_COMMENT_CHARS = 2000;
 export async function readDecision(
   req: Request,
 ): Promise<{ decision: "approved" | "rejected"; comment: string | null }> {
-  let body: Record<string, unknown>;
-  try {
-    body = await readParams(req);
-  } catch (e) {
-    if (e instanceof HttpProblem && e.code === "payload_too_large") throw e;
-    throw new HttpProblem(
-      "invalid_decision",
-      'the body must be a JSON object {"decision": "approved" | "rejected"}',
-    );
-  }
+  const body = await readObjectBody(
+    req,
+    () =>
+      new HttpProblem(
+        "invalid_decision",
+        'the body must be a JSON object {"decision": "approved" | "rejected"}',
+      ),
+  );
   const { decision, comment } = body;
   if (decision !== "approved" && decision !== "rejected") {
     throw new HttpProblem("invalid_decision", '`decision` must be "approved" or "rejected"', {

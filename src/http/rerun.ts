@@ -11,9 +11,9 @@ import type { RunStatus } from "../engine/types.ts";
 import { listRuns, type Position } from "../run/listing.ts";
 import { planRerun } from "../run/rerun.ts";
 import type { RunRpc, StartResult } from "../run/run-rpc.ts";
-import { readParams } from "./body.ts";
+import { readObjectBody } from "./body.ts";
 import { HttpProblem } from "./problem.ts";
-import { decodeCursor, encodeCursor, parseLimit } from "./run-list.ts";
+import { decodeCursor, encodeCursor, parseLimit, single } from "./run-list.ts";
 import { checkRunInputs, concurrencyOf, startRun } from "./start-run.ts";
 
 export interface RerunRequest {
@@ -35,16 +35,11 @@ function invalid(detail: string, path: string, message: string): HttpProblem {
 
 /** The optional JSON body `{"from"?, "definition"?, "params"?}`. */
 export async function readRerunRequest(req: Request): Promise<RerunRequest> {
-  let body: JsonObject;
-  try {
-    body = await readParams(req);
-  } catch (e) {
-    if (e instanceof HttpProblem && e.code === "payload_too_large") throw e;
-    throw new HttpProblem(
-      "invalid_rerun",
-      'the body must be a JSON object {"from"?, "definition"?, "params"?}',
-    );
-  }
+  const body = await readObjectBody(
+    req,
+    () =>
+      new HttpProblem("invalid_rerun", 'the body must be a JSON object {"from"?, "definition"?, "params"?}'),
+  );
   const { from = null, definition = "pinned", params = null } = body;
   if (from !== null && (typeof from !== "string" || from === "")) {
     throw invalid("`from` must be a step path", "/from", "must be a non-empty string");
@@ -145,11 +140,7 @@ export async function rerunMany(
   stubOf: (runId: string) => RunRpc | null,
   origin: string,
 ): Promise<{ runs: Array<{ rerun_of: string; run_id: string }>; next_cursor: string | null }> {
-  const one = (name: string) => {
-    const all = query.getAll(name);
-    if (all.length > 1) throw new HttpProblem("invalid_query", `${name} is given ${all.length} times`);
-    return all[0] ?? null;
-  };
+  const one = (name: string) => single(query, name);
   const status = (one("status") ?? "failed") as RunStatus;
   if (!RERUNNABLE.includes(status)) {
     throw new HttpProblem("invalid_query", `status must be one of ${RERUNNABLE.join(", ")}`);

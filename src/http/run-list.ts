@@ -35,7 +35,7 @@ function bad(detail: string): HttpProblem {
 }
 
 /** The single value of a query parameter; a repeated one is ambiguous and refused. */
-function single(query: URLSearchParams, name: string): string | null {
+export function single(query: URLSearchParams, name: string): string | null {
   const all = query.getAll(name);
   if (all.length > 1) throw bad(`${name} is given ${all.length} times`);
   return all[0] ?? null;

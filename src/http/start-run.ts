@@ -8,10 +8,10 @@ import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createMasker } from "../engine/mask.ts";
 import { validateJson } from "../engine/schema.ts";
 import { collectSecrets } from "../engine/secrets.ts";
-import { render } from "../engine/substitute.ts";
 import type { RateLimitSlot } from "../run/rate-limit.ts";
 import type { RunRpc, StartRequest, StartResult } from "../run/run-rpc.ts";
 import { HttpProblem } from "./problem.ts";
+import { renderInvokeKey } from "./triggers/rate-limit.ts";
 
 export interface StartOptions {
   params: JsonObject;
@@ -40,15 +40,8 @@ export function concurrencyOf(
 ): StartRequest["concurrency"] {
   const cc = wf.invoke.concurrency;
   if (!cc) return null;
-  let key = "";
-  if (cc.key) {
-    try {
-      const v = render(cc.key, { params: seen.params, env: {}, step: {}, request: seen.request });
-      key = v === null ? "" : typeof v === "string" ? v : JSON.stringify(v);
-    } catch {
-      // A key that cannot be rendered for these params: the workflow's common key.
-    }
-  }
+  // A key that renders to nothing: the workflow's common key.
+  const key = cc.key ? renderInvokeKey(cc.key, seen) : "";
   return { gate: `${wf.name}\n${key}`, limit: cc.limit };
 }
 

@@ -3,7 +3,7 @@
  * and the step records by walking the pinned definition, so steps come in pipeline order, child
  * steps nest under their workflow step, and every key is always present.
  */
-import type { Bundle, CompiledStep, CompiledWorkflow, Json } from "../bundle.ts";
+import { type Bundle, type CompiledStep, type CompiledWorkflow, isFanOut, type Json } from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import { fanOutItemIndices } from "../engine/fan-out.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
@@ -109,10 +109,6 @@ function full(rec: StepRecord, steps: StepRecord[]): StepRecord {
     steps,
     reused_from: rec.reused_from ?? null,
   };
-}
-
-function isFanOut(s: CompiledStep): boolean {
-  return s.kind !== "transform" && s.forEach !== undefined;
 }
 
 export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepRecord>, now: number): Envelope {

@@ -12,7 +12,7 @@
  * because of what it depends on, or because it is `from` itself, runs its whole child again;
  * a fan-out step that runs again runs all of its items again (its item list may differ).
  */
-import type { Bundle, CompiledStep, CompiledWorkflow } from "../bundle.ts";
+import { type Bundle, type CompiledWorkflow, isFanOut } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 
 export type RerunPlan =
@@ -29,10 +29,6 @@ function reusable(rec: StepRecord | undefined): rec is StepRecord {
   if (rec.status !== "skipped") return false;
   const reason = (rec.output as { reason?: unknown } | null)?.reason;
   return !(typeof reason === "string" && ENDED_FIRST.has(reason));
-}
-
-function isFanOut(s: CompiledStep): boolean {
-  return s.kind !== "transform" && s.forEach !== undefined;
 }
 
 /**

@@ -128,11 +128,6 @@ export class WaitBook {
     return next;
   }
 
-  /** Whether some wait is waiting now. */
-  anyWaiting(): boolean {
-    return this.rows.all().some((r) => r.status === "waiting");
-  }
-
   /** Paths of the waits waiting now. */
   waitingPaths(): string[] {
     return this.rows.all().flatMap((r) => (r.status === "waiting" ? [r.path] : []));

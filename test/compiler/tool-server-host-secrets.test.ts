@@ -275,21 +275,21 @@ describe("an approval notification signed with a secret", () => {
   });
 });
 
-describe("a secret passed into a sub-workflow", () => {
-  it("warns at the workflow step's input when the sub-workflow's tool server gets it at a host the caller picks", () => {
-    const p = compileFiles({
-      "gateway.yaml": GATEWAY,
-      [A]: AGENT,
-      [S]: AUTH_SERVER,
-      [T]: `${HEAD_ENV}  - id: delegate
+/** A workflow step passing `env.TOOL_TOKEN` and an `mcp_url` into a sub-workflow whose agent uses both. */
+function delegating(mcpUrl: string) {
+  return {
+    "gateway.yaml": GATEWAY,
+    [A]: AGENT,
+    [S]: AUTH_SERVER,
+    [T]: `${HEAD_ENV}  - id: delegate
     workflow: ./sub/act.yaml
     input:
       q: hi
-      mcp_url: "{{ params.mcp_url }}"
+      mcp_url: "${mcpUrl}"
       token: "{{ env.TOOL_TOKEN }}"
 model_policy: {cost_budget_usd: 0.5}
 `,
-      "sub/act.yaml": `kind: workflow
+    "sub/act.yaml": `kind: workflow
 name: sub/act
 visibility: sub-workflow
 params:
@@ -302,7 +302,12 @@ pipeline:
       mcp_url: "{{ params.mcp_url }}"
       token: "{{ params.token }}"
 `,
-    });
+  };
+}
+
+describe("a secret passed into a sub-workflow", () => {
+  it("warns at the workflow step's input when the sub-workflow's tool server gets it at a host the caller picks", () => {
+    const p = compileFiles(delegating("{{ params.mcp_url }}"));
     expect(p.errors).toEqual([]);
     expectDiagnostic(
       p,
@@ -315,32 +320,7 @@ pipeline:
   });
 
   it("says nothing when the host comes from a literal or an env var, even through the sub-workflow", () => {
-    const p = compileFiles({
-      "gateway.yaml": GATEWAY,
-      [A]: AGENT,
-      [S]: AUTH_SERVER,
-      [T]: `${HEAD_ENV}  - id: delegate
-    workflow: ./sub/act.yaml
-    input:
-      q: hi
-      mcp_url: "https://{{ env.MCP_HOST }}/mcp"
-      token: "{{ env.TOOL_TOKEN }}"
-model_policy: {cost_budget_usd: 0.5}
-`,
-      "sub/act.yaml": `kind: workflow
-name: sub/act
-visibility: sub-workflow
-params:
-  schema: {type: object}
-pipeline:
-  - id: act
-    agent: ../agents/a.agent.yaml
-    params:
-      q: "{{ params.q }}"
-      mcp_url: "{{ params.mcp_url }}"
-      token: "{{ params.token }}"
-`,
-    });
+    const p = compileFiles(delegating("https://{{ env.MCP_HOST }}/mcp"));
     expect(p.errors).toEqual([]);
     expect(p.warnings.filter((w) => HOST_WARNING.test(w.message))).toEqual([]);
   });

@@ -4,7 +4,15 @@
  * compiled step carries, and the fields common to several kinds (`output.schema`, `for_each`).
  * A step kind is one module beside this one and one entry in the table of index.ts.
  */
-import type { CompiledGateway, ForEach, JsonSchema, RetryPolicy, StepKinds, Template } from "../../bundle.ts";
+import type {
+  CompiledGateway,
+  ForEach,
+  JsonSchema,
+  RetryPolicy,
+  StepBase,
+  StepKinds,
+  Template,
+} from "../../bundle.ts";
 import { isObject } from "../../common/guards.ts";
 import type { AgentResolver } from "../agents.ts";
 import type { DiagnosticSink } from "../diagnostics.ts";
@@ -49,15 +57,8 @@ export interface StepCompileContext {
   isDeclared(n: string): boolean;
 }
 
-/** What every compiled step carries, whatever its kind. */
-export type StepBase = {
-  id: string;
-  deps: string[];
-  ancestors: string[];
-  condition: string | null;
-  outputSchema?: JsonSchema | null;
-  onError?: "continue";
-};
+/** What every compiled step carries, whatever its kind (the bundle's type). */
+export type { StepBase };
 
 /** `retry` of step `i` (the structure check has checked its fields and ranges), or null. */
 export function compileRetry(s: Obj): RetryPolicy | null {

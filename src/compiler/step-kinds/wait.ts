@@ -3,7 +3,7 @@
  * optional `key` template; `timeout_s`, required; an optional `schema` for the body), `for_s` (a
  * durable sleep) or `until` (a template rendering an RFC 3339 time).
  */
-import type { JsonSchema } from "../../bundle.ts";
+import { type JsonSchema, SIGNAL_NAME } from "../../bundle.ts";
 import { isObject } from "../../common/guards.ts";
 import { checkExpression, rootPaths } from "../expressions.ts";
 import { checkUserSchema } from "../json-schema-check.ts";
@@ -11,7 +11,6 @@ import { splitTemplate } from "../templates.ts";
 import type { StepKindCompiler } from "./step-base.ts";
 import { stepPath } from "./step-base.ts";
 
-const SIGNAL_NAME = /^[a-z0-9_-]{1,64}$/;
 const KEY_ROOTS = ["params", "env", "step", "request"];
 
 export const waitStep: StepKindCompiler<"wait"> = {

@@ -7,7 +7,7 @@
  * it is meant to be fast, not exact); docs/triggers.md, "Rate limits", says how to size it. A limiter that
  * throws lets the invoke through (it protects capacity; it is not an access control).
  */
-import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import type { CompiledWorkflow, JsonObject, Template } from "../../bundle.ts";
 import { render, stringify } from "../../engine/substitute.ts";
 import { isRateLimitBinding, type RateLimitSlot, takeRateLimitSlot } from "../../run/rate-limit.ts";
 import { HttpProblem } from "../problem.ts";
@@ -29,17 +29,21 @@ export function rateLimitSlot(
       `the rate limit binding ${rl.binding} is missing (declare it under [[ratelimits]] in wrangler.toml)`,
     );
   }
-  let key = wf.name;
-  if (rl.key) {
-    let rendered = "";
-    try {
-      rendered = stringify(render(rl.key, { params: seen.params, env: {}, step: {}, request: seen.request }));
-    } catch {
-      // An expression over these inputs cannot fail at run time short of a bug: fall back below.
-    }
-    if (rendered !== "") key = rendered;
+  const rendered = rl.key ? renderInvokeKey(rl.key, seen) : "";
+  return { binding: rl.binding, key: rendered === "" ? wf.name : rendered };
+}
+
+/**
+ * A key an invoke is counted under (`invoke.rate_limit.key`, `invoke.concurrency.key`), rendered
+ * from its params and request; "" when it renders to nothing (each caller has its fallback).
+ */
+export function renderInvokeKey(key: Template, seen: { params: JsonObject; request: JsonObject }): string {
+  try {
+    return stringify(render(key, { params: seen.params, env: {}, step: {}, request: seen.request }));
+  } catch {
+    // An expression over these inputs cannot fail at run time short of a bug: the caller's fallback.
+    return "";
   }
-  return { binding: rl.binding, key };
 }
 
 /** 429 `rate_limited` with `Retry-After` = the binding's period, the longest a caller can have to wait. */
