@@ -14,9 +14,18 @@ export interface AblationVariant {
   run: Runner;
 }
 
+/** The fixed cost of a request on the server: GET /health, interleaved with the variants. */
+const HEALTH = "GET /health";
+
 export function ablationVariants(base: string, steps: number): AblationVariant[] {
   const bare = (extra: string) => baselineRunner(base, "bare", steps, extra);
+  const health: Runner = async () => {
+    const res = await fetch(`${base}/health`);
+    if (!res.ok) throw new Error(`/health answered ${res.status}`);
+    await res.arrayBuffer();
+  };
   return [
+    { key: HEALTH, what: "the fixed HTTP cost, subtracted for the net column", run: health },
     { key: "ours", what: "the real app and run object, listing on", run: oursRunner(base, steps) },
     {
       key: "ours, listing off",
@@ -39,6 +48,11 @@ export function ablationVariants(base: string, steps: number): AblationVariant[]
       what: "a deadline alarm set at start, deleted after answering",
       run: bare("alarm"),
     },
+    {
+      key: "bare DO + alarm late",
+      what: "set after answering (not safe: shows what the answer waits for)",
+      run: bare("alarmlate"),
+    },
     { key: "bare DO + log line", what: "one console.log line after answering", run: bare("log") },
     { key: "bare DO + KV rows", what: "each step stored with the KV API, as ours does", run: bare("kv") },
     {
@@ -53,6 +67,8 @@ export interface AblationRow {
   key: string;
   what: string;
   p50: number;
+  /** p50 net of the /health p50 of the same series (null for /health itself) */
+  net: number | null;
   /** workerd ms per run (user + system), null without /proc */
   cpu: number | null;
 }
@@ -64,13 +80,15 @@ export async function runAblation(
 ): Promise<AblationRow[]> {
   const runners = variants.map((v) => [v.key, v.run] as const);
   const lat = await interleaved(runners, 5, o.samples);
-  const cpu = pid === null ? null : await cpuPerRun(pid, runners, o.cpuRounds, o.cpuBlock, o.settleMs);
-  return variants.map((v) => ({
-    key: v.key,
-    what: v.what,
-    p50: lat.get(v.key)?.p50 ?? Number.NaN,
-    cpu: cpu?.get(v.key)?.total ?? null,
-  }));
+  const work = runners.filter(([key]) => key !== HEALTH);
+  const cpu = pid === null ? null : await cpuPerRun(pid, work, o.cpuRounds, o.cpuBlock, o.settleMs);
+  const health = lat.get(HEALTH)?.p50 ?? Number.NaN;
+  return variants
+    .filter((v) => v.key !== HEALTH)
+    .map((v) => {
+      const p50 = lat.get(v.key)?.p50 ?? Number.NaN;
+      return { key: v.key, what: v.what, p50, net: p50 - health, cpu: cpu?.get(v.key)?.total ?? null };
+    });
 }
 
 /** A markdown table: p50 and CPU per run, each also as a ratio to the bare floor. */
@@ -79,12 +97,14 @@ export function renderAblation(rows: AblationRow[]): string {
   const ratio = (a: number | null, b: number | null | undefined) =>
     a === null || !b ? "—" : `${(a / b).toFixed(2)}x`;
   const cells = [
-    ["variant", "what changes", "p50", "/ bare", "CPU per run", "/ bare"],
+    ["variant", "what changes", "p50", "/ bare", "p50 net of /health", "/ bare net", "CPU per run", "/ bare"],
     ...rows.map((r) => [
       r.key,
       r.what,
       `${r.p50.toFixed(2)} ms`,
       ratio(r.p50, bare?.p50),
+      r.net === null ? "—" : `${r.net.toFixed(2)} ms`,
+      ratio(r.net, bare?.net),
       r.cpu === null ? "—" : `${r.cpu.toFixed(2)} ms`,
       ratio(r.cpu, bare?.cpu),
     ]),

@@ -209,6 +209,11 @@ export class BareRunObject extends DurableObject<Env> {
     const sql = this.ctx.storage.sql;
     // Ablations (`npm run bench:ablate`): what a deadline alarm or a log line costs the floor.
     if (extra.includes("alarm")) void this.ctx.storage.setAlarm(Date.now() + 2000);
+    // Set once the answer has left, deleted soon after (what an unguarded listing write would pay).
+    if (extra.includes("alarmlate")) {
+      setTimeout(() => void this.ctx.storage.setAlarm(Date.now() + 2000), 0);
+      setTimeout(() => void this.ctx.storage.deleteAlarm(), 50);
+    }
     if (extra.length > 0)
       setTimeout(() => {
         if (extra.includes("log"))

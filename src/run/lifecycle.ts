@@ -149,6 +149,14 @@ export class RunLifecycle {
     if (!isFinished(stored.doc)) this.resume();
   }
 
+  /**
+   * The run is written now if it has not been (the object is about to answer while the run is
+   * still active, or the run has been active for a while and the listing must see it).
+   */
+  persist(): void {
+    if (this.active) this.store.persist();
+  }
+
   /** The run's document (null: no run here). */
   get current(): RunDoc | null {
     return this.doc;
@@ -197,12 +205,16 @@ export class RunLifecycle {
     doc.params = this.masker.maskJson(doc.params);
     doc.request = this.masker.maskJson(req.request);
     this.doc = doc;
+    this.store.runStarted(doc);
     if (req.rerun) {
       // Reused records are finished: the engine does not run their steps again.
       this.records = new Map(req.rerun.reused);
       this.store.reuse(req.rerun.reused);
     }
-    this.store.runStarted(doc);
+    // A re-run was promised to the run it re-runs, and a run with a concurrency key holds a place
+    // in its key's object: both are written now, so the promise and the place are never orphaned.
+    // Any other run is written when something must outlive this incarnation (run-store.ts).
+    if (req.rerun || req.concurrency) this.store.persist();
     this.resume();
   }
 
@@ -452,8 +464,9 @@ export class RunLifecycle {
       controller.abort(new RunAbort("timeout"));
       return;
     }
-    // The deadline is enforced by wake-ups alone (the object's alarm, set at start and re-armed
-    // by every heartbeat): an in-memory timer would keep an idle object from being evicted.
+    // The deadline is enforced by wake-ups alone (the object's alarm, set with the run's first
+    // write and re-armed by every heartbeat; before that write, while its caller waits, the
+    // object's timer): an in-memory timer here would keep an idle object from being evicted.
     const wf = this.rootWorkflow();
     const restored = new Map(this.records);
     if (restored.size > 0) doc.status = "running";

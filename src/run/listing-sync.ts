@@ -67,6 +67,11 @@ export class ListingSync {
     }
   }
 
+  /** Whether the listing has acknowledged this status of the run. */
+  acknowledged(status: RunStatus): boolean {
+    return this.listed === status;
+  }
+
   /** The run started running after the listing saw it pending (rare: its first step waited) or queued. */
   statusChanged(): void {
     if (this.listed === "pending" || this.listed === "queued") void this.sync();

@@ -32,13 +32,15 @@ import { mcpToolHost } from "./tool-host.ts";
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
 const HEARTBEAT_MS = 60_000;
 /**
- * A run still active this long after it started is written to the listing by its alarm (a run
- * that finishes sooner is written once, finished). An alarm, not a timer: it survives eviction.
+ * A run still active this long after it started is written to its storage (if nothing has
+ * written it yet) and to the listing, by its alarm; a run that finishes sooner is listed once,
+ * finished.
  */
 const LISTING_FIRST_WRITE_MS = 2_000;
 
 export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
+  private readonly store: RunStore;
   private readonly hub = new EventHub();
   private readonly listing: ListingSync;
   private readonly notifier: RunNotifier;
@@ -46,6 +48,8 @@ export class RunObject extends DurableObject<Env> {
   private released = false;
   /** When the alarm this incarnation set will fire (null: unknown or none). */
   private alarmAt: number | null = null;
+  /** Ends a run not written yet at its deadline, or writes it LISTING_FIRST_WRITE_MS after it started (then its alarm lists it). */
+  private persistTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -56,7 +60,9 @@ export class RunObject extends DurableObject<Env> {
       delete: (key) => void kv.delete(key),
       list: (prefix) => kv.list<string>({ prefix }),
     };
-    const store = new RunStore(port);
+    // The run's first write arms the alarm in the same commit (see armAlarm).
+    const store = new RunStore(port, () => this.armAlarm());
+    this.store = store;
     const allowPrivate = env.ALLOW_PRIVATE_WEBHOOKS === "true";
     const limiter = new OutboundLimiter(MAX_OUTBOUND);
     const outbound = (input: string | Request, init?: RequestInit) =>
@@ -163,17 +169,30 @@ export class RunObject extends DurableObject<Env> {
       rerun: req.rerun ?? null,
       concurrency: req.concurrency ? { ...req.concurrency, queued } : null,
     });
-    const started = this.run.current as RunDoc | null;
-    if (started && !isFinished(started)) {
-      // Not awaited: storage writes are ordered and the output gate holds replies until they land.
-      // The first alarm also lists a run that is still active by then (see LISTING_FIRST_WRITE_MS).
-      const deadline = Date.parse(started.deadline);
-      this.setAlarmAt(Math.min(deadline, Date.now() + LISTING_FIRST_WRITE_MS)).catch(() => {});
+    // The deadline alarm (SPEC 3) comes with the run's first write: a run that finishes before
+    // its answer leaves is first written finished and needs none; one still active when it
+    // answers, or at its first checkpoint, is written then, alarm included (docs/operations.md).
+    // While the caller waits, a run not written yet has no alarm: this timer stands in for it,
+    // at its deadline or when the listing is due to see it, whichever comes first.
+    const begun = this.run.current as RunDoc | null;
+    if (begun && this.run.active && req.waitMs > 0) {
+      const due = Math.min(Date.parse(begun.deadline), Date.parse(begun.created_at) + LISTING_FIRST_WRITE_MS);
+      if (due < Date.now() + req.waitMs) {
+        this.persistTimer = setTimeout(() => {
+          this.persistTimer = null;
+          this.run.wake(); // past its deadline: the run ends here
+          this.run.persist();
+        }, due - Date.now());
+      }
     }
     return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
   }
 
-  /** The envelope once the run has finished, or null if it is still active after `ms`. */
+  /**
+   * The envelope once the run has finished, or null if it is still active after `ms`. A run still
+   * active is written before that answer leaves (the output gate holds it until the write lands):
+   * whoever was told it exists can find it after an eviction, and its deadline holds.
+   */
   async waitFinished(ms: number): Promise<Envelope | null> {
     if (!this.run.current) return null;
     if (this.run.active && ms > 0) {
@@ -181,7 +200,13 @@ export class RunObject extends DurableObject<Env> {
       await Promise.race([this.run.ended(), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
       if (timer !== undefined) clearTimeout(timer);
     }
-    return this.run.current && !this.run.active ? this.run.envelope() : null;
+    if (!this.run.current) return null;
+    if (this.run.active) {
+      this.stopPersistTimer();
+      this.run.persist();
+      return null;
+    }
+    return this.run.envelope();
   }
 
   /** GET /runs/{id}/events (the Worker has checked credentials): Server-Sent Events. */
@@ -305,9 +330,19 @@ export class RunObject extends DurableObject<Env> {
     await this.setAlarmAt(listed ? next : Math.min(next, Date.now() + this.listing.retryMs()));
   }
 
+  /**
+   * The alarm of an active run that has been written: its next wake-up, and no later than when
+   * the listing is due to see it (LISTING_FIRST_WRITE_MS after it started, unless the listing
+   * has its status). Called at the run's first write (same commit) and whenever a wake-up moves.
+   */
   private armAlarm(): void {
-    const next = this.run.nextWake(Date.now());
-    if (next !== null) this.setAlarmAt(next).catch(() => {});
+    const doc = this.run.current;
+    if (!doc || !this.run.active || !this.store.isStored) return;
+    let next = this.run.nextWake(Date.now());
+    if (next === null) return;
+    if (!this.listing.acknowledged(doc.status))
+      next = Math.min(next, Date.parse(doc.created_at) + LISTING_FIRST_WRITE_MS);
+    this.setAlarmAt(next).catch(() => {});
   }
 
   /** setAlarm, remembering when it will fire. */
@@ -318,7 +353,13 @@ export class RunObject extends DurableObject<Env> {
 
   // ---- After the run: listing, log line, retention -------------------------------------------
 
+  private stopPersistTimer(): void {
+    if (this.persistTimer !== null) clearTimeout(this.persistTimer);
+    this.persistTimer = null;
+  }
+
   private finished(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): void {
+    this.stopPersistTimer();
     const now = Date.now();
     // The listing write waits for the answer to leave (a timer, not a microtask); an alarm due
     // within LISTING_RETRY_MS retries it if this incarnation does not get there. The one start()

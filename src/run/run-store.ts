@@ -4,19 +4,22 @@
  * written is billed; the workflow-test runner a Map. Every write a run makes goes through here.
  *
  * The plan, in rows:
- * - `def`: the pinned definition, written once, when the run starts.
+ * - nothing when the run starts: a run is first written by whatever must outlive this
+ *   incarnation (its first checkpoint, the answer of a run still active, the end); until then
+ *   it lives in memory only, and an object lost before that write takes a run nobody can see.
+ * - `def`: the pinned definition, written once, with the run's first write.
  * - `run`: the run document with the records of recomputable steps (transforms, skips, the
- *   records of workflow and fan-out steps, steps settled at the end) riding along. Written when
- *   the run starts, at each checkpoint that has riders to carry, when the ledger changes, before
- *   a wait, and when the run ends.
+ *   records of workflow and fan-out steps, steps settled at the end) riding along. Written with
+ *   the run's first write, at each checkpoint that has riders to carry, when the ledger changes,
+ *   before a wait, and when the run ends.
  * - `step/<path>`: the record of a step with an effect outside the run (a webhook, an agent
  *   call), written when it finishes: that write is the checkpoint the effect needs. A rider too
  *   large to ride (its JSON over RIDER_MAX_CHARS, or the `run` row over RUN_ROW_MAX_CHARS) gets
  *   its own row too, since one stored value has a size limit.
  * - `approval/<id>`, `checkpoint/<path>` (an agent's conversation while it runs), `wait/<path>`
  *   (a wait step's wait) and `signal/<name>` (a signal kept for a wait not reached yet).
- * A finished 10- or 50-step transform run writes 3 rows: `def` and `run` at the start, `run` at
- * the end. After an eviction, recomputable steps finished since the last `run` write run again;
+ * A 10- or 50-step transform run that finishes before its answer leaves writes 2 rows, `def` and
+ * `run`, at the end; answered while still active, `run` once more. After an eviction, recomputable steps finished since the last `run` write run again;
  * a step with an effect never does.
  */
 import type { Bundle, Json } from "../bundle.ts";
@@ -75,9 +78,19 @@ export class RunStore {
   private seen = new Map<string, string>();
   /** Paths with a stored conversation, so finishing deletes rows that exist (no delete per step, no scan). */
   private checkpoints = new Set<string>();
+  /** The run has been written (its `def` and a first `run`). */
+  private stored = false;
+  /** Told once, at the run's first write (the object arms its alarm in the same commit). */
+  private readonly firstWrite: () => void;
 
-  constructor(kv: KvPort) {
+  constructor(kv: KvPort, firstWrite: () => void = () => {}) {
     this.kv = kv;
+    this.firstWrite = firstWrite;
+  }
+
+  /** Whether the run has been written at all (false: it lives in memory only, so far). */
+  get isStored(): boolean {
+    return this.stored;
   }
 
   /** The run kept in storage, or null when there is none. */
@@ -90,6 +103,7 @@ export class RunStore {
     const def = (row.doc as Partial<RunDoc>).def ?? (JSON.parse(this.kv.get(DEF_KEY) ?? "null") as Bundle);
     const doc = { ...row.doc, def } as RunDoc;
     this.doc = doc;
+    this.stored = true;
     const records = new Map<string, StepRecord>(row.riders);
     for (const [path, rec] of row.riders) this.riders.set(path, rec);
     for (const [key, json] of this.kv.list(STEP_PREFIX)) {
@@ -114,11 +128,15 @@ export class RunStore {
     return { doc, records, approvals, waits, kept };
   }
 
-  /** A new run: its definition (once) and its document. */
+  /** A new run: kept in memory until something must outlive this incarnation (see `persist`). */
   runStarted(doc: RunDoc): void {
     this.doc = doc;
-    this.kv.put(DEF_KEY, JSON.stringify(doc.def));
-    this.writeRun();
+    this.stored = false;
+  }
+
+  /** The run as it is now is written, if it has not been yet (its definition, its document). */
+  persist(): void {
+    if (!this.stored) this.writeRun();
   }
 
   /** A re-run's reused records: they ride with the first `run` write and are not news to listeners. */
@@ -126,7 +144,7 @@ export class RunStore {
     for (const [path, rec] of records) {
       const json = JSON.stringify(rec);
       this.seen.set(path, json);
-      if (json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json);
+      if (json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json, false);
       else this.riders.set(path, rec);
     }
   }
@@ -156,7 +174,7 @@ export class RunStore {
 
   /** Before a wait (an approval asked): what has finished is kept, so nothing waits on recomputation. */
   checkpoint(): void {
-    if (this.dirty) this.writeRun();
+    if (this.dirty || !this.stored) this.writeRun();
   }
 
   /**
@@ -172,7 +190,8 @@ export class RunStore {
         changed.push(path);
       const own = this.ownRows.get(path);
       if (own === json) continue;
-      if (own !== undefined || json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json);
+      // The `run` write below is the run's first one if it has none yet.
+      if (own !== undefined || json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json, false);
       else this.riders.set(path, rec);
     }
     for (const path of this.checkpoints) this.kv.delete(CHECKPOINT_PREFIX + path);
@@ -186,15 +205,18 @@ export class RunStore {
   }
 
   saveApproval(rec: ApprovalRecord): void {
+    this.persist();
     this.kv.put(APPROVAL_PREFIX + rec.id, JSON.stringify(rec));
   }
 
   saveWait(rec: WaitRecord): void {
+    this.persist();
     this.kv.put(WAIT_PREFIX + rec.path, JSON.stringify(rec));
   }
 
   /** A signal for a wait the run has not reached (masked). */
   keepSignal(name: string, body: Json): void {
+    this.persist();
     this.kv.put(KEPT_PREFIX + name, JSON.stringify(body));
   }
 
@@ -209,6 +231,7 @@ export class RunStore {
 
   /** `state` arrives masked: a conversation can quote a secret passed to a tool server. */
   saveCheckpoint(path: string, state: Json): void {
+    this.persist();
     this.checkpoints.add(path);
     this.kv.put(CHECKPOINT_PREFIX + path, JSON.stringify(state));
   }
@@ -221,10 +244,13 @@ export class RunStore {
     this.ownRows = new Map();
     this.seen = new Map();
     this.checkpoints = new Set();
+    this.stored = false;
   }
 
-  private writeOwnRow(path: string, json: string): void {
+  private writeOwnRow(path: string, json: string, persistFirst = true): void {
     if (this.ownRows.get(path) === json) return;
+    // A record with its own row needs the run it belongs to (load() starts from `run`).
+    if (persistFirst) this.persist();
     this.kv.put(STEP_PREFIX + path, json);
     this.ownRows.set(path, json);
     if (this.riders.delete(path)) this.dirty = true;
@@ -234,6 +260,11 @@ export class RunStore {
   private writeRun(): void {
     const doc = this.doc;
     if (!doc) return;
+    const first = !this.stored;
+    if (first) {
+      this.stored = true;
+      this.kv.put(DEF_KEY, JSON.stringify(doc.def));
+    }
     const { def: _def, ...rest } = doc;
     let riders = [...this.riders];
     let text = JSON.stringify({ doc: rest, riders } satisfies RunRow);
@@ -254,6 +285,7 @@ export class RunStore {
     }
     this.kv.put(RUN_KEY, text);
     this.dirty = false;
+    if (first) this.firstWrite();
   }
 }
 

@@ -1,15 +1,16 @@
 /**
  * What a run writes to its Durable Object (SPEC 15: each SQLite row written is billed): a
- * finished transform run writes at most 3 rows whatever its length, the pinned definition once,
- * and records too large for one stored value get rows of their own and read back after an
- * eviction.
+ * transform run that finishes before its answer leaves writes 2 rows whatever its length, the
+ * pinned definition once; a run still active when it answers is written before that answer,
+ * with its deadline alarm, and survives an eviction right after it; records too large for one
+ * stored value get rows of their own and read back after an eviction.
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, JsonObject } from "../../src/bundle.ts";
 import type { RunObject } from "../../src/run/run-object.ts";
-import { call } from "./harness.ts";
+import { call, invoke, waitForRun } from "./harness.ts";
 
 /** Starts `name` in a fresh run object whose KV writes are counted, and waits for its end. */
 async function countedRun(name: string, params: JsonObject = {}) {
@@ -38,18 +39,49 @@ async function countedRun(name: string, params: JsonObject = {}) {
 }
 
 describe("rows a run writes", () => {
-  it("a finished 10-step transform run writes 3 rows: the definition once, the run at start and end", async () => {
+  it("a 10-step transform run that finishes before its answer writes 2 rows, both at the end", async () => {
     const { envelope, puts } = await countedRun("rows-ten");
     expect(envelope?.status).toBe("complete");
     expect(envelope?.steps).toHaveLength(10);
-    expect(puts).toEqual(["def", "run", "run"]);
+    expect(puts).toEqual(["def", "run"]);
   });
 
-  it("a finished 50-step transform run writes 3 rows too", async () => {
+  it("a finished 50-step transform run writes 2 rows too", async () => {
     const { envelope, puts } = await countedRun("rows-fifty");
     expect(envelope?.status).toBe("complete");
     expect(envelope?.steps).toHaveLength(50);
-    expect(puts.length).toBeLessThanOrEqual(3);
+    expect(puts).toEqual(["def", "run"]);
+  });
+
+  it("a run that finishes before its answer keeps no deadline alarm: only the listing's retry, gone once listed", async () => {
+    const { stub, envelope } = await countedRun("rows-ten");
+    expect(envelope?.status).toBe("complete");
+    // Due within the listing's retry, never at the run's deadline (300 s away).
+    const alarm = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
+    if (alarm !== null) expect(alarm - Date.now()).toBeLessThan(10_000);
+    let left: number | null = alarm;
+    for (let i = 0; i < 100 && left !== null; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      left = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
+    }
+    expect(left).toBeNull();
+  });
+
+  it("a run still active when it answers is written before the answer, alarm included, and survives an eviction right after it", async () => {
+    const res = await invoke("two-phase", { key: `answer-${crypto.randomUUID()}` });
+    expect(res.status).toBe(202);
+    const { run_id } = (await res.json()) as { run_id: string };
+    const stub = env.RUNS.get(env.RUNS.idFromString(run_id));
+    const stored = await runInDurableObject(stub, async (_o, state) => ({
+      keys: [...state.storage.kv.list<string>()].map(([k]) => k),
+      alarm: await state.storage.getAlarm(),
+    }));
+    expect(stored.keys).toEqual(expect.arrayContaining(["def", "run"]));
+    expect(stored.alarm).not.toBeNull();
+    await evictDurableObject(stub);
+    const e = await waitForRun(run_id);
+    expect(e.status).toBe("complete");
+    expect(e.steps.map((s: { status: string }) => s.status)).toEqual(["complete", "complete"]);
   });
 
   it("records too large to share one stored value get rows of their own, and read back after an eviction", async () => {
