@@ -60,6 +60,11 @@ export function ablationVariants(base: string, steps: number): AblationVariant[]
       what: "the floor of a run stored like ours that keeps a deadline",
       run: bare("alarm,kv"),
     },
+    {
+      key: "bare DO + all ours must do",
+      what: "KV rows, the alarm, a log line, the listing write after answering",
+      run: bare("alarm,kv,log,listing"),
+    },
   ];
 }
 

@@ -4,7 +4,9 @@
  * but does not make them burn more CPU. Contenders run in alternating blocks so that drift is
  * shared; every block is followed by a pause of `settleMs` so that work a run leaves behind (its
  * listing write, a shard's commit, the alarm that fires two seconds after a run started) is
- * counted with it.
+ * counted with it. What workerd burns while idle (its own timers, at 10 ms clock ticks) is
+ * measured in an empty block of each round and subtracted per millisecond of each block, so a
+ * slow contender is not charged for the idling its longer blocks contain.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import type { Runner } from "./latency.ts";
@@ -47,16 +49,30 @@ export async function cpuPerRun(
   const pause = () => new Promise((r) => setTimeout(r, settleMs));
   const acc = new Map(runners.map(([k]) => [k, { user: 0, system: 0, runs: 0 }]));
   for (let r = 0; r < rounds; r++) {
+    // Idle: one settle pause after another, nothing run.
+    await pause();
+    const idleFrom = cpuMs(pid);
+    const idleT0 = performance.now();
+    await pause();
+    await pause();
+    const idleTo = cpuMs(pid);
+    const idleMs = performance.now() - idleT0;
+    const idle = {
+      user: (idleTo.user - idleFrom.user) / idleMs,
+      system: (idleTo.system - idleFrom.system) / idleMs,
+    };
     for (const [key, run] of runners) {
       await pause();
       const before = cpuMs(pid);
+      const t0 = performance.now();
       for (let i = 0; i < perBlock; i++) await run();
       await pause();
       const after = cpuMs(pid);
+      const elapsed = performance.now() - t0;
       const a = acc.get(key);
       if (!a) continue;
-      a.user += after.user - before.user;
-      a.system += after.system - before.system;
+      a.user += after.user - before.user - idle.user * elapsed;
+      a.system += after.system - before.system - idle.system * elapsed;
       a.runs += perBlock;
     }
   }

@@ -465,7 +465,7 @@ function findings(r: Results, d: Derived): string[] {
   const ab = (k: string) => r.ablation.find((a) => a.key === k);
   const [abOurs, abFloor, abBare, abNoAlarm, abUnlisted] = [
     ab("ours"),
-    ab("bare DO + alarm + KV rows"),
+    ab("bare DO + all ours must do"),
     ab("bare DO"),
     ab("ours, listing and alarm off"),
     ab("ours, listing off"),
@@ -476,7 +476,7 @@ function findings(r: Results, d: Derived): string[] {
     const netX = (a: AblationRow, b: AblationRow) =>
       a.net === null || b.net === null ? "n/a" : x(a.net / b.net);
     out.push(
-      `What limits it (ablation below, its own series, p50 net of /health): switching the alarm off takes ours from ${netX(abUnlisted, abBare)} to ${netX(abNoAlarm, abBare)} of the bare DO (CPU ${cpuX(abUnlisted, abBare)} → ${cpuX(abNoAlarm, abBare)}). A run that finishes before its answer has no deadline alarm; the alarm it keeps guards its listing write, which happens after the answer and must survive an eviction (docs/operations.md, "The deadline alarm"), so it stays; against the floor of a run that keeps one and stores its rows like ours (bare DO + alarm + KV rows) ours is ${netX(abOurs, abFloor)} at p50 net and ${cpuX(abOurs, abFloor)} in CPU per run, listing included. Locally the first setAlarm on a new object's database costs about a millisecond of CPU (the profile's \`setAlarm (native)\` line); on Cloudflare a SQLite-backed object keeps its alarm in its own database, so we expect it to ride in the same commit as the run document, which the output gate waits for anyway (not measurable here).`,
+      `What limits it (ablation below, its own series, p50 net of /health): switching the alarm off takes ours from ${netX(abUnlisted, abBare)} to ${netX(abNoAlarm, abBare)} of the bare DO (CPU ${cpuX(abUnlisted, abBare)} → ${cpuX(abNoAlarm, abBare)}). A run that finishes before its answer has no deadline alarm; the alarm it keeps guards its listing write, which happens after the answer and must survive an eviction (docs/operations.md, "The deadline alarm"), so it stays. Against the floor of a run that does what ours must (bare DO + all ours must do: its rows through the KV API, the alarm, the run.finished line and the listing write after answering) ours is ${netX(abOurs, abFloor)} at p50 net and ${cpuX(abOurs, abFloor)} in CPU per run: what is left above that is the engine itself (routing, params, masking, the envelope). Locally the first setAlarm on a new object's database costs about a millisecond of CPU (the profile's \`setAlarm (native)\` line); on Cloudflare a SQLite-backed object keeps its alarm in its own database, so we expect it to ride in the same commit as the run document, which the output gate waits for anyway (not measurable here).`,
     );
   }
   const netSpeedup = d.net.workflows / d.net.ours;

@@ -362,22 +362,28 @@ export class RunObject extends DurableObject<Env> {
     this.stopPersistTimer();
     const now = Date.now();
     // The listing write waits for the answer to leave (a timer, not a microtask); an alarm due
-    // within LISTING_RETRY_MS retries it if this incarnation does not get there. The one start()
-    // set serves for a run that finished at once (no second alarm write).
+    // within LISTING_RETRY_MS retries it if this incarnation does not get there. It rides in the
+    // commit of the run's last write; an alarm already due sooner (a run written while active)
+    // serves instead (no second alarm write).
     if (this.alarmAt === null || this.alarmAt > now + LISTING_RETRY_MS)
       this.setAlarmAt(now + LISTING_RETRY_MS).catch(() => {});
     setTimeout(() => {
       // The log line too waits for the answer: nothing a caller waits for depends on it.
-      try {
-        const line = finishedRunLog(doc, this.run.rootWorkflow(), records);
-        console.log(JSON.stringify(this.run.runMasker.maskJson(line)));
-      } catch {
-        // Never let the log line break the run's bookkeeping.
-      }
+      this.logFinished(doc, records);
       void this.afterRun().catch(() => {});
     }, 0);
     if (this.hub.listening) this.hub.publish(this.run.completedEvent());
     this.hub.close();
+  }
+
+  /** One `run.finished` line (run-log.ts), masked. */
+  private logFinished(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): void {
+    try {
+      const line = finishedRunLog(doc, this.run.rootWorkflow(), records);
+      console.log(JSON.stringify(this.run.runMasker.maskJson(line)));
+    } catch {
+      // Never let the log line break the run's bookkeeping.
+    }
   }
 
   /**
