@@ -443,7 +443,7 @@ function findings(r: Results, d: Derived): string[] {
       .map((e) => `${ms(e.v)} ms \`${e.w}\``)
       .join("; ");
     out.push(
-      `What remains above the floor, by the profiles below (ours 10 steps minus bare 10 steps, per run, busy time of the isolate, inflated by the sampler alike for both): ${extra}. The biggest items are always the run's storage writes through the KV API (the definition and the run document, once each, when it ends), the one alarm that guards the listing write, the listing write itself (an RPC to its shard), Hono's response and reading the body; the garbage collector's share moves between runs.`,
+      `What remains above the floor, by the profiles below (ours 10 steps minus bare 10 steps, per run, busy time of the isolate, inflated by the sampler alike for both): ${extra}. The biggest items are always the run's storage writes through the KV API (the run document with its definition inside, once, when it ends; the first write to a new object's database pays for creating its table), the one alarm that guards the listing write, the listing write itself (an RPC to its shard), Hono's response and reading the body; the garbage collector's share moves between runs.`,
     );
   }
   if (r.cpu?.ours && r.cpu.bare) {

@@ -7,7 +7,9 @@
  * - nothing when the run starts: a run is first written by whatever must outlive this
  *   incarnation (its first checkpoint, the answer of a run still active, the end); until then
  *   it lives in memory only, and an object lost before that write takes a run nobody can see.
- * - `def`: the pinned definition, written once, with the run's first write.
+ * - `def`: the pinned definition, written once, with the run's first write, unless that write
+ *   is the run's end: then it rides inside that one `run` row (a finished run is rarely written
+ *   again, and then that row is rewritten whole: a re-run's claim).
  * - `run`: the run document with the records of recomputable steps (transforms, skips, the
  *   records of workflow and fan-out steps, steps settled at the end) riding along. Written with
  *   the run's first write, at each checkpoint that has riders to carry, when the ledger changes,
@@ -18,8 +20,9 @@
  *   its own row too, since one stored value has a size limit.
  * - `approval/<id>`, `checkpoint/<path>` (an agent's conversation while it runs), `wait/<path>`
  *   (a wait step's wait) and `signal/<name>` (a signal kept for a wait not reached yet).
- * A 10- or 50-step transform run that finishes before its answer leaves writes 2 rows, `def` and
- * `run`, at the end; answered while still active, `run` once more. After an eviction, recomputable steps finished since the last `run` write run again;
+ * A 10- or 50-step transform run that finishes before its answer leaves writes 1 row, `run`
+ * with its definition inside, at the end; answered while still active, 3 (`def` and `run` then,
+ * `run` at the end). After an eviction, recomputable steps finished since the last `run` write run again;
  * a step with an effect never does.
  */
 import type { Bundle, Json } from "../bundle.ts";
@@ -59,9 +62,9 @@ const RIDER_MAX_CHARS = 64 * 1024;
 /** The `run` row stays under this (riders move to their own rows, largest first). */
 const RUN_ROW_MAX_CHARS = 1024 * 1024;
 
-/** The `run` row: the document without its definition, and the riders. */
+/** The `run` row: the document (its definition only when there is no `def` row), and the riders. */
 interface RunRow {
-  doc: Omit<RunDoc, "def">;
+  doc: Omit<RunDoc, "def"> & { def?: Bundle };
   riders: Array<[string, StepRecord]>;
 }
 
@@ -80,6 +83,8 @@ export class RunStore {
   private checkpoints = new Set<string>();
   /** The run has been written (its `def` and a first `run`). */
   private stored = false;
+  /** The definition rides inside the `run` row (the run's first write was its end): no `def` row. */
+  private defInRun = false;
   /** Told once, at the run's first write (the object arms its alarm in the same commit). */
   private readonly firstWrite: () => void;
 
@@ -104,6 +109,7 @@ export class RunStore {
     const doc = { ...row.doc, def } as RunDoc;
     this.doc = doc;
     this.stored = true;
+    this.defInRun = row.doc.def !== undefined;
     const records = new Map<string, StepRecord>(row.riders);
     for (const [path, rec] of row.riders) this.riders.set(path, rec);
     for (const [key, json] of this.kv.list(STEP_PREFIX)) {
@@ -245,6 +251,7 @@ export class RunStore {
     this.seen = new Map();
     this.checkpoints = new Set();
     this.stored = false;
+    this.defInRun = false;
   }
 
   private writeOwnRow(path: string, json: string, persistFirst = true): void {
@@ -263,9 +270,14 @@ export class RunStore {
     const first = !this.stored;
     if (first) {
       this.stored = true;
-      this.kv.put(DEF_KEY, JSON.stringify(doc.def));
+      // A run first written at its end keeps its definition in its one row; any other gets a
+      // `def` row now, so that no later write of `run` carries the definition again.
+      const defJson = JSON.stringify(doc.def);
+      if (isFinished(doc) && defJson.length <= RIDER_MAX_CHARS) this.defInRun = true;
+      else this.kv.put(DEF_KEY, defJson);
     }
-    const { def: _def, ...rest } = doc;
+    const { def, ...withoutDef } = doc;
+    const rest: RunRow["doc"] = this.defInRun ? { ...withoutDef, def } : withoutDef;
     let riders = [...this.riders];
     let text = JSON.stringify({ doc: rest, riders } satisfies RunRow);
     if (text.length > RUN_ROW_MAX_CHARS) {

@@ -39,18 +39,40 @@ async function countedRun(name: string, params: JsonObject = {}) {
 }
 
 describe("rows a run writes", () => {
-  it("a 10-step transform run that finishes before its answer writes 2 rows, both at the end", async () => {
+  it("a 10-step transform run that finishes before its answer writes 1 row at the end, its definition inside", async () => {
     const { envelope, puts } = await countedRun("rows-ten");
     expect(envelope?.status).toBe("complete");
     expect(envelope?.steps).toHaveLength(10);
-    expect(puts).toEqual(["def", "run"]);
+    expect(puts).toEqual(["run"]);
   });
 
-  it("a finished 50-step transform run writes 2 rows too", async () => {
+  it("a finished 50-step transform run writes 1 row too", async () => {
     const { envelope, puts } = await countedRun("rows-fifty");
     expect(envelope?.status).toBe("complete");
     expect(envelope?.steps).toHaveLength(50);
-    expect(puts).toEqual(["def", "run"]);
+    expect(puts).toEqual(["run"]);
+  });
+
+  it("a finished run written again later (a re-run's claim) keeps its definition through an eviction", async () => {
+    const { stub, runId, envelope, puts } = await countedRun("rows-ten");
+    const claimed = await runInDurableObject(stub, (o: RunObject) => o.rerunStarted("another-run", false));
+    expect(claimed).toBe("claimed");
+    expect(puts).toEqual(["run", "run"]);
+    await evictDurableObject(stub);
+    const again = (await (await call(`/runs/${runId}`)).json()) as typeof envelope;
+    expect(again).toEqual(envelope);
+    const graph = await call(`/runs/${runId}/graph`);
+    expect(graph.status).toBe(200);
+    // Its pinned definition is what a re-run from a step runs on.
+    const res = await call(`/runs/${runId}/rerun`, {
+      method: "POST",
+      headers: { prefer: "wait=10", "content-type": "application/json" },
+      body: JSON.stringify({ from: "s2", definition: "pinned" }),
+    });
+    expect(res.status).toBe(200);
+    const rerun = (await res.json()) as typeof envelope;
+    expect(rerun?.status).toBe("complete");
+    expect(rerun?.output).toEqual(envelope?.output);
   });
 
   it("a run that finishes before its answer keeps no deadline alarm: only the listing's retry, gone once listed", async () => {
