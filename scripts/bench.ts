@@ -6,7 +6,7 @@
  * startup and a Node-side profile of the engine. Prints one table and writes it, with the machine
  * it ran on, to bench/results.md.
  *
- *   npm run bench                 # about 2.5 minutes
+ *   npm run bench                 # about 4.5 minutes
  *   npm run bench -- --quick      # fewer samples, for checking that the bench itself works
  *
  * Not part of `npm test`: timings depend on the machine. Network: 127.0.0.1 only.
