@@ -1,16 +1,17 @@
 /**
  * What a run writes to its Durable Object (SPEC 15: each SQLite row written is billed): a
- * transform run that finishes before its answer leaves writes 2 rows whatever its length, the
- * pinned definition once; a run still active when it answers is written before that answer,
- * with its deadline alarm, and survives an eviction right after it; records too large for one
- * stored value get rows of their own and read back after an eviction.
+ * transform run that finishes before its answer leaves writes 1 row whatever its length, its
+ * pinned definition inside; a run still active when it answers is written before that answer,
+ * with its deadline alarm, and survives an eviction right after it; after an eviction between
+ * checkpoints a transform runs again but a sent webhook is never sent again; records too large
+ * for one stored value get rows of their own and read back after an eviction.
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, JsonObject } from "../../src/bundle.ts";
 import type { RunObject } from "../../src/run/run-object.ts";
-import { call, invoke, waitForRun } from "./harness.ts";
+import { call, invoke, targetLog, uniqueKey, waitForRun } from "./harness.ts";
 
 /** Starts `name` in a fresh run object whose KV writes are counted, and waits for its end. */
 async function countedRun(name: string, params: JsonObject = {}) {
@@ -104,6 +105,35 @@ describe("rows a run writes", () => {
     const e = await waitForRun(run_id);
     expect(e.status).toBe("complete");
     expect(e.steps.map((s: { status: string }) => s.status)).toEqual(["complete", "complete"]);
+  });
+
+  it("after an eviction between checkpoints, a transform is computed again and a sent webhook is not sent again", async () => {
+    const key = uniqueKey("between-checkpoints");
+    const res = await invoke("checkpoint-resume", { key });
+    expect(res.status).toBe(202);
+    const { run_id } = (await res.json()) as { run_id: string };
+    const stub = env.RUNS.get(env.RUNS.idFromString(run_id));
+    // The first webhook has answered and the second is in flight.
+    for (let i = 0; i < 100 && (await targetLog(key)).length < 2; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    const keys = await runInDurableObject(stub, (_o, state) =>
+      [...state.storage.kv.list<string>()].map(([k]) => k),
+    );
+    // The webhook's record is its checkpoint; the transform after it has not been written yet.
+    expect(keys).toContain("step/first");
+    const row = await runInDurableObject(stub, (_o, state) => state.storage.kv.get<string>("run") ?? "");
+    expect(row).not.toContain('"between"');
+    await evictDurableObject(stub);
+    const e = await waitForRun(run_id);
+    expect(e.status).toBe("complete");
+    const log = await targetLog(key);
+    expect(log.filter((r) => r.path === "/echo")).toHaveLength(1);
+    const second = log.filter((r) => r.path.startsWith("/slow"));
+    expect(second.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(second.map((r) => r.headers["idempotency-key"]))).toEqual(new Set([`${run_id}:second`]));
+    // The transform computed again from the stored webhook answer hands on the same value.
+    expect(e.steps[1].output).toEqual({ result: { phase: 1, key } });
+    for (const r of second) expect(JSON.parse(r.body)).toEqual({ phase: 1, key });
   });
 
   it("records too large to share one stored value get rows of their own, and read back after an eviction", async () => {
