@@ -22,8 +22,8 @@
  *   (a wait step's wait) and `signal/<name>` (a signal kept for a wait not reached yet).
  * A 10- or 50-step transform run that finishes before its answer leaves writes 1 row, `run`
  * with its definition inside, at the end; answered while still active, 3 (`def` and `run` then,
- * `run` at the end). After an eviction, recomputable steps finished since the last `run` write run again;
- * a step with an effect never does.
+ * `run` at the end). After an eviction, recomputable steps finished since the last `run` write
+ * run again; a step with an effect never does.
  */
 import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
@@ -105,7 +105,7 @@ export class RunStore {
     const parsed = JSON.parse(text) as RunRow | RunDoc;
     // Runs stored before checkpoints kept the whole document (definition included) in `run`.
     const row: RunRow = "riders" in parsed ? parsed : { doc: parsed, riders: [] };
-    const def = (row.doc as Partial<RunDoc>).def ?? (JSON.parse(this.kv.get(DEF_KEY) ?? "null") as Bundle);
+    const def = row.doc.def ?? (JSON.parse(this.kv.get(DEF_KEY) ?? "null") as Bundle);
     const doc = { ...row.doc, def } as RunDoc;
     this.doc = doc;
     this.stored = true;
@@ -150,7 +150,7 @@ export class RunStore {
     for (const [path, rec] of records) {
       const json = JSON.stringify(rec);
       this.seen.set(path, json);
-      if (json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json, false);
+      if (json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json);
       else this.riders.set(path, rec);
     }
   }
@@ -174,6 +174,8 @@ export class RunStore {
       this.dirty = true;
       return;
     }
+    // A record with its own row needs the run it belongs to (load() starts from `run`).
+    this.persist();
     this.writeOwnRow(path, json);
     if (this.dirty) this.writeRun();
   }
@@ -197,7 +199,7 @@ export class RunStore {
       const own = this.ownRows.get(path);
       if (own === json) continue;
       // The `run` write below is the run's first one if it has none yet.
-      if (own !== undefined || json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json, false);
+      if (own !== undefined || json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json);
       else this.riders.set(path, rec);
     }
     for (const path of this.checkpoints) this.kv.delete(CHECKPOINT_PREFIX + path);
@@ -254,10 +256,8 @@ export class RunStore {
     this.defInRun = false;
   }
 
-  private writeOwnRow(path: string, json: string, persistFirst = true): void {
+  private writeOwnRow(path: string, json: string): void {
     if (this.ownRows.get(path) === json) return;
-    // A record with its own row needs the run it belongs to (load() starts from `run`).
-    if (persistFirst) this.persist();
     this.kv.put(STEP_PREFIX + path, json);
     this.ownRows.set(path, json);
     if (this.riders.delete(path)) this.dirty = true;
