@@ -24,7 +24,7 @@ import { invokeResponse } from "./http/triggers/response.ts";
 import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { forgetRun } from "./run/listing.ts";
-import type { RunRpc } from "./run/run-rpc.ts";
+import { type RunRpc, runStub } from "./run/run-rpc.ts";
 import { signalKeyStub } from "./run/signal-key-rpc.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
@@ -315,15 +315,6 @@ function invocable(name: string, hint: string): { key: string; wf: CompiledWorkf
 }
 
 /** A run id is the hex id of its Durable Object; anything else names no run. */
-function runStub(env: Env, runId: string): RunRpc | null {
-  if (!/^[0-9a-f]{64}$/.test(runId)) return null;
-  try {
-    return env.RUNS.get(env.RUNS.idFromString(runId)) as unknown as RunRpc;
-  } catch {
-    return null;
-  }
-}
-
 /** `Prefer: wait=N` (RFC 7240) or `?wait=N`, capped at 60 s; null when the request asks for none. */
 function requestedWait(req: Request): number | null {
   const fromQuery = new URL(req.url).searchParams.get("wait");

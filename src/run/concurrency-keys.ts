@@ -9,7 +9,7 @@
  * ended (canceled) releases at once, and a release repeated after an eviction changes nothing.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { RunRpc } from "./run-rpc.ts";
+import { runStub } from "./run-rpc.ts";
 
 const ACTIVE = "active/";
 const QUEUE = "queue/";
@@ -50,9 +50,11 @@ export class ConcurrencyKey extends DurableObject<Env> {
     }
     await Promise.all(
       begun.map(async (runId) => {
-        const stub = this.env.RUNS.get(this.env.RUNS.idFromString(runId)) as unknown as RunRpc;
         // A run that cannot begin any more (canceled, deleted) gives its slot back.
-        const ok = await stub.begin().catch(() => true);
+        const ok =
+          (await runStub(this.env, runId)
+            ?.begin()
+            .catch(() => true)) ?? false;
         if (!ok) await this.release(runId);
       }),
     );

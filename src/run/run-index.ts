@@ -23,6 +23,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../engine/types.ts";
 import { directoryStub, type IndexRow, type Position } from "./listing.ts";
 import { bucketExpiresMs, FLUSH_MS, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
+import { runStub } from "./run-rpc.ts";
 
 const REGISTERED_KEY = "registered";
 /** Runs one sweep alarm asks to expire: under the 50 subrequests of the Workers Free plan. */
@@ -186,11 +187,7 @@ export class RunIndex extends DurableObject<Env> {
   }
 
   private async expireRun(runId: string): Promise<void> {
-    if (!/^[0-9a-f]{64}$/.test(runId)) return;
-    const stub = this.env.RUNS.get(this.env.RUNS.idFromString(runId)) as unknown as {
-      expire(): Promise<string>;
-    };
-    await stub.expire();
+    await runStub(this.env, runId)?.expire();
   }
 
   private ensureEntries(): void {
@@ -278,11 +275,7 @@ export class RunIndex extends DurableObject<Env> {
       const ids = sql.exec<{ run_id: string }>("SELECT run_id FROM runs").toArray();
       await Promise.all(
         ids.map(async ({ run_id }) => {
-          if (!/^[0-9a-f]{64}$/.test(run_id)) return;
-          const stub = this.env.RUNS.get(this.env.RUNS.idFromString(run_id)) as unknown as {
-            relist(): Promise<void>;
-          };
-          await stub.relist();
+          await runStub(this.env, run_id)?.relist();
         }),
       );
       sql.exec("DROP TABLE runs");

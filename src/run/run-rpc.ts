@@ -50,6 +50,19 @@ export type StartResult =
   | { outcome: "conflict"; runId: string }
   | { outcome: "rate_limited"; runId: string };
 
+/**
+ * The object of the run `runId` names (64 hex digits, as issued), or null for anything else: a
+ * caller's id is never trusted to be one.
+ */
+export function runStub(env: Env, runId: string): RunRpc | null {
+  if (!/^[0-9a-f]{64}$/.test(runId)) return null;
+  try {
+    return env.RUNS.get(env.RUNS.idFromString(runId)) as unknown as RunRpc;
+  } catch {
+    return null;
+  }
+}
+
 /** The RPC surface the Worker uses (typed plainly: the generated stub types are too deep). */
 export interface RunRpc {
   start(req: StartRequest): Promise<StartResult>;

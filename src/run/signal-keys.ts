@@ -8,7 +8,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Json } from "../bundle.ts";
-import type { RunRpc } from "./run-rpc.ts";
+import { runStub } from "./run-rpc.ts";
 import { KEPT_SIGNAL_MS, type KeyedSendResult } from "./signal-key-rpc.ts";
 
 const WAITING = "waiting/";
@@ -29,8 +29,10 @@ export class SignalKey extends DurableObject<Env> {
     const refused: Array<{ path: string; message: string }> = [];
     await Promise.all(
       runs.map(async (runId) => {
-        const stub = this.env.RUNS.get(this.env.RUNS.idFromString(runId)) as unknown as RunRpc;
-        const result = await stub.signal(name, body, key).catch(() => null);
+        const result =
+          (await runStub(this.env, runId)
+            ?.signal(name, body, key)
+            .catch(() => null)) ?? null;
         if (result === null) return; // unreachable now: asked again with the next signal
         if (result.outcome === "delivered") delivered.push(runId);
         if (result.outcome === "invalid") {
