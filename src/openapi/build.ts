@@ -149,6 +149,18 @@ function cursorParam(description: string) {
   return { name: "cursor", in: "query", required: false, schema: { type: "string" }, description };
 }
 
+/** The `workflow` query of the run list and the bulk re-run: one of the invocable names. */
+function workflowQuery(names: string[]) {
+  return { name: "workflow", in: "query", required: true, schema: { type: "string", enum: names } };
+}
+
+/** A `status` query that filters runs on these statuses. */
+function statusQuery(statuses: string[], byDefault?: string): JsonObject {
+  const schema: JsonObject = { enum: statuses };
+  if (byDefault !== undefined) schema.default = byDefault;
+  return { name: "status", in: "query", required: false, schema };
+}
+
 const RUN_ID = {
   name: "run_id",
   in: "path",
@@ -397,13 +409,8 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       tags: ["runs"],
       security: runSecurity,
       parameters: [
-        { name: "workflow", in: "query", required: true, schema: { type: "string", enum: names } },
-        {
-          name: "status",
-          in: "query",
-          required: false,
-          schema: { enum: ["failed", "canceled"], default: "failed" },
-        },
+        workflowQuery(names),
+        statusQuery(["failed", "canceled"], "failed"),
         {
           name: "since",
           in: "query",
@@ -519,13 +526,8 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
       tags: ["runs"],
       security: runSecurity,
       parameters: [
-        { name: "workflow", in: "query", required: true, schema: { type: "string", enum: names } },
-        {
-          name: "status",
-          in: "query",
-          required: false,
-          schema: { enum: ["queued", "pending", "running", "complete", "failed", "canceled"] },
-        },
+        workflowQuery(names),
+        statusQuery(["queued", "pending", "running", "complete", "failed", "canceled"]),
         LIMIT,
         cursorParam("`next_cursor` of the previous page (same workflow and status filter)."),
       ],

@@ -8,8 +8,7 @@ import { isObject } from "../../common/guards.ts";
 import { checkExpression, rootPaths } from "../expressions.ts";
 import { checkUserSchema } from "../json-schema-check.ts";
 import { splitTemplate } from "../templates.ts";
-import type { StepKindCompiler } from "./step-base.ts";
-import { stepPath } from "./step-base.ts";
+import { type StepKindCompiler, stepPath } from "./step-base.ts";
 
 const KEY_ROOTS = ["params", "env", "step", "request"];
 
