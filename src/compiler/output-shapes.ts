@@ -6,7 +6,15 @@
  * step's output.schema), and a fan-out's `{results}`; a skipped step's `{skipped, reason}` and
  * the `{error}` of a failed step with `on_error: continue` are always possible.
  */
-import type { Bundle, CompiledStep, JsonSchema } from "../bundle.ts";
+import {
+  type Bundle,
+  type CompiledStep,
+  isFanOut,
+  type JsonSchema,
+  STEP_KIND_TRAITS,
+  type WaitStep,
+  type WorkflowStep,
+} from "../bundle.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import type { FieldRead } from "./workflow.ts";
 
@@ -53,20 +61,25 @@ function stepShape(bundle: Omit<Bundle, "hash">, workflowKey: string, stepId: st
   const step: CompiledStep | undefined = bundle.workflows[workflowKey]?.steps.find((s) => s.id === stepId);
   if (!step) return null;
   // A fan-out's output is its items' results, whatever each item gives.
-  if (step.kind !== "transform" && step.forEach) return { properties: { results: null } };
-  switch (step.kind) {
-    case "transform":
-      return { properties: { result: schemaShape(step.outputSchema) } };
-    case "webhook":
+  if (isFanOut(step)) return { properties: { results: null } };
+  // The kind's output trait (src/bundle/steps.ts) says what is known of it.
+  switch (STEP_KIND_TRAITS[step.kind].output) {
+    case "result":
+      return { properties: { result: schemaShape(step.outputSchema ?? null) } };
+    case "http":
       return { properties: { status: null, headers: null, body: null } };
-    case "wait":
+    case "signal": {
       // A signal's body (its schema says what it holds); a sleep's `{slept_s}`.
-      return step.signal ? schemaShape(step.signal.schema) : { properties: { slept_s: null } };
-    case "agent":
-      return schemaShape(step.outputSchema ?? bundle.agents[step.agent]?.outputSchema ?? null);
-    case "workflow": {
+      const { signal } = step as WaitStep;
+      return signal ? schemaShape(signal.schema) : { properties: { slept_s: null } };
+    }
+    case "schema": {
+      const agent = "agent" in step ? bundle.agents[step.agent] : undefined;
+      return schemaShape(step.outputSchema ?? agent?.outputSchema ?? null);
+    }
+    case "child": {
       if (step.outputSchema) return schemaShape(step.outputSchema);
-      const child = bundle.workflows[step.workflow];
+      const child = bundle.workflows[(step as WorkflowStep).workflow];
       const last = child?.steps[child.steps.length - 1];
       return child && last ? stepShape(bundle, child.key, last.id, depth + 1) : null;
     }

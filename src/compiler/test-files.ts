@@ -8,15 +8,19 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type {
-  AgentStep,
-  Bundle,
-  CompiledAllowEntry,
-  CompiledServerRef,
-  CompiledStep,
-  CompiledWorkflow,
-  Json,
-  JsonObject,
+import {
+  type AgentStep,
+  type Bundle,
+  type CompiledAllowEntry,
+  type CompiledServerRef,
+  type CompiledStep,
+  type CompiledWorkflow,
+  isFanOut,
+  type Json,
+  type JsonObject,
+  type MockedStepKind,
+  STEP_KIND_TRAITS,
+  STEP_KINDS,
 } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
 import { exactNames, governingEntry, serverFor } from "../engine/allowlist.ts";
@@ -59,7 +63,7 @@ export interface MockAnswer {
 }
 
 export interface MockSpec {
-  kind: "webhook" | "agent" | "wait" | "tool";
+  kind: MockedStepKind | "tool";
   /** A tool mock's tool (its key is `<step key>/tools/<tool>`); null for a step mock. */
   tool: string | null;
   /** One per request; with `repeat` the only answer serves every request. */
@@ -125,10 +129,10 @@ export type PathTarget =
     }
   | { ok: false; message: string };
 
-/** Whether `step` fans out (`for_each`, SPEC section 8): its items are `<path>/<index>`. */
-function hasFanOut(step: CompiledStep): boolean {
-  return step.kind !== "transform" && (step as { forEach?: unknown }).forEach != null;
-}
+/** The kinds a case mocks (by how: a response, a model's reply, an output), the rest run for real. */
+const MOCKED_KINDS = (["response", "model", "output"] as const).flatMap((how) =>
+  STEP_KINDS.filter((k) => STEP_KIND_TRAITS[k].mock === how),
+);
 
 /** The tool servers of an agent step's agent (SPEC section 9): its calls are `<path>/tools/<tool>`. */
 function serversOf(bundle: Omit<Bundle, "hash">, step: AgentStep): CompiledServerRef[] {
@@ -194,7 +198,7 @@ export function resolveStepPath(
     i++;
     let item = false;
     if (i < segs.length && /^\d+$/.test(segs[i] as string)) {
-      if (!hasFanOut(step)) {
+      if (!isFanOut(step)) {
         return {
           ok: false,
           message: `\`${here}\` has no \`for_each\`, so \`${here}/${segs[i]}\` names no item`,
@@ -399,11 +403,12 @@ function compileTestFile(
           };
           continue;
         }
-        if (step.kind !== "webhook" && step.kind !== "agent" && step.kind !== "wait") {
+        if (STEP_KIND_TRAITS[step.kind].mock === null) {
           const inside = step.kind === "workflow" ? ` (mock the steps inside it, e.g. \`${key}/STEP\`)` : "";
+          const mocked = MOCKED_KINDS;
           err(
             path,
-            `mocks: \`${key}\` is a ${step.kind} step; only webhook, agent and wait steps are mocked, the rest run for real${inside}`,
+            `mocks: \`${key}\` is a ${step.kind} step; only ${mocked.slice(0, -1).join(", ")} and ${mocked.at(-1)} steps are mocked, the rest run for real${inside}`,
             "key",
           );
           continue;
@@ -422,7 +427,7 @@ function compileTestFile(
           checkMockAnswer(bundle, step, a as Obj, ap, err, warn, expectsRefusal);
         });
         tc.mocks[key] = {
-          kind: step.kind,
+          kind: step.kind as MockedStepKind,
           tool: null,
           answers: answers as MockAnswer[],
           repeat: !Array.isArray(value),
@@ -467,7 +472,7 @@ function compileTestFile(
             err(path, `expect.steps: ${rule.message}`, "key");
             continue;
           }
-          if (hasFanOut(target.step) && !target.item) {
+          if (isFanOut(target.step) && !target.item) {
             const stepPath = key.slice(0, key.lastIndexOf("/tools/"));
             err(
               path,

@@ -6,13 +6,16 @@
  * (is this file used as a sub-workflow, is it under a budget, which agents and groups exist)
  * come in through WorkflowContext.
  */
-import type {
-  CompiledGateway,
-  CompiledStep,
-  CompiledWorkflow,
-  EnvDecl,
-  JsonSchema,
-  Template,
+import {
+  type CompiledGateway,
+  type CompiledStep,
+  type CompiledWorkflow,
+  type EnvDecl,
+  type ForEach,
+  type JsonSchema,
+  type RetryPolicy,
+  STEP_KIND_TRAITS,
+  type Template,
 } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
 import type { AgentResolver } from "./agents.ts";
@@ -334,20 +337,9 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     if (kind) {
       for (const key of Object.keys(s)) {
         const allowed = fieldKinds.get(key);
-        if (key === "for_each" && kind === "transform") {
-          err(
-            at(key),
-            `${label}: \`for_each\` does not apply to transform steps: a transform already works on whole arrays; process each item with a \`map\` op (\`ops: [{map: {expr: ...}}]\`)`,
-            "key",
-          );
-        } else if (key === "retry" && (kind === "transform" || kind === "workflow")) {
-          err(
-            at(key),
-            kind === "transform"
-              ? `${label}: \`retry\` does not apply to transform steps: a transform is deterministic, it would fail the same way again`
-              : `${label}: \`retry\` does not apply to workflow steps: the sub-workflow's own webhook and agent steps carry their own \`retry\``,
-            "key",
-          );
+        const why = key === "for_each" || key === "retry" ? traitRefusal(kind, key) : null;
+        if (why !== null) {
+          err(at(key), `${label}: ${why}`, "key");
         } else if (allowed && !allowed.includes(kind)) {
           err(
             at(key),
@@ -376,7 +368,8 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     };
     if (s.on_error === "continue") base.onError = "continue";
     const compiler: StepKindCompiler<StepKind> = STEP_KIND_COMPILERS[kind];
-    if (!compiler.fanOut) {
+    const traits = STEP_KIND_TRAITS[kind];
+    if (!traits.fansOut) {
       compiled.push(compiler.compile(i, s, base, stepCtx));
       return;
     }
@@ -384,10 +377,10 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     const outputSchema = compileOutputSchema(i, s, stepCtx);
     if (outputSchema !== null) base.outputSchema = outputSchema;
     const forEach = compileForEach(i, s, kind, stepCtx);
-    const step = compiler.compile(i, s, base, stepCtx) as Exclude<CompiledStep, { kind: "transform" }>;
-    if (forEach) step.forEach = forEach;
-    const retry = compileRetry(s);
-    if (retry && (step.kind === "webhook" || step.kind === "agent")) step.retry = retry;
+    const step = compiler.compile(i, s, base, stepCtx);
+    if (forEach) (step as { forEach?: ForEach }).forEach = forEach;
+    const retry = traits.retries ? compileRetry(s) : null;
+    if (retry) (step as { retry?: RetryPolicy }).retry = retry;
     compiled.push(step);
   });
 
@@ -407,6 +400,22 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     steps: compiled,
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),
   };
+}
+
+/**
+ * Why `for_each` or `retry` does not apply to a step of this kind, where its traits leave more to
+ * say than the schema's `x-applies-to` message (held to the traits by test/compiler): null when
+ * the field applies, or when that message is enough.
+ */
+function traitRefusal(kind: StepKind, key: "for_each" | "retry"): string | null {
+  const traits = STEP_KIND_TRAITS[kind];
+  if (key === "for_each" && !traits.fansOut && kind === "transform")
+    return "`for_each` does not apply to transform steps: a transform already works on whole arrays; process each item with a `map` op (`ops: [{map: {expr: ...}}]`)";
+  if (key === "retry" && !traits.retries && kind === "transform")
+    return "`retry` does not apply to transform steps: a transform is deterministic, it would fail the same way again";
+  if (key === "retry" && !traits.retries && kind === "workflow")
+    return "`retry` does not apply to workflow steps: the sub-workflow's own webhook and agent steps carry their own `retry`";
+  return null;
 }
 
 function byIndex(indexOf: Map<string, number>) {

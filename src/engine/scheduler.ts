@@ -7,16 +7,19 @@
  * Pure TypeScript: everything the Worker provides (storage, fetch, env, the clock) comes in
  * through `RunHost`, so the scheduler is tested without a Durable Object.
  */
-import type {
-  Bundle,
-  CompiledStep,
-  CompiledWorkflow,
-  ForEach,
-  Json,
-  JsonObject,
-  JsonSchema,
-  StepKinds,
-  WorkflowStep,
+import {
+  type Bundle,
+  type CompiledStep,
+  type CompiledWorkflow,
+  type ForEach,
+  forEachOf,
+  hasEffect,
+  type Json,
+  type JsonObject,
+  type JsonSchema,
+  STEP_KIND_TRAITS,
+  type StepKinds,
+  type WorkflowStep,
 } from "../bundle.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
@@ -282,7 +285,8 @@ async function runStep(
   rec.annotations = null;
   const finish = startRecord(host, path, rec);
   // A webhook or agent step reaches outside the run; a fan-out's items carry their own effects.
-  const effect = hasEffect(step) && !("forEach" in step && step.forEach);
+  const effect = hasEffect(step);
+  const forEach = forEachOf(step);
   const skip = (reason: string, executed = false) => {
     if (step.kind === "workflow") skipChildTree(host, step, `${path}/`, reason);
     return recordSkip(host, path, rec, finish, reason, executed && effect);
@@ -310,25 +314,19 @@ async function runStep(
     opts,
     effect,
     () => {
-      if (step.kind !== "transform" && step.forEach) {
-        return runFanOutStep(host, wf, step, step.forEach, scope, opts, path, rec, signal);
-      }
+      if (forEach) return runFanOutStep(host, wf, step, forEach, scope, opts, path, rec, signal);
       if (step.kind === "workflow") return runWorkflowStep(host, step, scope, opts, path, rec, signal);
       const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
       return executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
     },
-    step.kind !== "transform" && step.outputSchema
+    // A transform checks its output.schema on its result, in its executor.
+    STEP_KIND_TRAITS[step.kind].output !== "result" && step.outputSchema
       ? (output) => checkOutputSchema(step.outputSchema as JsonSchema, output)
       : undefined,
   );
   // An agent that skipped itself (ktsu_skip_reason) called its model: that is an effect.
   if (outcome.status === "skipped") return skip(outcome.reason, true);
   return settledStep(step, outcome);
-}
-
-/** Whether running a step of this kind reaches outside the run (its record is a checkpoint). */
-function hasEffect(step: CompiledStep): boolean {
-  return step.kind === "webhook" || step.kind === "agent";
 }
 
 /**
@@ -614,7 +612,7 @@ async function runWorkflowStep(
 function runFanOutStep(
   host: RunHost,
   wf: CompiledWorkflow,
-  step: Exclude<CompiledStep, { kind: "transform" }>,
+  step: CompiledStep,
   forEach: ForEach,
   scope: EvalScope,
   opts: PipelineOptions,
@@ -657,7 +655,7 @@ function startRecord(host: RunHost, path: string, rec: StepRecord): (status: Ste
 async function runFanOutItem(
   host: RunHost,
   wf: CompiledWorkflow,
-  step: Exclude<CompiledStep, { kind: "transform" }>,
+  step: CompiledStep,
   stepScope: EvalScope,
   opts: PipelineOptions,
   item: FanOutItem,
@@ -667,7 +665,7 @@ async function runFanOutItem(
   host.records.set(path, rec);
   const finish = startRecord(host, path, rec);
   const scope: EvalScope = { ...stepScope, item: item.value, item_index: item.index };
-  const effect = hasEffect(step);
+  const effect = STEP_KIND_TRAITS[step.kind].effect;
   const outcome = await execute(host, path, rec, finish, signal, opts, effect, () => {
     if (step.kind === "workflow") return runWorkflowStep(host, step, scope, opts, path, rec, signal);
     const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;

@@ -3,7 +3,15 @@
  * and the step records by walking the pinned definition, so steps come in pipeline order, child
  * steps nest under their workflow step, and every key is always present.
  */
-import { type Bundle, type CompiledStep, type CompiledWorkflow, isFanOut, type Json } from "../bundle.ts";
+import {
+  type Bundle,
+  type CompiledStep,
+  type CompiledWorkflow,
+  type ForEach,
+  forEachOf,
+  isFanOut,
+  type Json,
+} from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import { fanOutItemIndices } from "../engine/fan-out.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
@@ -170,6 +178,12 @@ export interface GraphNode {
   } | null;
 }
 
+function forEachGraph(f: ForEach | null): GraphNode["for_each"] {
+  return (
+    f && { from: f.from, concurrency: f.concurrency, max_items: f.maxItems, max_failures: f.maxFailures }
+  );
+}
+
 /** The dependency graph of a run's pinned definition, for the viewer. */
 export function runGraph(
   def: Bundle,
@@ -196,15 +210,7 @@ export function runGraph(
               for_s: s.forS,
             }
           : null,
-      for_each:
-        s.kind !== "transform" && s.forEach
-          ? {
-              from: s.forEach.from,
-              concurrency: s.forEach.concurrency,
-              max_items: s.forEach.maxItems,
-              max_failures: s.forEach.maxFailures,
-            }
-          : null,
+      for_each: forEachGraph(forEachOf(s)),
     });
     const child = s.kind === "workflow" && !s.forEach ? def.workflows[s.workflow] : undefined;
     if (child) nodes.push(...runGraph(def, child, `${path}/`, path));

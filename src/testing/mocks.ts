@@ -18,7 +18,15 @@
  * index may be left out: `analyze` answers every item of `analyze`, `analyze/2` only the third. A
  * step without a mock fails with `unmocked_step`, before anything is sent: no request ever leaves.
  */
-import type { AgentStep, CompiledAgent, Json, JsonObject, WaitStep, WebhookStep } from "../bundle.ts";
+import type {
+  AgentStep,
+  CompiledAgent,
+  Json,
+  JsonObject,
+  MockedStepKind,
+  WaitStep,
+  WebhookStep,
+} from "../bundle.ts";
 import type { MockAnswer, MockSpec } from "../compiler/test-files.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type { Masker } from "../engine/mask.ts";
@@ -57,7 +65,7 @@ export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog)
   const stepKeys = Object.keys(setup.mocks).filter((k) => setup.mocks[k]?.kind !== "tool");
   const toolKeys = Object.keys(setup.mocks).filter((k) => setup.mocks[k]?.kind === "tool");
   const toolMocks = toolKeys.map((key) => ({ key, tool: setup.mocks[key]?.tool as string }));
-  const specFor = (path: string, kind: "webhook" | "agent" | "wait"): MockSpec => {
+  const specFor = (path: string, kind: MockedStepKind): MockSpec => {
     const key = mockKeyFor(stepKeys, path);
     const spec = key === null ? undefined : setup.mocks[key];
     if (!spec)

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { isFanOut } from "../../src/bundle.ts";
 import { compileProject } from "../../src/compiler/index.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -87,9 +88,7 @@ describe("workflows/ examples", () => {
   it("fan an agent out under a budget and a webhook out to several URLs in feedback-digest", () => {
     const wf = bundle?.workflows["feedback-digest.workflow.yaml"];
     expect(wf?.policy.costBudgetUsd).toBeGreaterThan(0);
-    const fanOuts = (wf?.steps ?? []).flatMap((s) =>
-      s.kind !== "transform" && s.forEach ? [[s.id, s.kind]] : [],
-    );
+    const fanOuts = (wf?.steps ?? []).flatMap((s) => (isFanOut(s) ? [[s.id, s.kind]] : []));
     expect(fanOuts).toEqual([
       ["classify", "agent"],
       ["notify", "webhook"],

@@ -12,7 +12,6 @@ import type { StepKindCompiler } from "./step-base.ts";
 import { stepPath } from "./step-base.ts";
 
 export const agentStep: StepKindCompiler<"agent"> = {
-  fanOut: true,
   compile(i, s, base, c) {
     const at = (...rest: Array<string | number>) => stepPath(i, ...rest);
     const label = c.label(i);

@@ -19,6 +19,4 @@ export const STEP_KIND_COMPILERS: { [K in keyof StepKinds]: StepKindCompiler<K> 
   wait: waitStep,
 };
 
-export type StepKind = keyof StepKinds;
-
-export const STEP_KINDS = Object.keys(STEP_KIND_COMPILERS) as StepKind[];
+export { STEP_KINDS, type StepKind } from "../../bundle.ts";

@@ -75,8 +75,6 @@ export function compileRetry(s: Obj): RetryPolicy | null {
 
 /** One step kind's compiler: its block of a step, checked and compiled. */
 export interface StepKindCompiler<K extends keyof StepKinds> {
-  /** `for_each` and `output.schema` apply to it, compiled here by the base. */
-  fanOut: boolean;
   compile(i: number, s: Obj, base: StepBase, c: StepCompileContext): StepKinds[K];
 }
 

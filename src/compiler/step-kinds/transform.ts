@@ -9,7 +9,6 @@ import { checkExpression } from "../expressions.ts";
 import { compileOutputSchema, type StepKindCompiler, stepPath } from "./step-base.ts";
 
 export const transformStep: StepKindCompiler<"transform"> = {
-  fanOut: false,
   compile(i, s, base, c) {
     const at = (...rest: Array<string | number>) => stepPath(i, ...rest);
     const label = c.label(i);

@@ -13,7 +13,6 @@ import { type StepKindCompiler, stepPath } from "./step-base.ts";
 const KEY_ROOTS = ["params", "env", "step", "request"];
 
 export const waitStep: StepKindCompiler<"wait"> = {
-  fanOut: false,
   compile(i, s, base, c) {
     const at = (...rest: Array<string | number>) => stepPath(i, ...rest);
     const label = c.label(i);

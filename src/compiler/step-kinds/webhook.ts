@@ -14,7 +14,6 @@ import { stepPath } from "./step-base.ts";
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const webhookStep: StepKindCompiler<"webhook"> = {
-  fanOut: true,
   compile(i, s, base, c) {
     const at = (...rest: Array<string | number>) => stepPath(i, ...rest);
     const label = c.label(i);

@@ -6,7 +6,6 @@ import type { StepKindCompiler } from "./step-base.ts";
 import { stepPath } from "./step-base.ts";
 
 export const workflowStep: StepKindCompiler<"workflow"> = {
-  fanOut: true,
   compile(i, s, base, c) {
     return {
       ...base,
