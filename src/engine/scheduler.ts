@@ -26,6 +26,14 @@ import { evaluate, isTruthy } from "./expressions.ts";
 import { addMetrics, type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
 import type { Masker } from "./mask.ts";
 import { describeViolations, validateJson } from "./schema.ts";
+import {
+  ancestorPaths,
+  markFinished,
+  markHeld,
+  markResumed,
+  markRunning,
+  markSkipped,
+} from "./step-status.ts";
 import { render } from "./substitute.ts";
 import {
   type ApprovalHost,
@@ -236,8 +244,7 @@ function markUnstarted(
   for (const step of wf.steps) {
     if (started.has(step.id)) continue;
     const rec = host.records.get(prefix + step.id) ?? pendingRecord(step.id);
-    rec.status = "skipped";
-    rec.output = { skipped: true, reason };
+    markSkipped(rec, reason);
     host.records.set(prefix + step.id, rec);
     if (step.kind === "workflow") skipChildTree(host, step, `${prefix}${step.id}/`, reason);
   }
@@ -250,8 +257,7 @@ function skipChildTree(host: RunHost, step: WorkflowStep, prefix: string, reason
   for (const s of child.steps) {
     const rec = host.records.get(prefix + s.id) ?? pendingRecord(s.id);
     if (rec.status === "pending") {
-      rec.status = "skipped";
-      rec.output = { skipped: true, reason };
+      markSkipped(rec, reason);
       host.records.set(prefix + s.id, rec);
     }
     if (s.kind === "workflow") skipChildTree(host, s, `${prefix}${s.id}/`, reason);
@@ -405,10 +411,10 @@ function recordSkip(
   reason: string,
   effect = false,
 ): Json {
-  rec.output = { skipped: true, reason };
+  const output = markSkipped(rec, reason);
   finish("skipped");
   host.onStepFinished(path, rec, effect);
-  return rec.output;
+  return output;
 }
 
 /** Tool arguments and results can hold a secret (one passed to a tool server): masked as recorded. */
@@ -475,11 +481,7 @@ function approvalsOf(host: RunHost, path: string, rec: StepRecord): ApprovalHost
       if (!r) continue;
       const n = (counts.get(p) ?? 0) + (on ? 1 : -1);
       counts.set(p, n);
-      if (on && n === 1 && r.status === "running") {
-        r.status = "pending_approval";
-        host.onStepChanged?.(p, r);
-      } else if (!on && n === 0 && r.status === "pending_approval") {
-        r.status = "running";
+      if (on ? n === 1 && markHeld(r, "pending_approval") : n === 0 && markResumed(r)) {
         host.onStepChanged?.(p, r);
       }
     }
@@ -497,9 +499,7 @@ function waitsOf(host: RunHost, path: string, rec: StepRecord): WaitHost | undef
         req,
         signal,
         () => {
-          if (rec.status !== "running") return;
-          rec.status = "waiting";
-          host.onStepChanged?.(path, rec);
+          if (markHeld(rec, "waiting")) host.onStepChanged?.(path, rec);
         },
         // Resumed after an eviction, the step started when its wait did, not when it was asked again.
         (startedAt) => {
@@ -518,13 +518,6 @@ function waitingCounts(host: RunHost): Map<string, number> {
     waiting.set(host, counts);
   }
   return counts;
-}
-
-/** `a/b/c` → `a/b`, `a`: the steps (workflow steps, fan-outs, items) a path sits under. */
-export function ancestorPaths(path: string): string[] {
-  const out: string[] = [];
-  for (let i = path.lastIndexOf("/"); i > 0; i = path.lastIndexOf("/", i - 1)) out.push(path.slice(0, i));
-  return out;
 }
 
 /** The output as recorded: masked, and within MAX_OUTPUT_BYTES. */
@@ -636,14 +629,11 @@ function runFanOutStep(
  */
 function startRecord(host: RunHost, path: string, rec: StepRecord): (status: StepRecord["status"]) => void {
   const t0 = host.now();
-  rec.status = "running";
-  rec.started_at = iso(t0);
+  markRunning(rec, iso(t0));
   host.onStepStarted?.(path, rec);
   return (status) => {
     const t1 = host.now();
-    rec.status = status;
-    rec.finished_at = iso(t1);
-    rec.metrics.duration_ms = t1 - t0;
+    markFinished(rec, status, iso(t1), t1 - t0);
     maskToolRecords(host, rec);
   };
 }

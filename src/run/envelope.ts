@@ -1,57 +1,14 @@
 /**
- * The run envelope (SPEC section 4): what GET /runs/{id} returns. Built from the run document
+ * The run envelope (docs/http-api.md): what GET /runs/{id} returns. Built from the run document
  * and the step records by walking the pinned definition, so steps come in pipeline order, child
  * steps nest under their workflow step, and every key is always present.
  */
-import {
-  type Bundle,
-  type CompiledStep,
-  type CompiledWorkflow,
-  type ForEach,
-  forEachOf,
-  isFanOut,
-  type Json,
-} from "../bundle.ts";
+import { type Bundle, type CompiledWorkflow, isFanOut, type Json } from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import { fanOutItemIndices } from "../engine/fan-out.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
-
-export interface RunError {
-  code: string;
-  message: string;
-  step: string | null;
-}
-
-/** The run as stored (one row). Secrets never reach it: params and errors are masked. */
-export interface RunDoc {
-  run_id: string;
-  /** Key of the root workflow in `def.workflows`. */
-  workflow_key: string;
-  status: RunStatus;
-  error: RunError | null;
-  params: Json;
-  /** `{headers}`: the declared request headers as recorded (masked); absent in older runs. */
-  request?: Json;
-  created_at: string;
-  deadline: string;
-  finished_at: string | null;
-  /** Hash of the canonical JSON of the invoke body, for Idempotency-Key replays. */
-  body_hash: string | null;
-  idempotency_key: string | null;
-  /** The compiled definition the run is pinned to (root, its sub-workflows, agents, gateway). */
-  def: Bundle;
-  /** Budget ledger state (reservations are persisted with the run). */
-  ledger: Json;
-  /** Origin of the invoke that started the run (approvals' `decide_url`); absent in older runs. */
-  origin?: string | null;
-  /** The run this one re-runs (SPEC 12); absent for a plain invoke. */
-  rerun_of?: string | null;
-  /** `invoke.concurrency`: the key's object (`<workflow>\n<key>`) and the limit (SPEC 13). */
-  concurrency?: { gate: string; limit: number } | null;
-  /** Runs started as re-runs of this one (so a bulk re-run takes each failed run once). */
-  reruns?: string[];
-}
+import type { RunDoc, RunError } from "./run-doc.ts";
 
 export interface Envelope {
   run_id: string;
@@ -155,130 +112,4 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
     created_at: doc.created_at,
     finished_at: doc.finished_at,
   };
-}
-
-export interface GraphNode {
-  /** Slash path, e.g. `notify/post`. */
-  path: string;
-  id: string;
-  kind: CompiledStep["kind"];
-  /** Paths of the direct dependencies (same pipeline). */
-  deps: string[];
-  /** Path of the enclosing workflow step, or null at the top level. */
-  parent: string | null;
-  condition: string | null;
-  /** A wait step's wait: the signal it waits for (or null for a sleep), or null for other kinds. */
-  wait: { signal: string | null; keyed: boolean; timeout_s: number | null; for_s: number | null } | null;
-  /** The step's `for_each` (its items are records under its path, not graph nodes), or null. */
-  for_each: {
-    from: string;
-    concurrency: number | null;
-    max_items: number | null;
-    max_failures: number;
-  } | null;
-}
-
-function forEachGraph(f: ForEach | null): GraphNode["for_each"] {
-  return (
-    f && { from: f.from, concurrency: f.concurrency, max_items: f.maxItems, max_failures: f.maxFailures }
-  );
-}
-
-/** The dependency graph of a run's pinned definition, for the viewer. */
-export function runGraph(
-  def: Bundle,
-  wf: CompiledWorkflow,
-  prefix = "",
-  parent: string | null = null,
-): GraphNode[] {
-  const nodes: GraphNode[] = [];
-  for (const s of wf.steps) {
-    const path = prefix + s.id;
-    nodes.push({
-      path,
-      id: s.id,
-      kind: s.kind,
-      deps: s.deps.map((d) => prefix + d),
-      parent,
-      condition: s.condition,
-      wait:
-        s.kind === "wait"
-          ? {
-              signal: s.signal?.name ?? null,
-              keyed: s.signal?.key != null,
-              timeout_s: s.signal?.timeoutS ?? null,
-              for_s: s.forS,
-            }
-          : null,
-      for_each: forEachGraph(forEachOf(s)),
-    });
-    const child = s.kind === "workflow" && !s.forEach ? def.workflows[s.workflow] : undefined;
-    if (child) nodes.push(...runGraph(def, child, `${path}/`, path));
-  }
-  return nodes;
-}
-
-/**
- * Visits every step of `wf` and of its sub-workflows, parents first, in pipeline order. Fan-out
- * items exist only as records: with `records`, the started items of each fan-out step (and a
- * workflow item's child steps) are visited after the step, in index order.
- */
-export function forEachStepPath(
-  def: Bundle,
-  wf: CompiledWorkflow,
-  visit: (path: string, id: string) => void,
-  prefix = "",
-  records?: ReadonlyMap<string, StepRecord>,
-) {
-  for (const s of wf.steps) {
-    const path = prefix + s.id;
-    visit(path, s.id);
-    const child = s.kind === "workflow" ? def.workflows[s.workflow] : undefined;
-    if (isFanOut(s)) {
-      if (!records) continue;
-      for (const i of fanOutItemIndices(records, path)) {
-        visit(`${path}/${i}`, String(i));
-        if (child) forEachStepPath(def, child, visit, `${path}/${i}/`, records);
-      }
-    } else if (child) {
-      forEachStepPath(def, child, visit, `${path}/`, records);
-    }
-  }
-}
-
-/** The slice of the bundle a run needs: its workflow, every sub-workflow it reaches, their agents. */
-export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
-  const workflows: Bundle["workflows"] = {};
-  const agents: Bundle["agents"] = {};
-  const visit = (key: string) => {
-    const wf = bundle.workflows[key];
-    if (!wf || workflows[key]) return;
-    workflows[key] = wf;
-    for (const s of wf.steps) {
-      if (s.kind === "workflow") visit(s.workflow);
-      if (s.kind === "agent") {
-        const a = bundle.agents[s.agent];
-        if (a) agents[s.agent] = a;
-      }
-    }
-  };
-  visit(rootKey);
-  return {
-    format: bundle.format,
-    hash: bundle.hash,
-    workflows,
-    invocable: {},
-    agents,
-    gateway: bundle.gateway,
-  };
-}
-
-/** Every step record path of a run, fan-out items included (see forEachStepPath). */
-export function forEachRecordPath(
-  def: Bundle,
-  wf: CompiledWorkflow,
-  records: ReadonlyMap<string, StepRecord>,
-  visit: (path: string, id: string) => void,
-) {
-  forEachStepPath(def, wf, visit, "", records);
 }

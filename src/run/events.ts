@@ -140,6 +140,31 @@ export class EventHub {
     });
   }
 
+  /**
+   * What a run's live listeners hear as the run goes (the lifecycle's news): a step's record
+   * changed, an approval was asked or decided, the run ended (its last event, then the stream
+   * closes). Nothing is built while nobody listens. `finishedAt`: the run's end, if it has one.
+   */
+  news(finishedAt: () => string | null) {
+    return {
+      stepChanged: (path: string, rec: StepRecord) => {
+        if (!this.listening) return;
+        const ev = stepEvent(path, rec, finishedAt() ?? new Date().toISOString());
+        if (ev) this.publish(ev);
+      },
+      approvalEvent: (
+        type: "approval.requested" | "approval.decided",
+        approval: { created_at: string; decided_at: string | null },
+      ) => {
+        if (this.listening) this.publish(approvalEvent(type, approval));
+      },
+      ended: (completed: () => RunEvent) => {
+        if (this.listening) this.publish(completed());
+        this.close();
+      },
+    };
+  }
+
   /** Whether anyone is listening (events are not even built otherwise). */
   get listening(): boolean {
     return this.listeners.size > 0;

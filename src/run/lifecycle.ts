@@ -1,161 +1,88 @@
 /**
- * The run lifecycle: every transition of one run and of its steps — start, resume after an
- * eviction, wake-ups (deadline, approval timeouts), approvals asked and decided, cancel, finish —
- * in one place, over two ports: a `RunStore` (what is kept, and when it is written) and the
- * `LifecycleRuntime` (executors, fetch, the clock). It uses no Worker API: the Durable Object
- * (run-object.ts) is a shell that gives it SQLite-backed storage, an alarm and RPC; the
- * workflow-test runner (src/testing/run-case.ts) drives the same lifecycle in memory on a
- * virtual clock. Step statuses are set by the engine (src/engine/scheduler.ts) alone; the
- * lifecycle decides how a run starts and ends.
+ * The run lifecycle: the one place that decides what happens to a run. It takes inputs — start
+ * (with its admission verdict already made), the answer about to leave, a wake-up at time t, a
+ * queued run's turn, a signal, a decision, a cancel, and the results of what it asked the shell
+ * to do — and decides: the run's own storage through the `RunStore` port (what is written when:
+ * run-store.ts), and for everything else effects and the next wake-up through the `RunShell`
+ * (what to perform: run-plan.ts). It uses no Worker API: the Durable Object (run-object.ts)
+ * performs what it decides; the workflow-test runner (src/testing/run-case.ts) drives the same
+ * lifecycle in memory on a virtual clock. Step statuses are written by src/engine/step-status.ts
+ * alone; the run's status by `setStatus` here alone.
  */
-import type { Bundle, CompiledAuth, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
-import { createLedger, type LedgerState } from "../engine/budget.ts";
-import type { Clock } from "../engine/clock.ts";
+import type { CompiledWorkflow, Json } from "../bundle.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
-import { ancestorPaths, type Executors, RunAbort, type RunHost, runPipeline } from "../engine/scheduler.ts";
-import { collectSecrets, declaredEnv, stringEnv } from "../engine/secrets.ts";
-import type { ApprovalHost, RunStatus, StepContext, StepRecord, ToolHost } from "../engine/types.ts";
-import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
-import {
-  buildEnvelope,
-  type Envelope,
-  forEachRecordPath,
-  type GraphNode,
-  pinDefinition,
-  type RunDoc,
-  type RunError,
-  runGraph,
-} from "./envelope.ts";
-import { type RunEvent, replayEvents } from "./events.ts";
+import { RunAbort } from "../engine/scheduler.ts";
+import { collectSecrets } from "../engine/secrets.ts";
+import type { RunStatus, StepRecord } from "../engine/types.ts";
+import { type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
+import type { Envelope } from "./envelope.ts";
+import type { RunEvent } from "./events.ts";
+import type { CancelResult, LifecycleOptions, RunShell, SignalResult } from "./lifecycle-io.ts";
+import { RunBooks } from "./run-books.ts";
+import { newRunDoc, noteRerun, type RunDoc, type RunError, type StartRun, workflowOf } from "./run-doc.ts";
+import { RunDuties } from "./run-duties.ts";
+import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
+import { type EffectResult, expiresAt, isWorking, nextWakeAt, type RunEffect, runFacts } from "./run-plan.ts";
 import { isFinished, type RunStore } from "./run-store.ts";
+import { completedEventOf, envelopeOf, historyOf } from "./run-view.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
-import { type DeliverResult, WaitBook, type WaitRecord } from "./waits.ts";
+import type { WaitRecord } from "./waits.ts";
 
-/** Step statuses after which the engine no longer writes to the record. */
-const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
-
-/** What the run's steps are given to reach the world: the Worker's, or a test case's mocks. */
-export interface LifecycleRuntime {
-  /** The environment (Worker bindings and vars, or a test case's env): secrets, declared env, keys. */
-  env: Record<string, unknown>;
-  executors: Executors;
-  /** Outbound requests of steps (already limited to the run's outbound limit). */
-  fetch: StepContext["fetch"];
-  tools?: ToolHost;
-  ai?: RunHost["ai"];
-  clock: Clock;
-  outboundLimit: number;
-  /** Private and loopback hosts may be called (tests, local development). */
-  allowPrivate: boolean;
-  /** How approval notifications are sent (never called in workflow tests). */
-  notifyFetch: (input: string | Request, init?: RequestInit) => Promise<Response>;
-}
-
-/** What the shell around the lifecycle is told (each optional: the test runner needs few). */
-export interface LifecycleHooks {
-  /** Something changed when the run must next be woken (see `nextWake`). */
-  rearm?(): void;
-  /** A step's record changed in a way a live listener sees (started, waiting, finished, settled). */
-  stepChanged?(path: string, rec: StepRecord): void;
-  approvalEvent?(type: "approval.requested" | "approval.decided", approval: ApprovalRecord): void;
-  /** The run's status changed while it is active (pending → running). */
-  statusChanged?(status: RunStatus): void;
-  /** The run ended; its document and records are final and stored. */
-  finished?(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): void;
-}
-
-export interface LifecycleOptions {
-  /** While a step works, wake at least this often to resume after an eviction (null: never evicted). */
-  heartbeatMs: number | null;
-  /** Wraps a step's approvals host (the test runner decides approvals from the case). */
-  approvals?(path: string, inner: ApprovalHost): ApprovalHost;
-  /** An approval started waiting (`created`: it is new). */
-  approvalRequested?(rec: ApprovalRecord, created: boolean): void;
-  /** A wait step started waiting (a keyed wait registers with its key's object). */
-  waitStarted?(rec: WaitRecord): void;
-}
-
-export type SignalResult =
-  | DeliverResult
-  | { outcome: "kept" | "pending" | "not_waiting" | "not_found" | "not_active" };
-
-export interface StartRun {
-  runId: string;
-  /** The deployed bundle; the run pins its own slice of it. */
-  bundle: Bundle;
-  workflowKey: string;
-  params: JsonObject;
-  request: JsonObject;
-  bodyHash: string | null;
-  idempotencyKey: string | null;
-  origin: string | null;
-  /** A re-run (SPEC 12): the run it re-runs, and the records it reuses from it (see rerun.ts). */
-  rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
-  /** `invoke.concurrency`: the run's key; `queued` when it must wait for a slot (SPEC 13). */
-  concurrency?: { gate: string; limit: number; queued: boolean } | null;
-}
-
-export type CancelResult =
-  | { outcome: "canceled"; envelope: Envelope }
-  | { outcome: "not_active" }
-  | { outcome: "not_found" };
-
-export interface RunView {
-  auth: CompiledAuth | null;
-  envelope: Envelope;
-  graph: GraphNode[];
-}
+const NO_SHELL: RunShell = { wake: () => {}, perform: () => {} };
 
 export class RunLifecycle {
   private doc: RunDoc | null = null;
   private records = new Map<string, StepRecord>();
-  private approvalRows = new Map<string, ApprovalRecord>();
-  private waitRows = new Map<string, WaitRecord>();
-  private keptSignals = new Map<string, Json>();
-  private waitBookCache: WaitBook | null = null;
-  private book: ApprovalBook | null = null;
+  private books: RunBooks;
   private masker: Masker = createMasker([]);
-  private controller: AbortController | null = null;
-  private engine: Promise<void> | null = null;
+  private readonly engine = new EngineDriver();
   private endWaiters = new Set<() => void>();
+  private readonly duties: RunDuties;
 
   private readonly store: RunStore;
   private readonly runtime: LifecycleRuntime;
-  private readonly hooks: LifecycleHooks;
+  private readonly shell: RunShell;
   private readonly options: LifecycleOptions;
 
   constructor(
     store: RunStore,
     runtime: LifecycleRuntime,
-    hooks: LifecycleHooks = {},
+    shell: RunShell = NO_SHELL,
     options: LifecycleOptions = { heartbeatMs: null },
   ) {
     this.store = store;
     this.runtime = runtime;
-    this.hooks = hooks;
+    this.shell = shell;
     this.options = options;
+    this.duties = new RunDuties(
+      shell,
+      () => runtime.clock.now(),
+      (now) => {
+        const doc = this.doc;
+        return doc && runFacts(doc, this.rootWorkflow(), store.isStored, this.nextWake(now));
+      },
+    );
+    this.books = new RunBooks({
+      store,
+      masker: () => this.masker,
+      now: () => runtime.clock.now(),
+      allowPrivate: runtime.allowPrivate,
+      notifyFetch: runtime.notifyFetch,
+      // Before a wait: what has finished is kept (docs/operations.md, "What a run writes").
+      waitingStarted: () => store.checkpoint(),
+      approvalRequested: (rec, created) => {
+        if (created) shell.approvalEvent?.("approval.requested", publicApproval(rec));
+        options.approvalRequested?.(rec, created);
+        this.duties.rearm();
+      },
+      approvalDecided: (rec) => shell.approvalEvent?.("approval.decided", publicApproval(rec)),
+      waitStarted: (rec) => this.waitStarted(rec),
+    });
+    // The run's first write arms its wake-up in the same commit.
+    store.onFirstWrite(() => this.duties.rearm());
   }
 
-  /** Loads the run kept in storage (if any) and resumes it if it was active. */
-  load(): void {
-    const stored = this.store.load();
-    if (!stored) return;
-    this.doc = stored.doc;
-    this.records = stored.records;
-    for (const a of stored.approvals) this.approvalRows.set(a.id, a);
-    for (const w of stored.waits) this.waitRows.set(w.path, w);
-    this.keptSignals = stored.kept;
-    this.masker = this.makeMasker(stored.doc);
-    if (!isFinished(stored.doc)) this.resume();
-  }
-
-  /**
-   * The run is written now if it has not been (the object is about to answer while the run is
-   * still active, or the run has been active for a while and the listing must see it).
-   */
-  persist(): void {
-    if (this.active) this.store.persist();
-  }
+  // ---- state -------------------------------------------------------------------------------
 
   /** The run's document (null: no run here). */
   get current(): RunDoc | null {
@@ -174,33 +101,27 @@ export class RunLifecycle {
     return this.masker;
   }
 
-  /** Starts a new run, pinned to its own slice of `req.bundle`. */
+  rootWorkflow(): CompiledWorkflow {
+    if (!this.doc) throw new Error("no run");
+    return workflowOf(this.doc.def, this.doc.workflow_key);
+  }
+
+  // ---- inputs ------------------------------------------------------------------------------
+
+  /** Loads the run kept in storage (if any) and resumes it if it was active. */
+  load(): void {
+    const stored = this.store.load();
+    if (!stored) return;
+    this.doc = stored.doc;
+    this.records = stored.records;
+    this.books.restore(stored);
+    this.masker = this.makeMasker(stored.doc);
+    if (!isFinished(stored.doc)) this.resume();
+  }
+
+  /** Starts a new run, pinned to its own slice of `req.bundle`, as admission decided (queued or not). */
   start(req: StartRun): void {
-    const def = pinDefinition(req.bundle, req.workflowKey);
-    const wf = workflowOf(def, req.workflowKey);
-    const now = this.runtime.clock.now();
-    const doc: RunDoc = {
-      run_id: req.runId,
-      workflow_key: req.workflowKey,
-      status: "pending",
-      error: null,
-      params: req.params,
-      request: req.request,
-      created_at: new Date(now).toISOString(),
-      deadline: new Date(now + wf.policy.timeoutS * 1000).toISOString(),
-      finished_at: null,
-      body_hash: req.bodyHash,
-      idempotency_key: req.idempotencyKey,
-      def,
-      ledger: { spent: 0, outstanding: {} },
-      origin: req.origin,
-    };
-    if (req.rerun) doc.rerun_of = req.rerun.of;
-    if (req.concurrency) {
-      doc.concurrency = { gate: req.concurrency.gate, limit: req.concurrency.limit };
-      // A queued run has not started: its deadline is set when it begins.
-      if (req.concurrency.queued) doc.status = "queued";
-    }
+    const doc = newRunDoc(req, this.runtime.clock.now());
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
     doc.request = this.masker.maskJson(req.request);
@@ -216,96 +137,72 @@ export class RunLifecycle {
     // Any other run is written when something must outlive this incarnation (run-store.ts).
     if (req.rerun || req.concurrency) this.store.persist();
     this.resume();
+    // A run not written yet is woken by a timer (a written one armed its alarm with its first write).
+    if (!this.store.isStored) this.duties.rearm();
   }
 
-  /** A queued run's slot came free: it starts now, its timeout counted from now. False: it cannot (ended). */
+  /**
+   * The shell is about to answer a caller. A run still active is written first (the object's
+   * output gate holds the answer until the write lands): whoever was told it exists can find it
+   * after an eviction, and its deadline holds.
+   */
+  answering(): void {
+    if (this.active) this.store.persist();
+  }
+
+  /**
+   * A wake-up fired at `now` (the alarm, or before the first write the timer): a run not written
+   * yet is written; the deadline ends the run; approvals and waits whose time passed are settled;
+   * a run evicted mid-step resumes. A queued run asks its key again, and an active run is listed
+   * by now; a finished run does what it still owes, or goes once its retention has passed.
+   */
+  alarm(now: number): void {
+    this.duties.fired();
+    const doc = this.doc;
+    if (!doc) return;
+    if (isFinished(doc)) {
+      if (this.expired(now)) this.shell.perform([{ type: "delete" }]);
+      else this.duties.owe(false);
+      return;
+    }
+    this.store.persist();
+    const effects: RunEffect[] = [];
+    if (doc.status === "queued" && doc.concurrency)
+      effects.push({ type: "ask_turn", gate: doc.concurrency.gate, limit: doc.concurrency.limit });
+    this.wakeSteps(now);
+    if (!this.active) return; // the deadline ended it: finish() set what comes next
+    if (!this.duties.listedAs(doc.status)) effects.push({ type: "list" });
+    // Each effect's result arms the next wake-up; without any, it is armed now.
+    if (effects.length > 0) this.shell.perform(effects);
+    else this.duties.rearm();
+  }
+
+  /** A queued run's turn came: it starts now, its timeout counted from now. False: it cannot (ended). */
   begin(): boolean {
     const doc = this.doc;
     if (!doc || isFinished(doc)) return false;
     if (doc.status !== "queued") return true;
     const now = this.runtime.clock.now();
-    doc.status = "pending";
     doc.deadline = new Date(now + this.rootWorkflow().policy.timeoutS * 1000).toISOString();
+    this.setStatus("pending");
     this.store.saveDoc(doc);
-    this.hooks.statusChanged?.("pending");
     this.resume();
-    this.hooks.rearm?.();
+    this.duties.rearm();
     return true;
   }
 
   /** Notes a re-run of this finished run (a bulk re-run takes each run once). */
   rerunStarted(runId: string, once: boolean): "claimed" | "already" | "not_found" | "active" {
-    const doc = this.doc;
-    if (!doc) return "not_found";
-    if (!isFinished(doc)) return "active";
-    if (once && (doc.reruns?.length ?? 0) > 0) return "already";
-    // The latest few are enough to know it was re-run (and to follow it up by hand).
-    doc.reruns = [...(doc.reruns ?? []), runId].slice(-20);
-    this.store.saveDoc(doc);
-    return "claimed";
-  }
-
-  /** Resolves once the run has ended (at once if it has). */
-  ended(): Promise<void> {
-    if (!this.active) return Promise.resolve();
-    return new Promise((resolve) => this.endWaiters.add(resolve));
-  }
-
-  /** Drops a waiter of `ended()` that no longer waits (a caller that timed out). */
-  stopWaiting(resolve: () => void): void {
-    this.endWaiters.delete(resolve);
-  }
-
-  /**
-   * A wake-up (the object's alarm, or the virtual clock): the deadline ends the run; approvals
-   * whose own timeout passed are timed out; a run evicted mid-step resumes.
-   */
-  wake(): void {
-    const doc = this.doc;
-    if (!doc || isFinished(doc) || doc.status === "queued") return;
-    if (this.runtime.clock.now() >= Date.parse(doc.deadline)) {
-      this.abort(new RunAbort("timeout"));
-      return;
-    }
-    this.approvalBook().expire(this.runtime.clock.now());
-    const waits = this.waitBook();
-    waits.expire();
-    this.resume();
-  }
-
-  /**
-   * When the run must next be woken: its deadline, the earliest approval timeout, and — only
-   * while some step is actually working, and only where the run can be evicted — the heartbeat
-   * that resumes it. A run whose steps all wait for humans sleeps until a decision (a request
-   * wakes it), an approval's timeout or the deadline. Null once the run has ended.
-   */
-  nextWake(now: number): number | null {
-    const doc = this.doc;
-    if (!doc || isFinished(doc)) return null;
-    // Queued: no deadline runs yet; the heartbeat asks the key's object again (self-healing).
-    if (doc.status === "queued")
-      return this.options.heartbeatMs === null ? null : now + this.options.heartbeatMs;
-    let next = Date.parse(doc.deadline);
-    const expiry = this.approvalBook().nextExpiry();
-    if (expiry !== null) next = Math.min(next, expiry);
-    const due = this.waitBook().nextDue();
-    if (due !== null) next = Math.min(next, due);
-    const beat = this.options.heartbeatMs;
-    if (beat !== null && this.working()) next = Math.min(next, now + beat);
-    return next;
+    const outcome = this.doc ? noteRerun(this.doc, runId, once) : "not_found";
+    if (outcome === "claimed") this.store.saveDoc(this.doc as RunDoc);
+    return outcome;
   }
 
   cancel(): CancelResult {
     if (!this.doc) return { outcome: "not_found" };
     if (isFinished(this.doc)) return { outcome: "not_active" };
-    this.abort(new RunAbort("canceled"));
+    this.engine.abort(new RunAbort("canceled"), (e) => this.engineEnded(e));
     return { outcome: "canceled", envelope: this.envelope() };
-  }
-
-  /** Every approval of the run, public shape (null: no such run). */
-  approvals(): ApprovalRecord[] | null {
-    if (!this.doc) return null;
-    return this.approvalBook().list().map(publicApproval);
   }
 
   /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */
@@ -315,248 +212,197 @@ export class RunLifecycle {
     comment: string | null,
   ): DecideResult {
     if (!this.doc) return { outcome: "not_found" };
-    const book = this.approvalBook();
-    let id: string;
-    if ("id" in target) id = target.id;
-    else {
-      const mine = book.list().filter((a) => a.step === target.step);
-      const open = mine.find((a) => a.status === "pending");
-      const last = mine[mine.length - 1];
-      if (!open)
-        return last
-          ? { outcome: "already_decided", approval: publicApproval(last) }
-          : { outcome: "not_found" };
-      id = open.id;
-    }
-    const result = book.decide(id, decision, comment);
+    const result = this.books.decide(this.doc, target, decision, comment);
     if (result.outcome === "decided" && this.active) {
       // Evicted while waiting: the step resumes, asks again with the same key and finds the decision.
       this.resume();
-      this.hooks.rearm?.();
+      this.duties.rearm();
     }
-    return result.outcome === "not_found" ? result : { ...result, approval: publicApproval(result.approval) };
+    return result;
   }
 
   /**
-   * A signal for the run (SPEC 13): delivered to its wait for `name` (with `key`: only a wait with
-   * that key) that is waiting now, or (without a key) kept until the run reaches such a wait.
+   * A signal for the run: delivered to its wait for `name` (with `key`: only a wait with that key)
+   * that is waiting now, or (without a key) kept until the run reaches such a wait.
    */
   signal(name: string, body: Json, key: string | null = null): SignalResult {
     const doc = this.doc;
     if (!doc) return { outcome: "not_found" };
     if (isFinished(doc)) return { outcome: "not_active" };
-    const book = this.waitBook();
-    const result = book.deliver(name, body, key);
+    const { result, resume } = this.books.signal(name, body, key);
     if (result.outcome === "delivered") {
       // Evicted while waiting: the step resumes, asks again and finds the signal.
-      if (!book.hasListener(result.step)) this.resume();
-      this.hooks.rearm?.();
-      return result;
+      if (resume) this.resume();
+      this.duties.rearm();
     }
-    if (result.outcome === "invalid") {
-      // Paths and messages quote the sender's property names, which may hold a secret value.
-      const m = this.masker;
-      return {
-        ...result,
-        errors: result.errors.map((e) => ({ path: m.maskText(e.path), message: m.maskText(e.message) })),
-      };
+    return result;
+  }
+
+  /**
+   * An effect reported back: a queued run's turn (it starts, or waits on), the listing's, the
+   * key's or the notifications' result (an active run re-arms; a finished one, once everything it
+   * owed has reported, arms its last wake-up or none).
+   */
+  reported(r: EffectResult): void {
+    if (!this.doc) return;
+    if (r.type === "ask_turn") {
+      if (r.verdict === "start") this.begin();
+      else this.duties.rearm();
+      return;
     }
-    if (key !== null) return { outcome: "not_waiting" };
-    return { outcome: book.keep(name, body) };
+    this.duties.reported(r);
   }
 
-  view(): RunView | null {
-    if (!this.doc) return null;
-    const wf = this.rootWorkflow();
-    return { auth: wf.auth, envelope: this.envelope(), graph: runGraph(this.doc.def, wf) };
+  // ---- retention ---------------------------------------------------------------------------
+
+  /** Whether the run has finished and passed its retention (gone for every reader). */
+  expired(now: number): boolean {
+    const at = this.doc && expiresAt(this.doc, this.options.retentionMs ?? null);
+    return at != null && now >= at;
   }
 
-  /** The run's envelope, masked (SPEC 4). */
-  envelope(): Envelope {
-    const doc = this.doc;
-    if (!doc) throw new Error("no run");
-    let records: ReadonlyMap<string, StepRecord> = this.records;
-    if (!isFinished(doc)) {
-      // Right after a wake-up the resumed step has not asked again yet: storage says it waits.
-      const waiting = new Set(
-        [...this.approvalRows.values()].filter((a) => a.status === "pending").map((a) => a.step),
-      );
-      const waits = this.waitBook().waitingPaths();
-      if (waiting.size > 0 || waits.length > 0) {
-        const view = new Map(this.records);
-        for (const path of waits) {
-          const rec = view.get(path);
-          if (rec && rec.status === "running") view.set(path, { ...rec, status: "waiting" });
-        }
-        for (const path of [...waiting].flatMap((p) => [p, ...ancestorPaths(p)])) {
-          const rec = view.get(path);
-          if (rec && rec.status !== "pending_approval" && !SETTLED.has(rec.status)) {
-            view.set(path, { ...rec, status: "pending_approval" });
-          }
-        }
-        records = view;
-      }
-    }
-    return this.masker.maskJson(
-      buildEnvelope(doc, records, this.runtime.clock.now()) as unknown as Json,
-    ) as unknown as Envelope;
+  /**
+   * The run's listing shard asks it to go once its hour has passed retention: a finished run past
+   * its own retention goes ("delete": the shell clears storage, then `forget`); one whose
+   * retention was raised since is kept, with a wake-up at its own end.
+   */
+  expire(now: number): "delete" | "kept" | "gone" {
+    if (!this.doc) return "gone";
+    const at = expiresAt(this.doc, this.options.retentionMs ?? null);
+    if (at !== null && now >= at) return "delete";
+    if (at !== null) this.duties.arm({ at, durable: true });
+    return "kept";
   }
 
-  /** The run so far as events, for a new listener of its event stream (ends with run.completed once ended). */
-  history(): RunEvent[] {
-    const doc = this.doc;
-    if (!doc) return [];
-    const history = replayEvents(
-      this.pathsInOrder(),
-      doc.finished_at ?? new Date(this.runtime.clock.now()).toISOString(),
-      this.approvalBook().list().map(publicApproval),
-    );
-    if (isFinished(doc)) history.push(this.completedEvent());
-    return history;
-  }
-
-  /** The `run.completed` event of an ended run. */
-  completedEvent(): RunEvent {
-    const e = this.envelope();
-    return {
-      type: "run.completed",
-      time: e.finished_at ?? new Date(this.runtime.clock.now()).toISOString(),
-      data: {
-        run_id: e.run_id,
-        status: e.status,
-        error: e.error as Json,
-        output: e.output,
-        totals: e.totals,
-      },
-    };
+  /** The listing asks the run to report itself again (its legacy index moving into shards). */
+  relist(): void {
+    if (this.doc) this.duties.relist();
   }
 
   /** After the run's storage was cleared (deleted): nothing of it remains in memory either. */
   forget(): void {
     this.doc = null;
-    this.approvalRows = new Map();
-    this.book = null;
-    this.waitRows = new Map();
-    this.keptSignals = new Map();
-    this.waitBookCache = null;
+    this.books.forget();
     this.records = new Map();
-    this.engine = null;
-    this.controller = null;
+    this.engine.stop();
+    this.duties.reset();
     this.store.forget();
   }
 
-  rootWorkflow(): CompiledWorkflow {
-    if (!this.doc) throw new Error("no run");
-    return workflowOf(this.doc.def, this.doc.workflow_key);
+  // ---- views -------------------------------------------------------------------------------
+
+  /** Resolves once the run has ended (at once if it has). */
+  ended(): Promise<void> {
+    return this.active ? new Promise((resolve) => this.endWaiters.add(resolve)) : Promise.resolve();
   }
 
-  // ---- The engine --------------------------------------------------------------------------
+  /** Every approval of the run, public shape (null: no such run). */
+  approvals(): ApprovalRecord[] | null {
+    return this.doc && this.books.approvals(this.doc).list().map(publicApproval);
+  }
 
-  /** Runs (or, after an eviction, resumes) the pipeline unless it is already running. */
-  resume(): void {
+  /** The run's envelope, masked (docs/http-api.md). */
+  envelope(): Envelope {
+    if (!this.doc) throw new Error("no run");
+    return envelopeOf(this.doc, this.records, this.books, this.masker, this.runtime.clock.now());
+  }
+
+  /** The run so far as events, for a new listener of its event stream (ends with run.completed once ended). */
+  history(): RunEvent[] {
+    if (!this.doc) return [];
+    return historyOf(this.doc, this.records, this.books, this.masker, this.runtime.clock.now());
+  }
+
+  /**
+   * When the run must next be woken: its deadline, the earliest approval timeout or wait, and —
+   * only while some step is actually working, and only where the run can be evicted — the
+   * heartbeat that resumes it. A queued run has no deadline yet: the heartbeat asks its key again.
+   */
+  nextWake(now: number): number | null {
     const doc = this.doc;
-    if (!doc || this.engine || isFinished(doc) || doc.status === "queued") return;
-    const deadline = Date.parse(doc.deadline);
-    const controller = new AbortController();
-    this.controller = controller;
-    controller.signal.addEventListener("abort", () => this.onAbort(controller.signal.reason), { once: true });
-    if (this.runtime.clock.now() >= deadline) {
-      controller.abort(new RunAbort("timeout"));
+    if (!doc || isFinished(doc)) return null;
+    const working = () => isWorking(doc, this.rootWorkflow(), this.records);
+    return nextWakeAt(doc, this.books.nextDue(doc), this.options.heartbeatMs, working, now);
+  }
+
+  // ---- decisions ---------------------------------------------------------------------------
+
+  /** The one writer of the run's status while it is active; a listing that showed it queued or pending hears. */
+  private setStatus(status: RunStatus): void {
+    const doc = this.doc;
+    if (!doc || doc.status === status) return;
+    doc.status = status;
+    this.duties.statusChanged();
+  }
+
+  private waitStarted(rec: WaitRecord): void {
+    // A keyed wait registers with its key's object, which may hand it a signal kept there.
+    if (rec.kind === "signal" && rec.key !== null && rec.name !== null && rec.status === "waiting")
+      this.shell.perform([{ type: "register_wait", name: rec.name, key: rec.key }]);
+    this.duties.rearm();
+  }
+
+  /** Deadline, approval timeouts, waits that ended, a resumed run. */
+  private wakeSteps(now: number): void {
+    const doc = this.doc;
+    if (!doc || isFinished(doc) || doc.status === "queued") return;
+    if (now >= Date.parse(doc.deadline)) {
+      this.engine.abort(new RunAbort("timeout"), (e) => this.engineEnded(e));
       return;
     }
-    // The deadline is enforced by wake-ups alone (the object's alarm, set with the run's first
-    // write and re-armed by every heartbeat; before that write, while its caller waits, the
-    // object's timer): an in-memory timer here would keep an idle object from being evicted.
-    const wf = this.rootWorkflow();
-    const restored = new Map(this.records);
-    if (restored.size > 0) doc.status = "running";
-    const ledger = createLedger(wf.policy.costBudgetUsd, doc.ledger as unknown as LedgerState, (s) => {
-      doc.ledger = s as unknown as Json;
-      this.store.saveDoc(doc);
-    });
-    const book = this.approvalBook();
-    const { runtime, store, hooks } = this;
-    const host: RunHost = {
-      bundle: doc.def,
-      runId: doc.run_id,
-      env: stringEnv(runtime.env),
-      executors: runtime.executors,
-      masker: this.masker,
-      fetch: runtime.fetch,
-      tools: runtime.tools,
-      approvals: (path) => {
-        const inner: ApprovalHost = {
-          request: (req, signal, waiting) => book.request(path, req, signal, waiting),
-        };
-        return this.options.approvals ? this.options.approvals(path, inner) : inner;
+    if (this.books.hasApprovals) this.books.approvals(doc).expire(now);
+    this.books.waits().expire();
+    this.resume();
+  }
+
+  // ---- the engine --------------------------------------------------------------------------
+
+  /** Runs (or, after an eviction, resumes) the pipeline unless it is already running. */
+  private resume(): void {
+    const doc = this.doc;
+    if (!doc || isFinished(doc) || doc.status === "queued" || this.engine.running) return;
+    // The deadline is enforced by wake-ups alone (the object's alarm, or its timer before the
+    // first write): an in-memory timer here would keep an idle object from being evicted.
+    if (this.records.size > 0 && this.runtime.clock.now() < Date.parse(doc.deadline))
+      this.setStatus("running");
+    const { store, shell } = this;
+    this.engine.start(
+      {
+        doc,
+        wf: this.rootWorkflow(),
+        records: this.records,
+        store,
+        books: this.books,
+        masker: this.masker,
+        runtime: this.runtime,
+        approvals: this.options.approvals,
       },
-      waits: (path) => ({
-        wait: (req, signal, waiting, begun) => this.waitBook().wait(path, req, signal, waiting, begun),
-      }),
-      checkpoint: (path) => ({
-        load: () => store.loadCheckpoint(path),
-        // Masked like everything stored: a conversation can quote a secret passed to a tool server.
-        save: (state) => store.saveCheckpoint(path, this.masker.maskJson(state)),
-      }),
-      ai: runtime.ai,
-      now: () => runtime.clock.now(),
-      clock: runtime.clock,
-      restored,
-      records: this.records,
-      outboundLimit: runtime.outboundLimit,
-      onStepStarted: (path, rec) => {
-        if (doc.status === "pending") {
-          doc.status = "running";
-          hooks.statusChanged?.("running");
-        }
-        hooks.stepChanged?.(path, rec);
-      },
-      onStepChanged: (path, rec) => hooks.stepChanged?.(path, rec),
-      onStepFinished: (path, rec, effect) => {
-        if (isFinished(doc)) return;
-        store.stepFinished(path, rec, effect);
-        hooks.stepChanged?.(path, rec);
-      },
-    };
-    this.engine = runPipeline(host, wf, {
-      prefix: "",
-      params: doc.params,
-      request: doc.request ?? { headers: {} },
-      env: declaredEnv(wf, runtime.env),
-      deadline,
-      signal: controller.signal,
-      budget: ledger,
-      webhooksAllowed: true,
-    }).then(
-      () => this.finish("complete", null),
-      (err: unknown) => {
-        if (err instanceof RunAbort) {
-          this.abort(err); // finishes the run unless onAbort already has
-          return;
-        }
-        this.finish("failed", failureError(err, this.masker));
+      {
+        running: () => {
+          if (doc.status === "pending") this.setStatus("running");
+        },
+        stepChanged: (path, rec) => shell.stepChanged?.(path, rec),
+        stepFinished: (path, rec, effect) => {
+          if (isFinished(doc)) return;
+          store.stepFinished(path, rec, effect);
+          shell.stepChanged?.(path, rec);
+        },
+        ended: (end) => this.engineEnded(end),
       },
     );
   }
 
-  private abort(reason: RunAbort): void {
-    if (this.controller) this.controller.abort(reason);
-    else this.onAbort(reason);
-  }
-
-  /** Deadline or cancel: the run ends now, whatever its steps are doing. */
-  private onAbort(reason: unknown): void {
-    const doc = this.doc;
-    if (!doc || isFinished(doc)) return;
-    if (reason instanceof RunAbort && reason.kind === "canceled") {
+  /** The pipeline ended, or the run was stopped (deadline, cancel) whatever its steps are doing. */
+  private engineEnded(end: EngineEnd): void {
+    if (end.how === "complete") this.finish("complete", null);
+    else if (end.how === "failed") this.finish("failed", failureError(end.error, this.masker));
+    else if (end.how === "canceled")
       this.finish(
         "canceled",
         { code: "canceled", message: "the run was canceled", step: null },
         "run_canceled",
       );
-      return;
-    }
-    this.finish("failed", deadlineError(this.rootWorkflow(), this.records));
+    else this.finish("failed", deadlineError(this.rootWorkflow(), this.records));
   }
 
   private finish(
@@ -584,126 +430,24 @@ export class RunLifecycle {
     // Steps settled here (canceled, skipped) are news to listeners.
     for (const path of this.store.runFinished(doc, finalRecords)) {
       const rec = finalRecords.get(path);
-      if (rec) this.hooks.stepChanged?.(path, rec);
+      if (rec) this.shell.stepChanged?.(path, rec);
     }
     // Nobody will decide for a run that has ended.
-    if (this.approvalRows.size > 0) {
-      const book = this.approvalBook();
+    if (this.books.hasApprovals) {
+      const book = this.books.approvals(doc);
       for (const a of book.pending()) book.decide(a.id, "timeout", null);
     }
-    this.controller = null;
-    this.hooks.finished?.(doc, finalRecords);
+    this.engine.stop();
+    this.shell.ended?.(() => completedEventOf(this.envelope(), now));
+    // What the run owes after its answer, guarded by one alarm that rides in its last write's commit.
+    this.duties.ended(now);
     for (const w of this.endWaiters) w();
     this.endWaiters.clear();
   }
 
-  /** Whether a step other than a workflow step (whose children say it) is running, or the run has not started one yet. */
-  private working(): boolean {
-    if (!this.doc || this.doc.status === "pending") return true;
-    const workflowSteps = new Set<string>();
-    for (const n of runGraph(this.doc.def, this.rootWorkflow()))
-      if (n.kind === "workflow") workflowSteps.add(n.path);
-    let any = false;
-    for (const [path, rec] of this.records) {
-      if (rec.status === "pending_approval" || rec.status === "waiting") any = true;
-      if (rec.status === "running" && !workflowSteps.has(path)) return true;
-    }
-    // Nothing running and nothing waiting: a step is about to start (or the engine is off), keep the heartbeat.
-    return !any;
-  }
-
-  /** The run's waits, created once per incarnation over the rows loaded from storage. */
-  private waitBook(): WaitBook {
-    if (this.waitBookCache) return this.waitBookCache;
-    const { waitRows: rows, keptSignals: kept, store, hooks, runtime } = this;
-    this.waitBookCache = new WaitBook(
-      {
-        get: (path) => rows.get(path),
-        put: (rec) => {
-          rows.set(rec.path, rec);
-          store.saveWait(rec);
-        },
-        all: () => [...rows.values()],
-        kept: (name) => kept.get(name),
-        keep: (name, body) => {
-          kept.set(name, body);
-          store.keepSignal(name, body);
-        },
-        dropKept: (name) => {
-          kept.delete(name);
-          store.dropKeptSignal(name);
-        },
-      },
-      {
-        now: () => runtime.clock.now(),
-        masker: this.masker,
-        started: (rec) => {
-          // Before a wait: what has finished is kept (SPEC 15).
-          store.checkpoint();
-          this.options.waitStarted?.(rec);
-          hooks.rearm?.();
-        },
-      },
-    );
-    return this.waitBookCache;
-  }
-
-  /** The run's approvals, created once per incarnation over the rows loaded from storage. */
-  private approvalBook(): ApprovalBook {
-    if (this.book) return this.book;
-    const doc = this.doc;
-    if (!doc) throw new Error("no run");
-    const rows = this.approvalRows;
-    const { runtime, hooks, options } = this;
-    this.book = new ApprovalBook(
-      {
-        get: (id) => rows.get(id),
-        put: (rec) => {
-          rows.set(rec.id, rec);
-          this.store.saveApproval(rec);
-        },
-        all: () => [...rows.values()],
-      },
-      {
-        runId: doc.run_id,
-        deadline: Date.parse(doc.deadline),
-        masker: this.masker,
-        now: () => runtime.clock.now(),
-        origin: doc.origin ?? null,
-        allowPrivate: runtime.allowPrivate,
-        fetch: runtime.notifyFetch,
-        requested: (rec, created) => {
-          // Before a wait: what has finished is kept (SPEC 15).
-          this.store.checkpoint();
-          if (created) hooks.approvalEvent?.("approval.requested", publicApproval(rec));
-          options.approvalRequested?.(rec, created);
-          hooks.rearm?.();
-        },
-        decided: (rec) => hooks.approvalEvent?.("approval.decided", publicApproval(rec)),
-      },
-    );
-    return this.book;
-  }
-
-  /** Every step record, parents before their children, in pipeline order. */
-  private pathsInOrder(): Array<[string, StepRecord]> {
-    const out: Array<[string, StepRecord]> = [];
-    if (!this.doc) return out;
-    forEachRecordPath(this.doc.def, this.rootWorkflow(), this.records, (path) => {
-      const rec = this.records.get(path);
-      if (rec) out.push([path, rec]);
-    });
-    return out;
-  }
-
   private makeMasker(doc: RunDoc): Masker {
-    const wf = workflowOf(doc.def, doc.workflow_key);
-    return createMasker(collectSecrets(doc.def, wf, this.runtime.env).values);
+    return createMasker(
+      collectSecrets(doc.def, workflowOf(doc.def, doc.workflow_key), this.runtime.env).values,
+    );
   }
-}
-
-function workflowOf(def: Bundle, key: string): CompiledWorkflow {
-  const wf = def.workflows[key];
-  if (!wf) throw new Error(`workflow ${key} is missing from the run's definition`);
-  return wf;
 }

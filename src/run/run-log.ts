@@ -8,7 +8,7 @@
 import type { Json } from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import type { StepRecord, StepStatus } from "../engine/types.ts";
-import type { RunDoc } from "./envelope.ts";
+import type { RunDoc } from "./run-doc.ts";
 
 export interface FinishedRunLog {
   [key: string]: Json;

@@ -1,120 +1,65 @@
 /**
- * One Durable Object per run: a shell over the run lifecycle (lifecycle.ts). It gives the
- * lifecycle the object's SQLite-backed KV (run-store.ts decides what is written), wakes it with
- * the object's alarm (so the deadline holds even if the object was evicted, and a run evicted
- * mid-step resumes on the next wake-up), serves its RPC and event stream, and does what only a
- * deployed run does after it ends: reports itself to the run listing (listing-sync.ts), logs
- * one line, and is deleted when its retention passes.
+ * One Durable Object per run: the adapter that performs what the run lifecycle (lifecycle.ts)
+ * decides. It gives the lifecycle the object's SQLite-backed KV (run-store.ts decides what is
+ * written), arms the wake-ups it asks for (the object's alarm, or a timer before the run's first
+ * write), serves the Worker's RPC and the event stream, and performs the lifecycle's effects:
+ * the listing write, notifications, the concurrency slot's release, a keyed wait's registration,
+ * the log line, deletion when retention has passed. It decides nothing itself.
  */
 import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
-import type { Json, JsonObject } from "../bundle.ts";
-import { systemClock } from "../engine/clock.ts";
-import type { RunHost } from "../engine/scheduler.ts";
-import type { StepRecord } from "../engine/types.ts";
-import { executors } from "../steps/index.ts";
+import type { Json } from "../bundle.ts";
+import { admit } from "./admission.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import { concurrencyKeyStub } from "./concurrency-key-rpc.ts";
-import type { Envelope, RunDoc } from "./envelope.ts";
-import { approvalEvent, EventHub, stepEvent } from "./events.ts";
-import { type CancelResult, RunLifecycle, type RunView, type SignalResult } from "./lifecycle.ts";
+import type { Envelope } from "./envelope.ts";
+import { EventHub } from "./events.ts";
+import { RunLifecycle } from "./lifecycle.ts";
+import type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import { retentionMs } from "./listing-layout.ts";
-import { LISTING_RETRY_MS, ListingSync } from "./listing-sync.ts";
-import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
+import { ListingWriter } from "./listing-sync.ts";
 import { takeRateLimitSlot } from "./rate-limit.ts";
 import { finishedRunLog } from "./run-log.ts";
 import { RunNotifier } from "./run-notifications.ts";
+import { HEARTBEAT_MS, type RunEffect, type Wake } from "./run-plan.ts";
+import { rerunSourceOf, viewOf } from "./run-reads.ts";
 import type { RerunSource, StartRequest, StartResult } from "./run-rpc.ts";
-import { isFinished, type KvPort, RunStore } from "./run-store.ts";
+import { RunStore } from "./run-store.ts";
 import { signalKeyStub } from "./signal-key-rpc.ts";
-import { mcpToolHost } from "./tool-host.ts";
-
-/** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
-const HEARTBEAT_MS = 60_000;
-/**
- * A run still active this long after it started is written to its storage (if nothing has
- * written it yet) and to the listing, by its alarm; a run that finishes sooner is listed once,
- * finished.
- */
-const LISTING_FIRST_WRITE_MS = 2_000;
+import { objectKv, workerRuntime } from "./worker-runtime.ts";
 
 export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
-  private readonly store: RunStore;
   private readonly hub = new EventHub();
-  private readonly listing: ListingSync;
+  private readonly listing: ListingWriter;
   private readonly notifier: RunNotifier;
-  /** This incarnation gave the run's concurrency slot back (after an eviction it is given again: harmless). */
-  private released = false;
-  /** When the alarm this incarnation set will fire (null: unknown or none). */
-  private alarmAt: number | null = null;
-  /** Ends a run not written yet at its deadline, or writes it LISTING_FIRST_WRITE_MS after it started (then its alarm lists it). */
-  private persistTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The wake-up of a run not written yet (it has no alarm). */
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  /** Effects under way: an alarm or an RPC that started them waits for them. */
+  private readonly pending = new Set<Promise<unknown>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    const kv = ctx.storage.kv;
-    const port: KvPort = {
-      get: (key) => kv.get<string>(key),
-      put: (key, value) => kv.put(key, value),
-      delete: (key) => void kv.delete(key),
-      list: (prefix) => kv.list<string>({ prefix }),
-    };
-    // The run's first write arms the alarm in the same commit (see armAlarm).
-    const store = new RunStore(port, () => this.armAlarm());
-    this.store = store;
-    const allowPrivate = env.ALLOW_PRIVATE_WEBHOOKS === "true";
-    const limiter = new OutboundLimiter(MAX_OUTBOUND);
-    const outbound = (input: string | Request, init?: RequestInit) =>
-      limiter.run(() => fetch(input, init), init?.signal ?? undefined);
+    const port = objectKv(ctx.storage);
+    const runtime = workerRuntime(env);
     this.run = new RunLifecycle(
-      store,
+      new RunStore(port),
+      runtime,
       {
-        env: env as unknown as Record<string, unknown>,
-        executors,
-        fetch: outbound,
-        tools: mcpToolHost(outbound, allowPrivate),
-        ai: (env as unknown as { AI?: RunHost["ai"] }).AI,
-        clock: systemClock,
-        outboundLimit: MAX_OUTBOUND,
-        allowPrivate,
-        notifyFetch: (input, init) => fetch(input, init),
+        wake: (w) => this.arm(w),
+        perform: (effects) => this.perform(effects),
+        ...this.hub.news(() => this.run.current?.finished_at ?? null),
       },
-      {
-        rearm: () => this.armAlarm(),
-        stepChanged: (path, rec) => this.publishStep(path, rec),
-        approvalEvent: (type, approval) => {
-          if (this.hub.listening) this.hub.publish(approvalEvent(type, approval));
-        },
-        statusChanged: () => this.listing.statusChanged(),
-        finished: (doc, records) => this.finished(doc, records),
-      },
-      {
-        heartbeatMs: HEARTBEAT_MS,
-        // A keyed wait registers with its key's object, which may hand it a signal kept there.
-        waitStarted: (rec) => {
-          if (rec.kind !== "signal" || rec.key === null || rec.name === null || rec.status !== "waiting")
-            return;
-          const { name, key } = rec;
-          const runId = this.ctx.id.toString();
-          const box = signalKeyStub(this.env, this.run.rootWorkflow().name, name, key);
-          this.ctx.waitUntil(
-            box
-              .register(runId)
-              .then((kept) => {
-                if (kept !== null) this.run.signal(name, kept, key);
-              })
-              .catch(() => {}),
-          );
-        },
-      },
+      { heartbeatMs: HEARTBEAT_MS, retentionMs: retentionMs(env) },
     );
-    this.listing = new ListingSync(
+    const current = () => {
+      const doc = this.run.current;
+      return doc ? { doc, workflow: this.run.rootWorkflow().name } : null;
+    };
+    this.listing = new ListingWriter(
       () => this.env,
-      () => {
-        const doc = this.run.current;
-        return doc ? { doc, workflow: this.run.rootWorkflow().name } : null;
-      },
+      current,
+      (status, ok) => this.run.reported({ type: "list", status, ok }),
     );
     this.notifier = new RunNotifier({
       kv: port,
@@ -124,7 +69,7 @@ export class RunObject extends DurableObject<Env> {
         return doc ? { doc, workflow: this.run.rootWorkflow(), masker: this.run.runMasker } : null;
       },
       fetch: (input, init) => fetch(input, init),
-      allowPrivate,
+      allowPrivate: runtime.allowPrivate,
       now: () => Date.now(),
     });
     // No schema to create: the synchronous KV API keeps one row per key (DDL on a fresh database
@@ -144,18 +89,12 @@ export class RunObject extends DurableObject<Env> {
       }
       return { outcome: "existing", runId, envelope: await this.waitFinished(req.waitMs) };
     }
-    if (
-      req.rateLimit &&
-      !(await takeRateLimitSlot(req.rateLimit, this.env as unknown as Record<string, unknown>))
-    ) {
-      return { outcome: "rate_limited", runId };
-    }
-    // Per-key concurrency: the key's object says whether the run starts now or waits its turn.
-    let queued = false;
-    if (req.concurrency) {
-      const gate = concurrencyKeyStub(this.env, req.concurrency.gate);
-      queued = (await gate.admit(runId, req.concurrency.limit)) === "queued";
-    }
+    const env = this.env;
+    const verdict = await admit(req, runId, {
+      takeRateLimitSlot: (slot) => takeRateLimitSlot(slot, env as unknown as Record<string, unknown>),
+      askTurn: (gate, id, limit) => concurrencyKeyStub(env, gate).admit(id, limit),
+    });
+    if (verdict === "rate_limited") return { outcome: "rate_limited", runId };
     // The run is pinned to this deployment's definition (this module's own copy of the bundle).
     this.run.start({
       runId,
@@ -167,32 +106,12 @@ export class RunObject extends DurableObject<Env> {
       idempotencyKey: req.idempotencyKey,
       origin: req.origin ?? null,
       rerun: req.rerun ?? null,
-      concurrency: req.concurrency ? { ...req.concurrency, queued } : null,
+      concurrency: req.concurrency ? { ...req.concurrency, queued: verdict === "queued" } : null,
     });
-    // The deadline alarm (SPEC 3) comes with the run's first write: a run that finishes before
-    // its answer leaves is first written finished and needs none; one still active when it
-    // answers, or at its first checkpoint, is written then, alarm included (docs/operations.md).
-    // While the caller waits, a run not written yet has no alarm: this timer stands in for it,
-    // at its deadline or when the listing is due to see it, whichever comes first.
-    const begun = this.run.current as RunDoc | null;
-    if (begun && this.run.active && req.waitMs > 0) {
-      const due = Math.min(Date.parse(begun.deadline), Date.parse(begun.created_at) + LISTING_FIRST_WRITE_MS);
-      if (due < Date.now() + req.waitMs) {
-        this.persistTimer = setTimeout(() => {
-          this.persistTimer = null;
-          this.run.wake(); // past its deadline: the run ends here
-          this.run.persist();
-        }, due - Date.now());
-      }
-    }
     return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
   }
 
-  /**
-   * The envelope once the run has finished, or null if it is still active after `ms`. A run still
-   * active is written before that answer leaves (the output gate holds it until the write lands):
-   * whoever was told it exists can find it after an eviction, and its deadline holds.
-   */
+  /** The envelope once the run has finished, or null if it is still active after `ms` (then it is written first). */
   async waitFinished(ms: number): Promise<Envelope | null> {
     if (!this.run.current) return null;
     if (this.run.active && ms > 0) {
@@ -201,12 +120,8 @@ export class RunObject extends DurableObject<Env> {
       if (timer !== undefined) clearTimeout(timer);
     }
     if (!this.run.current) return null;
-    if (this.run.active) {
-      this.stopPersistTimer();
-      this.run.persist();
-      return null;
-    }
-    return this.run.envelope();
+    this.run.answering();
+    return this.run.active ? null : this.run.envelope();
   }
 
   /** GET /runs/{id}/events (the Worker has checked credentials): Server-Sent Events. */
@@ -218,7 +133,7 @@ export class RunObject extends DurableObject<Env> {
 
   async view(): Promise<RunView | null> {
     await this.dropIfExpired();
-    return this.run.view();
+    return viewOf(this.run);
   }
 
   async cancel(): Promise<CancelResult> {
@@ -233,18 +148,7 @@ export class RunObject extends DurableObject<Env> {
 
   async rerunSource(): Promise<RerunSource> {
     await this.dropIfExpired();
-    const doc = this.run.current;
-    if (!doc) return { outcome: "not_found" };
-    if (!isFinished(doc)) return { outcome: "active" };
-    return {
-      outcome: "finished",
-      status: doc.status as "complete" | "failed" | "canceled",
-      def: doc.def,
-      workflowKey: doc.workflow_key,
-      params: doc.params as JsonObject,
-      request: (doc.request ?? { headers: {} }) as JsonObject,
-      records: [...this.run.stepRecords],
-    };
+    return rerunSourceOf(this.run);
   }
 
   async rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active"> {
@@ -280,172 +184,117 @@ export class RunObject extends DurableObject<Env> {
     return "deleted";
   }
 
-  /**
-   * Retention: the run's listing shard, when its hour has passed retention, asks each of its runs
-   * to go (src/run/run-index.ts), so a finished run needs no alarm of its own for it (one storage
-   * write less per run). A run whose retention was raised since keeps itself with its own alarm.
-   */
+  /** The run's listing shard, once its hour has passed retention, asks each of its runs to go. */
   async expire(): Promise<"deleted" | "kept" | "gone"> {
-    const doc = this.run.current;
-    if (!doc) return "gone";
-    if (!isFinished(doc)) return "kept";
-    const expires = this.expiresAt(doc);
-    if (Date.now() >= expires) {
-      await this.deleteRun();
-      return "deleted";
-    }
-    await this.setAlarmAt(expires);
-    return "kept";
+    const outcome = this.run.expire(Date.now());
+    if (outcome !== "delete") return outcome;
+    await this.deleteRun();
+    return "deleted";
   }
 
   /** The listing's legacy index asks runs it knew to report themselves (src/run/run-index.ts). */
   async relist(): Promise<void> {
-    this.listing.reset();
-    await this.listing.sync();
+    this.run.relist();
+    await this.settled();
   }
-
-  // ---- Alarm: deadline, heartbeat, approval timeouts, listing retries ---------------------
 
   override async alarm(): Promise<void> {
-    this.alarmAt = null;
-    const doc = this.run.current;
-    if (!doc) return;
-    if (isFinished(doc)) {
-      // Runs from before the sharded listing kept their retention alarm; it still ends them.
-      if (Date.now() >= this.expiresAt(doc)) await this.deleteRun();
-      else await this.afterRun();
-      return;
-    }
-    if (doc.status === "queued" && doc.concurrency) {
-      // Still queued: ask the key's object again (a begin that never arrived is not lost).
-      const gate = concurrencyKeyStub(this.env, doc.concurrency.gate);
-      const turn = await gate.admit(this.ctx.id.toString(), doc.concurrency.limit).catch(() => "queued");
-      if (turn === "start") this.run.begin();
-    }
-    this.run.wake();
-    if (!this.run.active) return; // the deadline ended it: finished() set what comes next
-    // A run still active is listed (as running) by now; a failed write comes back soon.
-    const listed = await this.listing.sync();
-    const next = this.run.nextWake(Date.now()) ?? Date.now() + HEARTBEAT_MS;
-    await this.setAlarmAt(listed ? next : Math.min(next, Date.now() + this.listing.retryMs()));
+    this.run.alarm(Date.now());
+    await this.settled();
   }
 
-  /**
-   * The alarm of an active run that has been written: its next wake-up, and no later than when
-   * the listing is due to see it (LISTING_FIRST_WRITE_MS after it started, unless the listing
-   * has its status). Called at the run's first write (same commit) and whenever a wake-up moves.
-   */
-  private armAlarm(): void {
-    const doc = this.run.current;
-    if (!doc || !this.run.active || !this.store.isStored) return;
-    let next = this.run.nextWake(Date.now());
-    if (next === null) return;
-    if (!this.listing.acknowledged(doc.status))
-      next = Math.min(next, Date.parse(doc.created_at) + LISTING_FIRST_WRITE_MS);
-    this.setAlarmAt(next).catch(() => {});
-  }
+  // ---- performing the lifecycle's decisions -----------------------------------------------
 
-  /** setAlarm, remembering when it will fire. */
-  private setAlarmAt(at: number): Promise<void> {
-    this.alarmAt = at;
-    return this.ctx.storage.setAlarm(at);
-  }
-
-  // ---- After the run: listing, log line, retention -------------------------------------------
-
-  private stopPersistTimer(): void {
-    if (this.persistTimer !== null) clearTimeout(this.persistTimer);
-    this.persistTimer = null;
-  }
-
-  private finished(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): void {
-    this.stopPersistTimer();
-    const now = Date.now();
-    // The listing write waits for the answer to leave (a timer, not a microtask); an alarm due
-    // within LISTING_RETRY_MS retries it if this incarnation does not get there. It rides in the
-    // commit of the run's last write; an alarm already due sooner (a run written while active)
-    // serves instead (no second alarm write).
-    if (this.alarmAt === null || this.alarmAt > now + LISTING_RETRY_MS)
-      this.setAlarmAt(now + LISTING_RETRY_MS).catch(() => {});
-    setTimeout(() => {
-      // The log line too waits for the answer: nothing a caller waits for depends on it.
-      this.logFinished(doc, records);
-      void this.afterRun().catch(() => {});
-    }, 0);
-    if (this.hub.listening) this.hub.publish(this.run.completedEvent());
-    this.hub.close();
-  }
-
-  /** One `run.finished` line (run-log.ts), masked. */
-  private logFinished(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): void {
-    try {
-      const line = finishedRunLog(doc, this.run.rootWorkflow(), records);
-      console.log(JSON.stringify(this.run.runMasker.maskJson(line)));
-    } catch {
-      // Never let the log line break the run's bookkeeping.
-    }
-  }
-
-  /**
-   * A finished run, after its answer: the listing learns its final status and its notifications
-   * (run-notifications.ts) are sent. Until both are done, an alarm stays close and retries, also
-   * after an eviction; once they are, nothing more is due (the listing shard ends the run's
-   * retention), so the alarm is deleted: `npm run bench` measured an alarm that fires for
-   * nothing as the largest single cost of a run above the floor.
-   */
-  private async afterRun(): Promise<void> {
-    const doc = this.run.current;
-    if (!doc) return;
-    const [listed, , released] = await Promise.all([
-      this.listing.sync(),
-      this.notifier.deliver(),
-      this.releaseSlot(doc),
-    ]);
-    if (this.run.current !== doc) return; // deleted meanwhile
-    const now = Date.now();
-    let next = this.notifier.nextAttempt();
-    if (!listed || !released) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listing.retryMs());
-    if (next === null) {
-      this.alarmAt = null;
-      await this.ctx.storage.deleteAlarm();
+  /** Arms a wake-up: the alarm once the run is written (in the commit of its writes), else a timer. */
+  private arm(w: Wake | null): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (w === null) {
+      this.ctx.storage.deleteAlarm().catch(() => {});
+    } else if (w.durable) {
+      this.ctx.storage.setAlarm(w.at).catch(() => {});
     } else {
-      await this.setAlarmAt(Math.max(next, now));
+      this.timer = setTimeout(
+        () => {
+          this.timer = null;
+          this.run.alarm(Date.now());
+        },
+        Math.max(0, w.at - Date.now()),
+      );
     }
   }
 
-  /** A run of a workflow with `invoke.concurrency` gives its slot (or its place in the queue) back once. */
-  private async releaseSlot(doc: RunDoc): Promise<boolean> {
-    if (!doc.concurrency || this.released) return true;
-    try {
-      await concurrencyKeyStub(this.env, doc.concurrency.gate).release(this.ctx.id.toString());
-      this.released = true;
-      return true;
-    } catch {
-      return false;
+  /**
+   * A keyed wait registers at once (a sender may signal as soon as it hears of the run); what a
+   * run owes the listing and the world waits for the answer being made to leave (a timer, not a
+   * microtask).
+   */
+  private perform(effects: RunEffect[]): void {
+    const now = effects.every((e) => e.type === "register_wait" || e.type === "ask_turn");
+    const start = now ? Promise.resolve() : new Promise<void>((resolve) => setTimeout(resolve, 0));
+    const done = start.then(() => Promise.all(effects.map((e) => this.effect(e)))).catch(() => {});
+    this.pending.add(done);
+    void done.finally(() => this.pending.delete(done));
+  }
+
+  private async effect(e: RunEffect): Promise<void> {
+    switch (e.type) {
+      case "list":
+        return this.listing.write();
+      case "notify":
+        await this.notifier.deliver();
+        return this.run.reported({ type: "notify", next: this.notifier.nextAttempt() });
+      case "release": {
+        const ok = await concurrencyKeyStub(this.env, e.gate)
+          .release(this.ctx.id.toString())
+          .then(
+            () => true,
+            () => false,
+          );
+        return this.run.reported({ type: "release", ok });
+      }
+      case "ask_turn": {
+        const gate = concurrencyKeyStub(this.env, e.gate);
+        const verdict = await gate.admit(this.ctx.id.toString(), e.limit).catch(() => "queued" as const);
+        return this.run.reported({ type: "ask_turn", verdict });
+      }
+      case "register_wait": {
+        const box = signalKeyStub(this.env, this.run.rootWorkflow().name, e.name, e.key);
+        const kept = await box.register(this.ctx.id.toString()).catch(() => null);
+        if (kept !== null) this.run.signal(e.name, kept, e.key);
+        return;
+      }
+      case "log":
+        return this.logFinished();
+      case "delete":
+        return this.deleteRun();
     }
+  }
+
+  /** Resolves once every effect started so far (and any they started) is done. */
+  private async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /** One `run.finished` line (run-log.ts), masked; never lets the line break the run's bookkeeping. */
+  private logFinished(): void {
+    const doc = this.run.current;
+    if (doc)
+      console.log(
+        JSON.stringify(
+          this.run.runMasker.maskJson(finishedRunLog(doc, this.run.rootWorkflow(), this.run.stepRecords)),
+        ),
+      );
   }
 
   /** A finished run past retention is gone for every reader, even before its shard says so. */
   private async dropIfExpired(): Promise<void> {
-    const doc = this.run.current;
-    if (doc && isFinished(doc) && Date.now() >= this.expiresAt(doc)) await this.deleteRun();
+    if (this.run.expired(Date.now())) await this.deleteRun();
   }
 
   private async deleteRun(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.run.forget();
-    this.listing.reset();
     this.notifier.reset();
-    this.alarmAt = null;
-  }
-
-  private expiresAt(doc: RunDoc): number {
-    return Date.parse(doc.finished_at ?? doc.created_at) + retentionMs(this.env);
-  }
-
-  private publishStep(path: string, rec: StepRecord): void {
-    if (!this.hub.listening) return;
-    const ev = stepEvent(path, rec, this.run.current?.finished_at ?? new Date().toISOString());
-    if (ev) this.hub.publish(ev);
   }
 }

@@ -6,10 +6,10 @@ import type { Bundle, Json, JsonObject } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { Envelope } from "./envelope.ts";
-import type { CancelResult, RunView, SignalResult } from "./lifecycle.ts";
+import type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import type { RateLimitSlot } from "./rate-limit.ts";
 
-export type { CancelResult, RunView, SignalResult } from "./lifecycle.ts";
+export type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 
 export interface StartRequest {
   workflowKey: string;

@@ -28,7 +28,8 @@
 import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord } from "./approvals.ts";
-import type { RunDoc } from "./envelope.ts";
+import type { RunDoc } from "./run-doc.ts";
+import { StepNews } from "./step-news.ts";
 import type { WaitRecord } from "./waits.ts";
 
 /** A synchronous key-value store (a SQLite-backed object's `ctx.storage.kv`, or memory). */
@@ -77,20 +78,24 @@ export class RunStore {
   private dirty = false;
   /** JSON of each record as last written to its own row (so an unchanged one is not written again). */
   private ownRows = new Map<string, string>();
-  /** JSON of each record as it was when it finished (what listeners were told), to find news at the end. */
-  private seen = new Map<string, string>();
+  /** What listeners were told of each record, to find the news at the run's end. */
+  private news = new StepNews();
   /** Paths with a stored conversation, so finishing deletes rows that exist (no delete per step, no scan). */
   private checkpoints = new Set<string>();
   /** The run has been written (its `def` and a first `run`). */
   private stored = false;
   /** The definition rides inside the `run` row (the run's first write was its end): no `def` row. */
   private defInRun = false;
-  /** Told once, at the run's first write (the object arms its alarm in the same commit). */
-  private readonly firstWrite: () => void;
+  /** Told once, at the run's first write (the lifecycle arms the run's alarm in the same commit). */
+  private firstWrite: () => void = () => {};
 
-  constructor(kv: KvPort, firstWrite: () => void = () => {}) {
+  constructor(kv: KvPort) {
     this.kv = kv;
-    this.firstWrite = firstWrite;
+  }
+
+  /** `fn` is told at the run's first write, within it (so what it arms lands in the same commit). */
+  onFirstWrite(fn: () => void): void {
+    this.firstWrite = fn;
   }
 
   /** Whether the run has been written at all (false: it lives in memory only, so far). */
@@ -118,7 +123,7 @@ export class RunStore {
       this.riders.delete(path);
       this.ownRows.set(path, json);
     }
-    for (const [path, rec] of records) this.seen.set(path, JSON.stringify(rec));
+    for (const [path, rec] of records) this.news.told(path, JSON.stringify(rec));
     for (const [key] of this.kv.list(CHECKPOINT_PREFIX))
       this.checkpoints.add(key.slice(CHECKPOINT_PREFIX.length));
     const approvals = [...this.kv.list(APPROVAL_PREFIX)].map(
@@ -149,7 +154,7 @@ export class RunStore {
   reuse(records: ReadonlyArray<[string, StepRecord]>): void {
     for (const [path, rec] of records) {
       const json = JSON.stringify(rec);
-      this.seen.set(path, json);
+      this.news.told(path, json);
       if (json.length > RIDER_MAX_CHARS) this.writeOwnRow(path, json);
       else this.riders.set(path, rec);
     }
@@ -167,7 +172,7 @@ export class RunStore {
    */
   stepFinished(path: string, rec: StepRecord, effect: boolean): void {
     const json = JSON.stringify(rec);
-    this.seen.set(path, json);
+    this.news.told(path, json);
     if (this.checkpoints.delete(path)) this.kv.delete(CHECKPOINT_PREFIX + path);
     if (!effect && json.length <= RIDER_MAX_CHARS && !this.ownRows.has(path)) {
       this.riders.set(path, rec);
@@ -194,8 +199,7 @@ export class RunStore {
     const changed: string[] = [];
     for (const [path, rec] of finalRecords) {
       const json = JSON.stringify(rec);
-      if (this.seen.get(path) !== json && (rec.status !== "pending" || this.seen.has(path)))
-        changed.push(path);
+      if (this.news.isNews(path, rec, json)) changed.push(path);
       const own = this.ownRows.get(path);
       if (own === json) continue;
       // The `run` write below is the run's first one if it has none yet.
@@ -207,7 +211,7 @@ export class RunStore {
     this.doc = doc;
     this.writeRun();
     // Nothing writes a record of a finished run again: keep no second copy of them as JSON.
-    this.seen = new Map();
+    this.news = new StepNews();
     this.ownRows = new Map();
     return changed;
   }
@@ -250,7 +254,7 @@ export class RunStore {
     this.riders = new Map();
     this.dirty = false;
     this.ownRows = new Map();
-    this.seen = new Map();
+    this.news = new StepNews();
     this.checkpoints = new Set();
     this.stored = false;
     this.defInRun = false;
@@ -306,15 +310,4 @@ const TERMINAL = new Set(["complete", "failed", "canceled"]);
 /** Whether the run has ended (complete, failed or canceled). */
 export function isFinished(doc: { status: string }): boolean {
   return TERMINAL.has(doc.status);
-}
-
-/** A KvPort in memory (the workflow-test runner's storage). */
-export function memoryKv(): KvPort {
-  const rows = new Map<string, string>();
-  return {
-    get: (key) => rows.get(key),
-    put: (key, value) => void rows.set(key, value),
-    delete: (key) => void rows.delete(key),
-    list: (prefix) => [...rows].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => a.localeCompare(b)),
-  };
 }

@@ -6,13 +6,10 @@
 import type { Bundle, CompiledWorkflow, Json } from "../bundle.ts";
 import type { Masker } from "../engine/mask.ts";
 import { pendingRecord } from "../engine/scheduler.ts";
+import { IN_FLIGHT, markRunEnded } from "../engine/step-status.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
-import { forEachRecordPath, type RunError } from "./envelope.ts";
-
-/** Step statuses after which the engine no longer writes to the record. */
-const SETTLED = new Set(["complete", "failed", "skipped", "canceled"]);
-/** A step under way: running, or waiting for a human's approval (SPEC 9). */
-const IN_FLIGHT = new Set(["running", "pending_approval", "waiting"]);
+import type { RunError } from "./run-doc.ts";
+import { forEachRecordPath } from "./run-graph.ts";
 
 /**
  * The final record of every step of `wf` and its sub-workflows (and of every started fan-out
@@ -32,26 +29,17 @@ export function settleRecords(
   const finalRecords = new Map<string, StepRecord>();
   forEachRecordPath(def, wf, records, (path, id) => {
     const current = records.get(path) ?? pendingRecord(id);
-    // Only records still in flight can be touched by late results; finished ones are final
-    // already, and cloning them costs a structured clone per step of every run.
-    const rec: StepRecord = SETTLED.has(current.status) ? current : structuredClone(current);
-    if (IN_FLIGHT.has(rec.status)) {
-      rec.status = "canceled";
-      rec.output = null;
-      rec.finished_at = new Date(now).toISOString();
-      if (rec.started_at) rec.metrics.duration_ms = now - Date.parse(rec.started_at);
-      if (masker && rec.tool_calls?.length) {
-        rec.tool_calls = masker.maskJson(
-          rec.tool_calls as unknown as Json,
-        ) as unknown as StepRecord["tool_calls"];
-      }
-    } else if (rec.status === "pending") {
-      // Inside a skipped workflow step the steps share its reason (condition_false, ...).
-      const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
-      const inherited =
-        parent?.status === "skipped" ? (parent.output as { reason?: string } | null)?.reason : null;
-      rec.status = "skipped";
-      rec.output = { skipped: true, reason: inherited ?? skipReason };
+    // Inside a skipped workflow step the steps share its reason (condition_false, ...).
+    const parent = finalRecords.get(path.slice(0, path.lastIndexOf("/")));
+    const inherited =
+      parent?.status === "skipped" ? (parent.output as { reason?: string } | null)?.reason : null;
+    // Only records still in flight can be touched by late results (they become copies); finished
+    // ones are final already, and cloning them costs a structured clone per step of every run.
+    const rec = markRunEnded(current, now, inherited ?? skipReason);
+    if (rec !== current && rec.status === "canceled" && masker && rec.tool_calls?.length) {
+      rec.tool_calls = masker.maskJson(
+        rec.tool_calls as unknown as Json,
+      ) as unknown as StepRecord["tool_calls"];
     }
     finalRecords.set(path, rec);
   });

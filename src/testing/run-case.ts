@@ -17,8 +17,10 @@ import { recordRequest } from "../http/triggers/request-headers.ts";
 import { invokeResponse } from "../http/triggers/response.ts";
 import type { Envelope } from "../run/envelope.ts";
 import { RunLifecycle } from "../run/lifecycle.ts";
+import { memoryKv } from "../run/memory-kv.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "../run/outbound.ts";
-import { memoryKv, RunStore } from "../run/run-store.ts";
+import type { RunEffect, Wake } from "../run/run-plan.ts";
+import { RunStore } from "../run/run-store.ts";
 import { executors } from "../steps/index.ts";
 import { caseApprovals } from "./approvals.ts";
 import { type MockLog, mockedExecutors } from "./mocks.ts";
@@ -104,10 +106,24 @@ export async function runCase(
   const approvals = caseApprovals({ approvals: tc.approvals, runId, clock, unmocked });
   // The object's alarm: one virtual timer, at the time the lifecycle asks to be woken.
   let cancelWake: () => void = () => {};
-  const rearm = () => {
+  const wake = (w: Wake | null) => {
     cancelWake();
-    const at = run.nextWake(clock.now());
-    if (at !== null) cancelWake = clock.setTimer(() => run.wake(), Math.max(0, at - clock.now()));
+    cancelWake = () => {};
+    if (w !== null)
+      cancelWake = clock.setTimer(() => run.alarm(clock.now()), Math.max(0, w.at - clock.now()));
+  };
+  // What the Durable Object does after a run, a case does at once: there is no listing, no key
+  // object and nobody to notify (every effect reports success, so nothing is retried).
+  const perform = (effects: RunEffect[]) => {
+    for (const e of effects) {
+      if (e.type === "list")
+        queueMicrotask(
+          () => run.current && run.reported({ type: "list", status: run.current.status, ok: true }),
+        );
+      if (e.type === "release") queueMicrotask(() => run.reported({ type: "release", ok: true }));
+      if (e.type === "notify") queueMicrotask(() => run.reported({ type: "notify", next: null }));
+      if (e.type === "ask_turn") queueMicrotask(() => run.reported({ type: "ask_turn", verdict: "start" }));
+    }
   };
   // The masker exists once the run has started; executors read it when they run.
   const masker = {
@@ -134,7 +150,7 @@ export async function runCase(
       allowPrivate: false,
       notifyFetch: () => Promise.reject(new Error("workflow tests send no notifications")),
     },
-    { rearm },
+    { wake, perform },
     {
       heartbeatMs: null,
       approvals: (path, inner) => approvals.host(path, inner),
@@ -153,7 +169,6 @@ export async function runCase(
     idempotencyKey: null,
     origin: null,
   });
-  rearm();
   // Until the run has ended (at its deadline that is at once, as in the Worker: steps still
   // unwinding cannot change the settled records).
   await clock.run(run.ended(), REAL_LIMIT_MS);

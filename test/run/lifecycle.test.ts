@@ -9,8 +9,10 @@ import type { Bundle, Json } from "../../src/bundle.ts";
 import { systemClock } from "../../src/engine/clock.ts";
 import type { Executors } from "../../src/engine/scheduler.ts";
 import type { StepContext } from "../../src/engine/types.ts";
-import { type LifecycleRuntime, RunLifecycle } from "../../src/run/lifecycle.ts";
-import { type KvPort, memoryKv, RunStore } from "../../src/run/run-store.ts";
+import { RunLifecycle } from "../../src/run/lifecycle.ts";
+import { memoryKv } from "../../src/run/memory-kv.ts";
+import type { LifecycleRuntime } from "../../src/run/run-engine.ts";
+import { type KvPort, RunStore } from "../../src/run/run-store.ts";
 import { compileFiles, removeProjects } from "../compiler/temp-project.ts";
 
 afterAll(removeProjects);

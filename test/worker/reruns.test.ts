@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import workflowBundle from "workflow-bundle";
 import type { Bundle } from "../../src/bundle.ts";
-import { pinDefinition } from "../../src/run/envelope.ts";
+import { pinDefinition } from "../../src/run/run-doc.ts";
 import type { RunRpc } from "../../src/run/run-rpc.ts";
 import { call, type Envelope, run, targetLog, uniqueKey, waitForRun } from "./harness.ts";
 

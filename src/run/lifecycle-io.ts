@@ -1,0 +1,56 @@
+/**
+ * The run lifecycle's interface (lifecycle.ts): the shell that performs its decisions, its
+ * options, the start input, and the answers of its inputs. Apart from the class so the shells
+ * (the Durable Object, the workflow-test runner) and the RPC types read it alone.
+ */
+import type { CompiledAuth } from "../bundle.ts";
+import type { ApprovalHost, StepRecord } from "../engine/types.ts";
+import type { ApprovalRecord } from "./approvals.ts";
+import type { Envelope } from "./envelope.ts";
+import type { RunEvent } from "./events.ts";
+import type { GraphNode } from "./run-graph.ts";
+import type { RunEffect, Wake } from "./run-plan.ts";
+import type { DeliverResult } from "./waits.ts";
+
+/** What performs the lifecycle's decisions: the Durable Object, or a workflow test's runner. */
+export interface RunShell {
+  /**
+   * Arm the next wake-up, replacing the one before (null: none). A durable one is the object's
+   * alarm, armed in the same commit as the run's writes of this turn; before the run's first
+   * write, a timer.
+   */
+  wake(w: Wake | null): void;
+  /** Perform these effects (after the answer being made has left); each reports back through its result method. */
+  perform(effects: RunEffect[]): void;
+  /** A step's record changed in a way a live listener sees (started, waiting, finished, settled). */
+  stepChanged?(path: string, rec: StepRecord): void;
+  approvalEvent?(type: "approval.requested" | "approval.decided", approval: ApprovalRecord): void;
+  /** The run ended; its document and records are final and stored (`completed`: its last event, for live listeners). */
+  ended?(completed: () => RunEvent): void;
+}
+
+export interface LifecycleOptions {
+  /** While a step works, wake at least this often to resume after an eviction (null: never evicted). */
+  heartbeatMs: number | null;
+  /** How long a finished run is kept (the Worker's RUN_RETENTION_S); null: for ever (tests). */
+  retentionMs?: number | null;
+  /** Wraps a step's approvals host (the test runner decides approvals from the case). */
+  approvals?(path: string, inner: ApprovalHost): ApprovalHost;
+  /** An approval started waiting (`created`: it is new). */
+  approvalRequested?(rec: ApprovalRecord, created: boolean): void;
+}
+
+export type SignalResult =
+  | DeliverResult
+  | { outcome: "kept" | "pending" | "not_waiting" | "not_found" | "not_active" };
+
+export type CancelResult =
+  | { outcome: "canceled"; envelope: Envelope }
+  | { outcome: "not_active" }
+  | { outcome: "not_found" };
+
+export interface RunView {
+  auth: CompiledAuth | null;
+  envelope: Envelope;
+  graph: GraphNode[];
+}

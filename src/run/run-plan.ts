@@ -1,0 +1,302 @@
+/**
+ * What a run's Durable Object must do besides running steps, and when: list the run, give its
+ * concurrency slot back, send its notifications, register a keyed wait, log its line, wake up
+ * (deadline, heartbeat, listing retries, the first write), and go when its retention passes.
+ * These used to be decided inside the object; here they are pure rules over the run's facts and
+ * the clock, so they are tested in Node (test/run/run-plan.test.ts) and the object only performs
+ * them (docs/architecture.md, "The run lifecycle").
+ *
+ * Why these times (docs/operations.md, "What a run costs"): a run is written when something must
+ * outlive its object's memory. Until then no alarm exists, and a timer stands in for it at the
+ * deadline or when the listing is due to see the run (FIRST_WRITE_MS after it started), whichever
+ * is first. A written active run's alarm comes at its next wake-up (deadline, approval timeout,
+ * wait, heartbeat) and no later than the listing's next try. A finished run keeps one alarm only
+ * while its listing entry, notifications or slot release are owed, and none after.
+ */
+import type { CompiledWorkflow } from "../bundle.ts";
+import type { RunStatus, StepRecord } from "../engine/types.ts";
+import type { RunDoc } from "./run-doc.ts";
+import { runGraph } from "./run-graph.ts";
+
+/** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
+export const HEARTBEAT_MS = 60_000;
+/**
+ * A run still active this long after it started is written (if nothing has written it yet) and
+ * listed, by its wake-up; a run that finishes sooner is listed once, finished.
+ */
+export const FIRST_WRITE_MS = 2_000;
+/** Until the listing has acknowledged a run's status, its alarm retries this often (doubling, capped). */
+export const LISTING_RETRY_MS = 3_000;
+/**
+ * The back-off stops here: however long a shard has been failing, the run tries again within
+ * this time, so once the shard answers the listing catches up well inside the 10 s lag the API
+ * promises (the envelope stays the source of truth meanwhile).
+ */
+export const LISTING_RETRY_MAX_MS = 5_000;
+
+/** An effect outside the run's own storage: the object performs it and reports how it went. */
+export type RunEffect =
+  /** Report the run's status to the run listing (answer: `listed`). */
+  | { type: "list" }
+  /** Give the run's slot of its concurrency key back (answer: `released`). */
+  | { type: "release"; gate: string }
+  /** Send the notifications due now (answer: `notified`, with when the next attempt is due). */
+  | { type: "notify" }
+  /** A queued run asks its key's object again whether it may start (answer: `turn`). */
+  | { type: "ask_turn"; gate: string; limit: number }
+  /** A keyed wait registers with its key's object, which may hand it a kept signal. */
+  | { type: "register_wait"; name: string; key: string }
+  /** Write the run's one `run.finished` log line. */
+  | { type: "log" }
+  /** The run's retention passed: its storage goes. */
+  | { type: "delete" };
+
+/** What an effect reported back. */
+export type EffectResult =
+  | { type: "list"; status: RunStatus; ok: boolean }
+  | { type: "release"; ok: boolean }
+  | { type: "notify"; next: number | null }
+  | { type: "ask_turn"; verdict: "start" | "queued" };
+
+/** A wake-up: by the object's alarm (`durable`, in the commit of the run's writes) or, before the run is written, a timer. */
+export interface Wake {
+  at: number;
+  durable: boolean;
+}
+
+/** What the plan reads of the run. */
+export interface RunFacts {
+  status: RunStatus;
+  createdMs: number;
+  deadlineMs: number;
+  /** The run has been written (false: it lives in memory only so far). */
+  stored: boolean;
+  /** The run's own next wake-up (deadline, approvals, waits, heartbeat), or null. */
+  next: number | null;
+  /** Its concurrency key's object, or null. */
+  gate: string | null;
+  /** It has notifications to send for its final status. */
+  notifies: boolean;
+}
+
+const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
+
+/** The facts of a run (`next`: its own next wake-up, from the lifecycle). */
+export function runFacts(doc: RunDoc, wf: CompiledWorkflow, stored: boolean, next: number | null): RunFacts {
+  const status = doc.status;
+  return {
+    status,
+    createdMs: Date.parse(doc.created_at),
+    deadlineMs: Date.parse(doc.deadline),
+    stored,
+    next,
+    gate: doc.concurrency?.gate ?? null,
+    notifies: TERMINAL.has(status) && (wf.notify ?? []).some((n) => n.on.includes(status as "complete")),
+  };
+}
+
+/** When a finished run's storage goes (null: it is active, or kept for ever). */
+export function expiresAt(
+  doc: { status: RunStatus; finished_at: string | null; created_at: string },
+  retentionMs: number | null,
+): number | null {
+  if (retentionMs === null || !TERMINAL.has(doc.status)) return null;
+  return Date.parse(doc.finished_at ?? doc.created_at) + retentionMs;
+}
+
+/**
+ * When an active run must next be woken: its deadline, the earliest approval timeout or wait
+ * (`due`), and — only while a step is working (`working`), and only where the run can be evicted
+ * (`heartbeatMs`) — the heartbeat that resumes it. A queued run has no deadline yet: the
+ * heartbeat asks its key again.
+ */
+export function nextWakeAt(
+  doc: { status: RunStatus; deadline: string },
+  due: number | null,
+  heartbeatMs: number | null,
+  working: () => boolean,
+  now: number,
+): number | null {
+  if (doc.status === "queued") return heartbeatMs === null ? null : now + heartbeatMs;
+  const next = Math.min(Date.parse(doc.deadline), due ?? Number.POSITIVE_INFINITY);
+  return heartbeatMs !== null && working() ? Math.min(next, now + heartbeatMs) : next;
+}
+
+export class RunPlan {
+  /** The status the run listing has acknowledged (memory only: after a wake-up it is sent again). */
+  private listed: RunStatus | null = null;
+  private listFailures = 0;
+  private released = false;
+  /** When the next notification attempt is due (null: none left, or none known yet). */
+  private notifyNext: number | null = null;
+  /** After-run effects performed and not reported yet. */
+  private owed = new Set<"list" | "notify" | "release">();
+  /** The wake-up the object has armed (null: none, or unknown after an eviction). */
+  private armed: Wake | null = null;
+
+  /** Whether the listing has this status of the run. */
+  listedAs(status: RunStatus): boolean {
+    return this.listed === status;
+  }
+
+  // ---- results of effects -----------------------------------------------------------------
+
+  /** A listing, release or notification result. */
+  record(r: Exclude<EffectResult, { type: "ask_turn" }>): void {
+    if (r.type === "list") this.listResult(r.status, r.ok);
+    else if (r.type === "release") this.releaseResult(r.ok);
+    else this.notifyResult(r.next);
+  }
+
+  listResult(status: RunStatus, ok: boolean): void {
+    if (ok) {
+      this.listed = status;
+      this.listFailures = 0;
+    } else {
+      this.listFailures += 1;
+    }
+  }
+
+  releaseResult(ok: boolean): void {
+    if (ok) this.released = true;
+  }
+
+  notifyResult(next: number | null): void {
+    this.notifyNext = next;
+  }
+
+  /** How long until the next try of a listing write that failed. */
+  listingRetryMs(): number {
+    return Math.min(LISTING_RETRY_MAX_MS, LISTING_RETRY_MS * 2 ** Math.max(0, this.listFailures - 1));
+  }
+
+  // ---- active run -------------------------------------------------------------------------
+
+  /**
+   * The wake-up of an active run at `now`: before its first write a timer, at its deadline or
+   * when the listing is due to see it; after it, the alarm at its next wake-up, and no later than
+   * the listing's next try (FIRST_WRITE_MS after the start until the listing has it, then the
+   * back-off after a failed write).
+   */
+  activeWake(f: RunFacts, now: number, listingTried: boolean): Wake | null {
+    if (!f.stored) return { at: Math.min(f.deadlineMs, f.createdMs + FIRST_WRITE_MS), durable: false };
+    if (f.next === null) return null;
+    let at = f.next;
+    if (!this.listedAs(f.status)) {
+      const retry =
+        listingTried && this.listFailures > 0 ? now + this.listingRetryMs() : f.createdMs + FIRST_WRITE_MS;
+      at = Math.min(at, retry);
+    }
+    return { at, durable: true };
+  }
+
+  /** The status changed while the run is active: a listing that showed it queued or pending hears at once. */
+  statusChanged(): RunEffect[] {
+    return this.listed === "pending" || this.listed === "queued" ? [{ type: "list" }] : [];
+  }
+
+  // ---- finished run -----------------------------------------------------------------------
+
+  /**
+   * The run just ended: one alarm LISTING_RETRY_MS away guards what is owed after the answer (it
+   * rides in the commit of the run's last write), unless one due sooner serves already.
+   */
+  endWake(now: number): Wake | null {
+    if (this.armed?.durable && this.armed.at <= now + LISTING_RETRY_MS) return null;
+    return { at: now + LISTING_RETRY_MS, durable: true };
+  }
+
+  /** What a finished run owes after its answer: the log line (`first`), its listing, notifications, slot. */
+  owedAfterRun(f: RunFacts, first: boolean): RunEffect[] {
+    const out: RunEffect[] = [];
+    if (first) out.push({ type: "log" });
+    if (!this.listedAs(f.status)) out.push({ type: "list" });
+    if (f.notifies) out.push({ type: "notify" });
+    if (f.gate !== null && !this.released) out.push({ type: "release", gate: f.gate });
+    return out;
+  }
+
+  /** After-run effects go out; each reports back through its result. False: nothing is owed. */
+  owe(effects: readonly RunEffect[]): boolean {
+    for (const e of effects)
+      if (e.type === "list" || e.type === "notify" || e.type === "release") this.owed.add(e.type);
+    return this.owed.size > 0;
+  }
+
+  /** An after-run effect reported back; true when it was the last one owed. */
+  paidFor(type: "list" | "notify" | "release"): boolean {
+    return this.owed.delete(type) && this.owed.size === 0;
+  }
+
+  /**
+   * Once everything owed after the run has reported: the next notification attempt, and a retry
+   * soon while the listing or the slot is still owed; null when nothing more is due (the alarm is
+   * deleted: the listing's shard ends the run's retention).
+   */
+  afterRunWake(f: RunFacts, now: number): Wake | null {
+    let next = f.notifies ? this.notifyNext : null;
+    const stillOwed = !this.listedAs(f.status) || (f.gate !== null && !this.released);
+    if (stillOwed) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listingRetryMs());
+    return next === null ? null : { at: Math.max(next, now), durable: true };
+  }
+
+  // ---- the armed wake-up ------------------------------------------------------------------
+
+  /** Whether `w` is the wake-up armed already (arming it again would be one more storage write). */
+  isArmed(w: Wake | null): boolean {
+    const a = this.armed;
+    return w === null ? a === null : a !== null && a.at === w.at && a.durable === w.durable;
+  }
+
+  /** The object armed `w` (null: none). */
+  armedAt(w: Wake | null): void {
+    this.armed = w;
+  }
+
+  /** The alarm fired (nothing is armed until the next wake-up is set). */
+  fired(): void {
+    this.armed = null;
+  }
+
+  /** The run's storage was cleared: nothing is owed or known any more. */
+  reset(): void {
+    this.listed = null;
+    this.listFailures = 0;
+    this.released = false;
+    this.notifyNext = null;
+    this.owed.clear();
+    this.armed = null;
+  }
+
+  /** Forget what the listing acknowledged (it asked the run to report again). */
+  relist(): void {
+    this.listed = null;
+  }
+}
+
+/**
+ * Whether a step other than a workflow step (whose children say it) is running, or the run has
+ * not started one yet: only then does the heartbeat wake the run (a run whose steps all wait for
+ * a human or a signal sleeps until a decision, a signal, a timeout or its deadline).
+ */
+export function isWorking(
+  doc: RunDoc,
+  wf: CompiledWorkflow,
+  records: ReadonlyMap<string, StepRecord>,
+): boolean {
+  if (doc.status === "pending") return true;
+  const workflowSteps = new Set<string>();
+  for (const n of runGraph(doc.def, wf)) if (n.kind === "workflow") workflowSteps.add(n.path);
+  let any = false;
+  for (const [path, rec] of records) {
+    if (rec.status === "pending_approval" || rec.status === "waiting") any = true;
+    if (rec.status === "running" && !workflowSteps.has(path)) return true;
+  }
+  // Nothing running and nothing waiting: a step is about to start (or the engine is off), keep the heartbeat.
+  return !any;
+}
+
+/** Whether a status is final. */
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL.has(status);
+}

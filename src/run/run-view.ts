@@ -1,0 +1,63 @@
+/**
+ * What readers see of a run: its envelope (masked, with steps held by an approval or a wait shown
+ * as such right after a wake-up, before they have asked again), its history as events for a new
+ * listener of its stream, and its `run.completed` event.
+ */
+import type { Json } from "../bundle.ts";
+import type { Masker } from "../engine/mask.ts";
+import { heldRecords } from "../engine/step-status.ts";
+import type { StepRecord } from "../engine/types.ts";
+import { publicApproval } from "./approvals.ts";
+import { buildEnvelope, type Envelope } from "./envelope.ts";
+import { type RunEvent, replayEvents } from "./events.ts";
+import type { RunBooks } from "./run-books.ts";
+import type { RunDoc } from "./run-doc.ts";
+import { forEachRecordPath } from "./run-graph.ts";
+import { isFinished } from "./run-store.ts";
+
+/** The run's envelope at `now`, masked (docs/http-api.md). */
+export function envelopeOf(
+  doc: RunDoc,
+  records: ReadonlyMap<string, StepRecord>,
+  books: RunBooks,
+  masker: Masker,
+  now: number,
+): Envelope {
+  // Right after a wake-up a resumed step has not asked again yet: storage says what holds it.
+  const shown = isFinished(doc) ? records : heldRecords(records, books.held());
+  return masker.maskJson(buildEnvelope(doc, shown, now) as unknown as Json) as unknown as Envelope;
+}
+
+/** The run so far as events (ends with run.completed once it has ended). */
+export function historyOf(
+  doc: RunDoc,
+  records: ReadonlyMap<string, StepRecord>,
+  books: RunBooks,
+  masker: Masker,
+  now: number,
+): RunEvent[] {
+  const wf = doc.def.workflows[doc.workflow_key];
+  const inOrder: Array<[string, StepRecord]> = [];
+  // Every step record, parents before their children, in pipeline order.
+  if (wf)
+    forEachRecordPath(doc.def, wf, records, (path) => {
+      const rec = records.get(path);
+      if (rec) inOrder.push([path, rec]);
+    });
+  const history = replayEvents(
+    inOrder,
+    doc.finished_at ?? new Date(now).toISOString(),
+    books.approvals(doc).list().map(publicApproval),
+  );
+  if (isFinished(doc)) history.push(completedEventOf(envelopeOf(doc, records, books, masker, now), now));
+  return history;
+}
+
+/** The `run.completed` event of an ended run. */
+export function completedEventOf(e: Envelope, now: number): RunEvent {
+  return {
+    type: "run.completed",
+    time: e.finished_at ?? new Date(now).toISOString(),
+    data: { run_id: e.run_id, status: e.status, error: e.error as Json, output: e.output, totals: e.totals },
+  };
+}

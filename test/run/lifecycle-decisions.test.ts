@@ -1,0 +1,194 @@
+/**
+ * What the run lifecycle decides about storage and wake-ups (src/run/lifecycle.ts with
+ * src/run/run-plan.ts), over the in-memory store with a shell that records what it is asked to
+ * do: the first-write rule, the alarm a finished run keeps while it owes its listing, a queued
+ * run's turn, retention. The Durable Object only performs these (test/worker covers it whole).
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import type { Bundle, Json } from "../../src/bundle.ts";
+import type { Clock } from "../../src/engine/clock.ts";
+import type { Executors } from "../../src/engine/scheduler.ts";
+import type { StepContext } from "../../src/engine/types.ts";
+import { RunLifecycle } from "../../src/run/lifecycle.ts";
+import type { RunShell } from "../../src/run/lifecycle-io.ts";
+import { memoryKv } from "../../src/run/memory-kv.ts";
+import type { LifecycleRuntime } from "../../src/run/run-engine.ts";
+import {
+  FIRST_WRITE_MS,
+  HEARTBEAT_MS,
+  LISTING_RETRY_MS,
+  type RunEffect,
+  type Wake,
+} from "../../src/run/run-plan.ts";
+import { type KvPort, RunStore } from "../../src/run/run-store.ts";
+import { compileFiles, removeProjects } from "../compiler/temp-project.ts";
+
+afterAll(removeProjects);
+
+const WORKFLOW = `kind: workflow
+name: plan
+version: 1.0.0
+params:
+  schema: { type: object }
+pipeline:
+  - id: shape
+    transform: { ops: [] }
+  - id: call
+    condition: params.call
+    webhook: { url: "https://example.com/hook" }
+`;
+
+const bundle = (() => {
+  let b: Bundle | null = null;
+  return () => {
+    if (b) return b;
+    const p = compileFiles({ "plan.workflow.yaml": WORKFLOW });
+    if (!p.result.bundle) throw new Error(p.errors.map((e) => e.message).join("\n"));
+    b = p.result.bundle;
+    return b;
+  };
+})();
+
+/** A clock whose time the test sets; timers are not used by these runs. */
+function manualClock(start: number): Clock & { t: number } {
+  const c = {
+    t: start,
+    now: () => c.t,
+    setTimer: () => () => {},
+  };
+  return c;
+}
+
+/** Counts the rows written to a memory store. */
+function countingKv(): { kv: KvPort; puts: string[] } {
+  const inner = memoryKv();
+  const puts: string[] = [];
+  return {
+    puts,
+    kv: {
+      ...inner,
+      put: (k, v) => {
+        puts.push(k);
+        inner.put(k, v);
+      },
+    },
+  };
+}
+
+interface Recorded {
+  wakes: Array<Wake | null>;
+  effects: RunEffect["type"][];
+}
+
+function setup(webhook: () => Promise<Json>, clock = manualClock(Date.parse("2026-11-25T12:00:00Z"))) {
+  const { kv, puts } = countingKv();
+  const rec: Recorded = { wakes: [], effects: [] };
+  const shell: RunShell = {
+    wake: (w) => rec.wakes.push(w),
+    perform: (effects) => rec.effects.push(...effects.map((e) => e.type)),
+  };
+  const runtime: LifecycleRuntime = {
+    env: {},
+    executors: {
+      transform: async () => ({ result: {} }),
+      webhook: (_s: unknown, _c: StepContext) => webhook(),
+    } as unknown as Executors,
+    fetch: () => Promise.reject(new Error("no network")),
+    clock,
+    outboundLimit: 6,
+    allowPrivate: false,
+    notifyFetch: () => Promise.reject(new Error("no network")),
+  };
+  const run = new RunLifecycle(new RunStore(kv), runtime, shell, {
+    heartbeatMs: HEARTBEAT_MS,
+    retentionMs: 7 * 86_400_000,
+  });
+  return { run, puts, rec, clock, kv };
+}
+
+const start = (call: boolean) => ({
+  runId: "a".repeat(64),
+  bundle: bundle(),
+  workflowKey: "plan.workflow.yaml",
+  params: { call },
+  request: { headers: {} },
+  bodyHash: null,
+  idempotencyKey: null,
+  origin: null,
+});
+
+const never = () => new Promise<Json>(() => {});
+
+describe("the lifecycle's decisions", () => {
+  it("writes a run that finishes before its answer once, at its end, and keeps one alarm only until it is listed", async () => {
+    const { run, puts, rec, clock } = setup(never);
+    run.start(start(false));
+    expect(puts).toEqual([]);
+    // Before its first write, a timer stands in for the alarm.
+    expect(rec.wakes).toEqual([{ at: clock.t + FIRST_WRITE_MS, durable: false }]);
+    await run.ended();
+    expect(puts).toEqual(["run"]);
+    expect(rec.wakes.at(-1)).toEqual({ at: clock.t + LISTING_RETRY_MS, durable: true });
+    expect(rec.effects).toEqual(["log", "list"]);
+    run.reported({ type: "list", status: "complete", ok: true });
+    expect(rec.wakes.at(-1)).toBeNull();
+  });
+
+  it("writes a run still active when its answer leaves before that answer, and arms its alarm in the same turn", () => {
+    const { run, puts, rec, clock } = setup(never);
+    run.start(start(true));
+    run.answering();
+    expect(puts).toEqual(["def", "run"]);
+    expect(rec.wakes.at(-1)).toEqual({ at: clock.t + FIRST_WRITE_MS, durable: true });
+  });
+
+  it("writes and lists a run still running FIRST_WRITE_MS after it started, at its timer's wake-up", () => {
+    const { run, puts, rec, clock } = setup(never);
+    run.start(start(true));
+    clock.t += FIRST_WRITE_MS;
+    run.alarm(clock.t);
+    expect(puts).toEqual(["def", "run"]);
+    expect(rec.effects).toEqual(["list"]);
+    run.reported({ type: "list", status: "running", ok: true });
+    // Listed: the alarm comes back for the heartbeat (the webhook is still working).
+    expect(rec.wakes.at(-1)).toEqual({ at: clock.t + HEARTBEAT_MS, durable: true });
+  });
+
+  it("retries a failed listing write from the alarm, with its back-off", () => {
+    const { run, rec, clock } = setup(never);
+    run.start(start(true));
+    run.answering();
+    clock.t += FIRST_WRITE_MS;
+    run.alarm(clock.t);
+    run.reported({ type: "list", status: "running", ok: false });
+    expect(rec.wakes.at(-1)).toEqual({ at: clock.t + LISTING_RETRY_MS, durable: true });
+  });
+
+  it("starts a queued run when its key gives it a turn, its timeout counted from then", async () => {
+    const { run, rec, clock } = setup(async () => ({ status: 200 }));
+    run.start({ ...start(true), concurrency: { gate: "plan\n", limit: 1, queued: true } });
+    expect(run.current?.status).toBe("queued");
+    clock.t += 5_000;
+    run.alarm(clock.t);
+    expect(rec.effects).toEqual(["ask_turn", "list"]);
+    run.reported({ type: "ask_turn", verdict: "start" });
+    expect(run.current?.deadline).toBe(new Date(clock.t + 300_000).toISOString());
+    await run.ended();
+    expect(run.current?.status).toBe("complete");
+    // The slot is owed back to the key after the run.
+    expect(rec.effects).toContain("release");
+  });
+
+  it("keeps a finished run until its retention has passed, then asks for its storage to go", async () => {
+    const { run, rec, clock } = setup(never);
+    run.start(start(false));
+    await run.ended();
+    const retention = 7 * 86_400_000;
+    expect(run.expire(clock.t + 1_000)).toBe("kept");
+    expect(rec.wakes.at(-1)).toEqual({ at: clock.t + retention, durable: true });
+    expect(run.expired(clock.t + retention - 1)).toBe(false);
+    expect(run.expire(clock.t + retention)).toBe("delete");
+    run.alarm(clock.t + retention);
+    expect(rec.effects.at(-1)).toBe("delete");
+  });
+});
