@@ -2,7 +2,7 @@
  * The layers of src/ (docs/architecture.md), checked by `npm run lint:layers` in `npm test`.
  * Data flows one way: the compiler writes the bundle, the runtime reads it; below the runtime's
  * shell (the run's Durable Object, the HTTP face) the engine stays pure TypeScript. Bottom to
- * top: common < bundle < engine < (gateway, mcp, steps) < run < (http, viewer, openapi) < app.
+ * top: common < bundle < engine < (gateway, mcp, steps) < run < (http, viewer, openapi, schedules) < app.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -59,6 +59,14 @@ module.exports = {
         "The run lifecycle and its Durable Object shell never import the HTTP face, the viewer, the compiler or the test runner.",
       severity: "error",
       from: { path: "^src/run/" },
+      to: { path: "^src/(http|viewer|openapi|testing|compiler|schedules)/|^src/(app|index)\\.ts$" },
+    },
+    {
+      name: "schedules-are-a-trigger",
+      comment:
+        "Cron schedules start runs through the run layer like an invoke does, but they are not HTTP: they import neither the HTTP face, the viewer, OpenAPI nor the app.",
+      severity: "error",
+      from: { path: "^src/schedules/" },
       to: { path: "^src/(http|viewer|openapi|testing|compiler)/|^src/(app|index)\\.ts$" },
     },
     {

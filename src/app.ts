@@ -14,18 +14,20 @@ import { readParams } from "./http/body.ts";
 import { readDecision } from "./http/decision.ts";
 import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
-import { readRerunRequest, rerun, rerunMany } from "./http/rerun.ts";
+import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
 import { runListPage, workflowParam } from "./http/run-list.ts";
-import { checkRunInputs, concurrencyOf, startRun } from "./http/start-run.ts";
 import { decodeParams } from "./http/triggers/body.ts";
 import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
-import { recordRequest } from "./http/triggers/request-headers.ts";
 import { invokeResponse } from "./http/triggers/response.ts";
 import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { forgetRun } from "./run/listing.ts";
+import { RunRefusal } from "./run/refusal.ts";
+import { type Deployed, rerun, rerunMany } from "./run/reruns.ts";
+import { recordRequest } from "./run/run-request.ts";
 import { type RunRpc, runStub } from "./run/run-rpc.ts";
 import { signalKeyStub } from "./run/signal-key-rpc.ts";
+import { checkRunInputs, concurrencyOf, startRun } from "./run/start-run.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
 const bundle: Bundle = workflowBundle;
@@ -125,9 +127,9 @@ app.post("/runs/:id/cancel", async (c) => {
   return c.json(result.envelope, 202);
 });
 
-// ---- Re-runs (SPEC 12): the run's workflow's credentials.
+// ---- Re-runs (docs/http-api.md): the run's workflow's credentials; the run layer re-runs.
 
-const deployed = {
+const deployed: Deployed = {
   bundle,
   lookup: (name: string) => {
     const key = Object.hasOwn(bundle.invocable, name) ? bundle.invocable[name] : undefined;
@@ -140,8 +142,9 @@ app.post("/runs/rerun", async (c) => {
   const query = new URL(c.req.url).searchParams;
   const { wf } = invocable(workflowParam(query), "");
   await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
-  const origin = new URL(c.req.url).origin;
-  return c.json(await rerunMany(c.env, deployed, wf.name, query, (id) => runStub(c.env, id), origin));
+  const q = await readBulkRerun(wf.name, query);
+  const done = await rerunMany(c.env, deployed, q, new URL(c.req.url).origin);
+  return c.json({ runs: done.runs, next_cursor: await bulkCursor(q, done.next) });
 });
 
 app.post("/runs/:id/rerun", async (c) => {
@@ -302,6 +305,7 @@ app.notFound((c) => unmatched(app.routes, c.req.method, c.req.path));
 
 app.onError((err) => {
   if (err instanceof HttpProblem) return err.toResponse();
+  if (err instanceof RunRefusal) return HttpProblem.from(err).toResponse();
   // Never echo internals: the message could hold anything.
   console.error("unhandled error", err instanceof Error ? err.name : typeof err);
   return new HttpProblem("internal_error", "the server failed to handle this request").toResponse();

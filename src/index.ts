@@ -3,7 +3,7 @@
  * Durable Object classes are exported beside them.
  */
 import { app } from "./app.ts";
-import { runSchedules } from "./http/triggers/schedule.ts";
+import { runSchedules } from "./schedules/schedule.ts";
 
 export { ConcurrencyKey } from "./run/concurrency-keys.ts";
 export { RunIndex } from "./run/run-index.ts";

@@ -11,7 +11,7 @@
  *   running, pending_approval, waiting ─▶ canceled (the run ended first)
  */
 import type { Json } from "../bundle.ts";
-import type { StepRecord, StepStatus } from "./types.ts";
+import { emptyMetrics, type StepRecord, type StepStatus } from "./types.ts";
 
 /** Statuses after which nothing writes to the record again. */
 export const SETTLED: ReadonlySet<StepStatus> = new Set(["complete", "failed", "skipped", "canceled"]);
@@ -98,6 +98,11 @@ export function heldRecords(
     }
   }
   return view;
+}
+
+/** The record as it was when the step started (a replayed `step.started`): running, nothing of its outcome. */
+export function asStarted(rec: StepRecord): StepRecord {
+  return { ...rec, status: "running", output: null, error: null, finished_at: null, metrics: emptyMetrics() };
 }
 
 /** `a/b/c` → `a/b`, `a`: the steps (workflow steps, fan-outs, items) a path sits under. */

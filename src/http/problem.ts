@@ -4,6 +4,8 @@
  * of docs/errors-and-limits.md mirrors it).
  */
 
+import type { RefusalCode, RunRefusal } from "../run/refusal.ts";
+
 export const PROBLEMS = {
   workflow_not_found: [404, "Workflow not found"],
   run_not_found: [404, "Run not found"],
@@ -36,6 +38,10 @@ export const PROBLEMS = {
 
 export type ProblemCode = keyof typeof PROBLEMS;
 
+/** Every refusal of the run layer has its problem here. */
+const REFUSALS_ARE_PROBLEMS: Record<RefusalCode, unknown> = PROBLEMS;
+void REFUSALS_ARE_PROBLEMS;
+
 export interface ProblemDetail {
   path: string;
   message: string;
@@ -64,6 +70,11 @@ export class HttpProblem extends Error {
     this.errors = opts.errors;
     this.headers = opts.headers ?? {};
     this.extra = opts.extra ?? {};
+  }
+
+  /** The problem a refusal of the run layer is answered with. */
+  static from(refusal: RunRefusal): HttpProblem {
+    return new HttpProblem(refusal.code, refusal.message, refusal.errors ? { errors: refusal.errors } : {});
   }
 
   toResponse(): Response {

@@ -5,7 +5,8 @@
  * from records that are already masked.
  */
 import type { Json, JsonObject } from "../bundle.ts";
-import { emptyMetrics, type StepRecord } from "../engine/types.ts";
+import { asStarted } from "../engine/step-status.ts";
+import type { StepRecord } from "../engine/types.ts";
 
 export type RunEventType =
   | "step.started"
@@ -88,15 +89,7 @@ export function replayEvents(
   for (const [path, rec] of records) {
     if (rec.started_at && rec.status !== "pending") {
       // Exactly what was sent live when the step started: nothing of its outcome yet.
-      const asStarted: StepRecord = {
-        ...rec,
-        status: "running",
-        output: null,
-        error: null,
-        finished_at: null,
-        metrics: emptyMetrics(),
-      };
-      const started = stepEvent(path, asStarted, fallbackTime);
+      const started = stepEvent(path, asStarted(rec), fallbackTime);
       if (started) events.push(started);
     }
     if (rec.status === "pending_approval" || rec.status === "waiting") {

@@ -7,8 +7,8 @@
  * it is meant to be fast, not exact); docs/triggers.md, "Rate limits", says how to size it. A limiter that
  * throws lets the invoke through (it protects capacity; it is not an access control).
  */
-import type { CompiledWorkflow, JsonObject, Template } from "../../bundle.ts";
-import { render, stringify } from "../../engine/substitute.ts";
+import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import { renderInvokeKey } from "../../run/invoke-keys.ts";
 import { isRateLimitBinding, type RateLimitSlot, takeRateLimitSlot } from "../../run/rate-limit.ts";
 import { HttpProblem } from "../problem.ts";
 
@@ -31,19 +31,6 @@ export function rateLimitSlot(
   }
   const rendered = rl.key ? renderInvokeKey(rl.key, seen) : "";
   return { binding: rl.binding, key: rendered === "" ? wf.name : rendered };
-}
-
-/**
- * A key an invoke is counted under (`invoke.rate_limit.key`, `invoke.concurrency.key`), rendered
- * from its params and request; "" when it renders to nothing (each caller has its fallback).
- */
-export function renderInvokeKey(key: Template, seen: { params: JsonObject; request: JsonObject }): string {
-  try {
-    return stringify(render(key, { params: seen.params, env: {}, step: {}, request: seen.request }));
-  } catch {
-    // An expression over these inputs cannot fail at run time short of a bug: the caller's fallback.
-    return "";
-  }
 }
 
 /** 429 `rate_limited` with `Retry-After` = the binding's period, the longest a caller can have to wait. */

@@ -8,10 +8,10 @@ import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createMasker } from "../engine/mask.ts";
 import { validateJson } from "../engine/schema.ts";
 import { collectSecrets } from "../engine/secrets.ts";
-import type { RateLimitSlot } from "../run/rate-limit.ts";
-import type { RunRpc, StartRequest, StartResult } from "../run/run-rpc.ts";
-import { HttpProblem } from "./problem.ts";
-import { renderInvokeKey } from "./triggers/rate-limit.ts";
+import { renderInvokeKey } from "./invoke-keys.ts";
+import type { RateLimitSlot } from "./rate-limit.ts";
+import { RunRefusal } from "./refusal.ts";
+import type { RunRpc, StartRequest, StartResult } from "./run-rpc.ts";
 
 export interface StartOptions {
   params: JsonObject;
@@ -60,12 +60,14 @@ export function checkRunInputs(
   const violations = validateJson(wf.paramsSchema, params);
   if (violations.length > 0) {
     const masker = createMasker(secrets.values);
-    throw new HttpProblem("invalid_params", `the body does not match ${wf.name}'s params.schema`, {
-      errors: violations.map((v) => ({ path: masker.maskText(v.path), message: masker.maskText(v.message) })),
-    });
+    throw new RunRefusal(
+      "invalid_params",
+      `the body does not match ${wf.name}'s params.schema`,
+      violations.map((v) => ({ path: masker.maskText(v.path), message: masker.maskText(v.message) })),
+    );
   }
   if (secrets.tooShort.length > 0) {
-    throw new HttpProblem(
+    throw new RunRefusal(
       "server_misconfigured",
       `secret env values must be at least 8 characters: ${secrets.tooShort.join(", ")}`,
     );

@@ -7,10 +7,10 @@
  * no caller is involved.
  */
 import workflowBundle from "workflow-bundle";
-import type { Bundle } from "../../bundle.ts";
-import { collectSecrets } from "../../engine/secrets.ts";
-import { concurrencyOf, startRun } from "../start-run.ts";
-import { recordRequest } from "./request-headers.ts";
+import type { Bundle } from "../bundle.ts";
+import { collectSecrets } from "../engine/secrets.ts";
+import { recordRequest } from "../run/run-request.ts";
+import { concurrencyOf, startRun } from "../run/start-run.ts";
 
 const bundle: Bundle = workflowBundle;
 

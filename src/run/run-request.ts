@@ -1,10 +1,10 @@
 /**
- * The request headers a run records (`invoke.headers`, SPEC section 5): the declared ones only,
+ * The request headers a run records (`invoke.headers`, docs/triggers.md): the declared ones only,
  * keyed as expressions read them (`X-GitHub-Event` -> `x_github_event`), a missing header as
  * null. The compiler has already refused credential and signature headers, so nothing recorded
  * here is a credential; the run object masks it like params anyway.
  */
-import type { CompiledInvoke, JsonObject } from "../../bundle.ts";
+import type { CompiledInvoke, JsonObject } from "../bundle.ts";
 
 export function recordRequest(declared: CompiledInvoke["headers"], headers: Headers): JsonObject {
   const recorded: JsonObject = {};
