@@ -1,53 +1,31 @@
 /**
- * Compiles how a workflow is triggered (SPEC section 5): `invoke.auth` (credential headers and
- * the senders' signature schemes, each with the fields it needs and no others), `invoke.headers`
- * (the request headers a run records, read as `request.headers.<key>`), `invoke.response` (the
- * answer of a workflow used as an API), `invoke.rate_limit` (a Rate Limiting binding of
- * wrangler.toml) and `schedule` (crons of wrangler.toml). Everything a runtime check could get
+ * Compiles how a workflow is triggered (docs/triggers.md): `invoke.headers` (the request headers
+ * a run records, read as `request.headers.<key>`), `invoke.response` (the answer of a workflow
+ * used as an API), `invoke.rate_limit` (a Rate Limiting binding of wrangler.toml) and
+ * `invoke.concurrency`, and through its siblings `invoke.auth` (invoke-auth.ts), `schedule`
+ * (invoke-schedule.ts) and `notify` (invoke-notify.ts). Everything a runtime check could get
  * wrong at the first request is decided here, with the line to fix.
  */
-import {
-  type CompiledAuth,
-  type CompiledInvoke,
-  type CompiledNotify,
-  type CompiledRateLimit,
-  type CompiledResponse,
-  type CompiledSchedule,
-  type EnvDecl,
-  type JsonObject,
-  type JsonSchema,
-  SIGNATURE_SCHEMES,
-  type SignatureAuth,
-  type SignatureScheme,
-  type Template,
+import type {
+  CompiledAuth,
+  CompiledInvoke,
+  CompiledNotify,
+  CompiledRateLimit,
+  CompiledResponse,
+  CompiledSchedule,
+  SignatureAuth,
+  Template,
 } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
-import { describeViolations, validateJson } from "../engine/schema.ts";
-import { cronProblem } from "./cron.ts";
-import type { DiagnosticSink } from "./diagnostics.ts";
 import { hint } from "./did-you-mean.ts";
-import { envRefName, envShorthandName, envShorthandWarning } from "./env-refs.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
+import { compileAuth, signatureHeaders } from "./invoke-auth.ts";
+import type { InvokeContext, TriggerTemplate } from "./invoke-context.ts";
+import { compileNotify } from "./invoke-notify.ts";
+import { compileSchedules } from "./invoke-schedule.ts";
 import { compileTemplate } from "./templates.ts";
-import { cronsLine, rateLimitBlock, type WranglerFacts } from "./wrangler-config.ts";
-import type { DataPath, SourceFile } from "./yaml-source.ts";
-
-export interface InvokeContext {
-  file: SourceFile;
-  sink: DiagnosticSink;
-  name: string;
-  /** Invocable (`workflows/*.workflow.yaml`). */
-  invocable: boolean;
-  /** Set when the file is used as a sub-workflow: says by whom. */
-  subNote: (() => string) | null;
-  /** Env declared by the file (empty for sub-workflows). */
-  declared: EnvDecl[];
-  /** Checks a read of env var `name` at `path` (declared, root only). */
-  useEnv(name: string, path: DataPath): void;
-  stepIds: Set<string>;
-  paramsSchema: JsonSchema;
-  wrangler: () => WranglerFacts;
-}
+import { rateLimitBlock } from "./wrangler-config.ts";
+import type { DataPath } from "./yaml-source.ts";
 
 export interface CompiledTriggers {
   auth: CompiledAuth | null;
@@ -61,20 +39,6 @@ export interface CompiledTriggers {
 /** Headers that carry credentials: never recorded in a run. */
 const CREDENTIAL_HEADERS = ["authorization", "proxy-authorization", "cookie"];
 
-/** Each signature scheme's signature headers, and which optional fields it takes. */
-const SCHEME_FIELDS: Record<SignatureScheme, { signatureHeaders: string[]; fields: string[] }> = {
-  hmac: { signatureHeaders: [], fields: ["header", "prefix", "algorithm", "encoding"] },
-  github: { signatureHeaders: ["x-hub-signature-256", "x-hub-signature"], fields: [] },
-  stripe: { signatureHeaders: ["stripe-signature"], fields: ["tolerance_s"] },
-  slack: { signatureHeaders: ["x-slack-signature"], fields: ["tolerance_s"] },
-  "standard-webhooks": { signatureHeaders: ["webhook-signature"], fields: ["tolerance_s"] },
-  shopify: { signatureHeaders: ["x-shopify-hmac-sha256"], fields: [] },
-  linear: { signatureHeaders: ["linear-signature"], fields: ["tolerance_s"] },
-  twilio: { signatureHeaders: ["x-twilio-signature"], fields: ["url"] },
-  discord: { signatureHeaders: ["x-signature-ed25519"], fields: ["tolerance_s", "public_key"] },
-};
-const OPTIONAL_FIELDS = ["header", "prefix", "algorithm", "encoding", "tolerance_s", "url", "public_key"];
-const DEFAULT_TOLERANCE_S = 300;
 const DEFAULT_WAIT_S = 10;
 
 type Obj = Record<string, unknown>;
@@ -106,7 +70,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     forbidden.set(auth.header, "it is this workflow's `invoke.auth` header");
   } else if (auth) {
     const sig = auth as SignatureAuth;
-    for (const h of [...SCHEME_FIELDS[sig.scheme].signatureHeaders, ...(sig.hmac ? [sig.hmac.header] : [])]) {
+    for (const h of signatureHeaders(sig)) {
       forbidden.set(h, `it is the \`${sig.scheme}\` signature header`);
     }
   }
@@ -164,7 +128,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
   };
 
   /** Compiles a template whose expressions may read only `roots`; reports every other read. */
-  const template = (
+  const template: TriggerTemplate = (
     value: unknown,
     path: DataPath,
     where: string,
@@ -280,84 +244,8 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     };
   }
 
-  // ---- schedule ----------------------------------------------------------------------------
-  const schedule: CompiledSchedule[] = [];
-  if (Array.isArray(d.schedule)) {
-    if (!ctx.invocable) {
-      err(
-        ["schedule"],
-        "`schedule` is for invocable workflows (files directly in workflows/ named *.workflow.yaml)",
-        "key",
-      );
-    }
-    d.schedule.forEach((entry, i) => {
-      if (!isObject(entry) || typeof entry.cron !== "string") return;
-      const cron = entry.cron;
-      const at = (k: string): DataPath => ["schedule", i, k];
-      const problem = cronProblem(cron);
-      if (problem) {
-        err(at("cron"), `invalid cron \`${cron}\`: ${problem}`);
-      } else {
-        const facts = ctx.wrangler();
-        if (!facts.crons.includes(cron)) {
-          err(
-            at("cron"),
-            facts.found
-              ? `cron \`${cron}\` is not listed in ${facts.display} \`[triggers] crons\`, so it would never fire; set:\n[triggers]\n${cronsLine(facts, cron)}`
-              : `cron \`${cron}\` needs ${facts.display}, which does not exist; it must list the cron:\n[triggers]\n${cronsLine(facts, cron)}`,
-          );
-        }
-      }
-      const params = isObject(entry.params) ? (entry.params as JsonObject) : {};
-      const violations = validateJson(ctx.paramsSchema, params);
-      if (violations.length > 0) {
-        const list = describeViolations(violations, Number.POSITIVE_INFINITY);
-        err(
-          entry.params === undefined ? at("cron") : at("params"),
-          `schedule params do not match params.schema: ${list}`,
-        );
-      }
-      schedule.push({ cron, params });
-    });
-  }
-
-  // ---- notify (SPEC 12) ----------------------------------------------------------------------
-  const notify: CompiledNotify[] = [];
-  if (Array.isArray(d.notify)) {
-    if (!ctx.invocable) {
-      err(["notify"], "`notify` is for invocable workflows (a sub-workflow's run is its caller's)", "key");
-    }
-    d.notify.forEach((entry, i) => {
-      if (!isObject(entry) || typeof entry.url !== "string") return;
-      const at = (...k: string[]): DataPath => ["notify", i, ...k];
-      const url = template(entry.url, at("url"), "`notify.url`", ["env"], true);
-      if (url.t === "lit" && typeof url.v === "string" && !/^https?:\/\/[^/]/i.test(url.v.trim())) {
-        err(
-          at("url"),
-          `\`notify.url\` must be an absolute http(s) URL (or \`{{ env.NAME }}\`), got \`${url.v}\``,
-        );
-      }
-      let sign: CompiledNotify["sign"] = null;
-      if (isObject(entry.sign)) {
-        const n = envRefName(entry.sign.secret);
-        if (n === null) {
-          err(
-            at("sign", "secret"),
-            "`notify.sign.secret` must be `{{ env.NAME }}` (an env var holding `whsec_<base64>`)",
-          );
-        } else {
-          ctx.useEnv(n, at("sign", "secret"));
-          sign = { secretEnv: n };
-        }
-      }
-      const on = Array.isArray(entry.on)
-        ? entry.on.filter((x): x is CompiledNotify["on"][number] =>
-            ["complete", "failed", "canceled"].includes(x),
-          )
-        : ["failed" as const];
-      notify.push({ url, on, sign });
-    });
-  }
+  const schedule = compileSchedules(d, ctx, err);
+  const notify = compileNotify(d, ctx, err, template);
 
   return {
     auth,
@@ -365,138 +253,5 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     schedule,
     notify,
     checkRequestRead,
-  };
-}
-
-function compileAuth(
-  raw: unknown,
-  ctx: InvokeContext,
-  err: (path: DataPath, msg: string, part?: "key" | "value") => void,
-): CompiledAuth | null {
-  if (!isObject(raw)) return null;
-  const at = (k: string): DataPath => ["invoke", "auth", k];
-  const header = typeof raw.header === "string" ? raw.header.toLowerCase() : null;
-  const scheme =
-    typeof raw.scheme === "string"
-      ? raw.scheme
-      : header === null || header === "authorization"
-        ? "bearer"
-        : "raw";
-  const isSignature = (SIGNATURE_SCHEMES as readonly string[]).includes(scheme);
-  if (!isSignature && scheme !== "raw" && scheme !== "bearer") return null; // the format check reported it
-
-  // Secrets: one reference or a list.
-  const secretEnvs: string[] = [];
-  const refs: Array<[unknown, DataPath]> = Array.isArray(raw.secret)
-    ? raw.secret.map((s, i) => [s, ["invoke", "auth", "secret", i]])
-    : raw.secret !== undefined
-      ? [[raw.secret, at("secret")]]
-      : [];
-  for (const [v, p] of refs) {
-    const n = envRefName(v);
-    if (n === null) continue; // the format check reported the shape
-    ctx.useEnv(n, p);
-    if (envShorthandName(v) !== null && ctx.declared.some((e) => e.name === n)) {
-      ctx.sink.warning(ctx.file.display, ctx.file.at(p), envShorthandWarning(n));
-    }
-    if (secretEnvs.includes(n)) err(p, `\`env.${n}\` is listed twice in \`invoke.auth.secret\``);
-    else secretEnvs.push(n);
-  }
-
-  // Fields that belong to another scheme.
-  const allowed = isSignature ? SCHEME_FIELDS[scheme as SignatureScheme].fields : ["header"];
-  for (const f of OPTIONAL_FIELDS) {
-    if (raw[f] === undefined || allowed.includes(f)) continue;
-    const owners = [
-      ...(f === "header" ? ["raw", "bearer"] : []),
-      ...SIGNATURE_SCHEMES.filter((s) => SCHEME_FIELDS[s].fields.includes(f)),
-    ];
-    err(
-      at(f),
-      `\`invoke.auth.${f}\` does not apply to scheme \`${scheme}\` (only to ${owners.map((o) => `\`${o}\``).join(", ")})`,
-      "key",
-    );
-  }
-
-  if (scheme === "discord") {
-    if (raw.secret !== undefined) {
-      err(
-        at("secret"),
-        "scheme `discord` verifies with the application's public key, not a shared secret; did you mean `public_key`?",
-        "key",
-      );
-    }
-    let publicKey: SignatureAuth["publicKey"] = null;
-    if (typeof raw.public_key === "string") {
-      const env = envRefName(raw.public_key);
-      if (env !== null) {
-        ctx.useEnv(env, at("public_key"));
-        publicKey = { env };
-      } else if (/^[0-9a-fA-F]{64}$/.test(raw.public_key.trim())) {
-        publicKey = { hex: raw.public_key.trim().toLowerCase() };
-      } else {
-        err(
-          at("public_key"),
-          "`invoke.auth.public_key` must be the application's public key as 64 hex digits, or `{{ env.NAME }}`",
-        );
-      }
-    } else if (raw.public_key === undefined) {
-      err(
-        ["invoke", "auth"],
-        "scheme `discord` needs `public_key` (the application's public key, hex)",
-        "key",
-      );
-    }
-    return signature("discord", [], raw, { publicKey });
-  }
-
-  if (raw.secret === undefined) {
-    const wrong = raw.public_key !== undefined ? "; `public_key` is for scheme `discord`" : "";
-    err(
-      ["invoke", "auth"],
-      `scheme \`${scheme}\` needs \`secret\` (\`{{ env.NAME }}\`, or a list of them)${wrong}`,
-      "key",
-    );
-  }
-  if (!isSignature) {
-    if (secretEnvs.length === 0) return null;
-    return { scheme: scheme as "raw" | "bearer", header: header ?? "authorization", secretEnvs };
-  }
-  if (scheme === "hmac") {
-    if (header === null) {
-      err(
-        ["invoke", "auth"],
-        "scheme `hmac` needs `header`: the request header that carries the signature",
-        "key",
-      );
-    }
-    return signature("hmac", secretEnvs, raw, {
-      hmac: {
-        header: header ?? "",
-        prefix: typeof raw.prefix === "string" ? raw.prefix : "",
-        algorithm: raw.algorithm === "sha1" || raw.algorithm === "sha512" ? raw.algorithm : "sha256",
-        encoding: raw.encoding === "base64" ? "base64" : "hex",
-      },
-    });
-  }
-  return signature(scheme as SignatureScheme, secretEnvs, raw, {
-    url: scheme === "twilio" && typeof raw.url === "string" ? raw.url : null,
-  });
-}
-
-function signature(
-  scheme: SignatureScheme,
-  secretEnvs: string[],
-  raw: Obj,
-  rest: Partial<SignatureAuth>,
-): SignatureAuth {
-  return {
-    scheme,
-    secretEnvs,
-    toleranceS: typeof raw.tolerance_s === "number" ? raw.tolerance_s : DEFAULT_TOLERANCE_S,
-    hmac: null,
-    url: null,
-    publicKey: null,
-    ...rest,
   };
 }

@@ -8,7 +8,6 @@
  * through `RunHost`, so the scheduler is tested without a Durable Object.
  */
 import {
-  type Bundle,
   type CompiledStep,
   type CompiledWorkflow,
   type ForEach,
@@ -18,147 +17,34 @@ import {
   type JsonObject,
   type JsonSchema,
   STEP_KIND_TRAITS,
-  type StepKinds,
   type WorkflowStep,
 } from "../bundle.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { systemClock } from "./clock.ts";
 import { evaluate, isTruthy } from "./expressions.ts";
 import { addMetrics, type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
-import type { Masker } from "./mask.ts";
+import { type PipelineOptions, RunAbort, type RunHost } from "./run-host.ts";
 import { describeViolations, validateJson } from "./schema.ts";
+import { stepContext } from "./step-context.ts";
 import {
-  ancestorPaths,
-  markFinished,
-  markHeld,
-  markResumed,
-  markRunning,
-  markSkipped,
-} from "./step-status.ts";
+  checkOutputSchema,
+  pendingRecord,
+  recordable,
+  recordSkip,
+  startRecord,
+  toStepError,
+} from "./step-records.ts";
+import { markSkipped } from "./step-status.ts";
 import { render } from "./substitute.ts";
 import {
-  type ApprovalHost,
-  type BudgetLedger,
   type EvalScope,
   emptyMetrics,
-  type StepCheckpoint,
-  type StepContext,
   StepError,
   type StepExecutor,
   type StepRecord,
   StepSkipped,
-  type ToolHost,
-  type WaitHost,
 } from "./types.ts";
 
-/** Largest step output we record (its JSON, in UTF-8 bytes). */
-export const MAX_OUTPUT_BYTES = 1024 * 1024;
-
-/**
- * One executor per step kind (src/steps/index.ts), typed against the bundle's `StepKinds`; the
- * workflow step is run by the scheduler itself (a pipeline inside the pipeline).
- */
-export type Executors = { [K in Exclude<keyof StepKinds, "workflow">]: StepExecutor<StepKinds[K]> };
-
-/** Why a run stopped early; used as the AbortSignal reason of the run. */
-export class RunAbort extends Error {
-  readonly kind: "timeout" | "canceled";
-  constructor(kind: "timeout" | "canceled") {
-    super(kind === "timeout" ? "the run reached its deadline" : "the run was canceled");
-    this.name = "RunAbort";
-    this.kind = kind;
-  }
-}
-
-export interface RunHost {
-  bundle: Bundle;
-  runId: string;
-  env: Record<string, string | undefined>;
-  executors: Executors;
-  masker: Masker;
-  fetch: StepContext["fetch"];
-  ai?: StepContext["ai"];
-  now(): number;
-  /** Timers and the time executors see (retries, back-offs); default the system clock. `now()` agrees with it. */
-  clock?: Clock;
-  /** Records persisted by an earlier incarnation of this run, by slash path. */
-  restored: ReadonlyMap<string, StepRecord>;
-  /** The live record of every step, by slash path (the envelope reads it). */
-  records: Map<string, StepRecord>;
-  /** Called when a step starts running. */
-  onStepStarted?(path: string, record: StepRecord): void;
-  /** Called when a running step starts or stops waiting for a human (`pending_approval` ⇄ `running`). */
-  onStepChanged?(path: string, record: StepRecord): void;
-  /**
-   * Called once per step that finished (complete, failed, skipped by condition): persist it.
-   * `effect`: the step reached outside the run (a webhook sent, a model called), so its record
-   * must be kept before anything else happens; a recomputable one (a transform, a skip, a
-   * workflow or fan-out step whose children carry their own) may ride with the next write.
-   */
-  onStepFinished(path: string, record: StepRecord, effect: boolean): void;
-  /** MCP tool servers (agent steps with `servers:`). */
-  tools?: ToolHost;
-  /** Human approvals, per step path. */
-  approvals?(path: string): ApprovalHost;
-  /** Waits of wait steps (signals, sleeps), per step path. */
-  waits?(path: string): WaitHost;
-  /** Resumable state of a step (an agent's conversation), per step path. */
-  checkpoint?(path: string): StepCheckpoint;
-  /** Outbound requests the run may have in flight (fan-out items in flight never exceed it). */
-  outboundLimit?: number;
-}
-
-export interface PipelineOptions {
-  /** Slash-path prefix of this pipeline's steps ("" for the root, "notify/" for a child). */
-  prefix: string;
-  params: Json;
-  env: JsonObject;
-  /** The recorded request (`{headers}`) of a root pipeline; sub-workflows see none. */
-  request?: Json;
-  deadline: number;
-  /**
-   * What a step that ends at or after `deadline` turns into: the executor's own deadline handling
-   * can win the race against the timer that aborts `signal`, and the outcome must not depend on it.
-   * Default: the run's timeout.
-   */
-  deadlineReason?: () => unknown;
-  signal: AbortSignal;
-  /** `key` names the child ledger so a resumed run restores a sub-workflow's spend. */
-  budget: BudgetLedger & { child(capUsd: number | null, key?: string): BudgetLedger };
-  /** False inside a sub-workflow whose path from the root is not all `webhooks: execute`. */
-  webhooksAllowed: boolean;
-}
-
 const FINISHED = new Set(["complete", "skipped"]);
-
-/** Steps of one run mostly start and finish within the same millisecond: format it once. */
-let lastIso = { ms: Number.NaN, text: "" };
-function iso(ms: number): string {
-  if (ms !== lastIso.ms) lastIso = { ms, text: new Date(ms).toISOString() };
-  return lastIso.text;
-}
-
-export function pendingRecord(id: string): StepRecord {
-  return {
-    id,
-    status: "pending",
-    output: null,
-    error: null,
-    started_at: null,
-    finished_at: null,
-    metrics: emptyMetrics(),
-    tool_calls: [],
-    annotations: null,
-    steps: [],
-  };
-}
-
-/** Whether the JSON of `value` is over `max` UTF-8 bytes (encoding only when it could be). */
-function jsonOver(value: Json, max: number): boolean {
-  const json = JSON.stringify(value);
-  // A UTF-16 code unit is at most 3 UTF-8 bytes: most outputs never need encoding.
-  if (json.length * 3 <= max) return false;
-  return new TextEncoder().encode(json).length > max;
-}
 
 /**
  * Runs `wf` to completion and returns the output of its last listed step. Throws StepError when a
@@ -402,151 +288,6 @@ async function execute(
   }
 }
 
-/** A skipped step or item: its output is the skip object, and it is persisted like a finished one. */
-function recordSkip(
-  host: RunHost,
-  path: string,
-  rec: StepRecord,
-  finish: (status: StepRecord["status"]) => void,
-  reason: string,
-  effect = false,
-): Json {
-  const output = markSkipped(rec, reason);
-  finish("skipped");
-  host.onStepFinished(path, rec, effect);
-  return output;
-}
-
-/** Tool arguments and results can hold a secret (one passed to a tool server): masked as recorded. */
-function maskToolRecords(host: RunHost, rec: StepRecord): void {
-  if (rec.tool_calls.length > 0) {
-    rec.tool_calls = host.masker.maskJson(
-      rec.tool_calls as unknown as Json,
-    ) as unknown as StepRecord["tool_calls"];
-  }
-  if (rec.annotations !== null) {
-    rec.annotations = host.masker.maskJson(
-      rec.annotations as unknown as Json,
-    ) as unknown as StepRecord["annotations"];
-  }
-}
-
-function stepContext(
-  host: RunHost,
-  wf: CompiledWorkflow,
-  path: string,
-  scope: EvalScope,
-  signal: AbortSignal,
-  opts: PipelineOptions,
-  rec: StepRecord,
-): StepContext {
-  return {
-    bundle: host.bundle,
-    runId: host.runId,
-    path,
-    workflow: wf,
-    scope,
-    signal,
-    deadline: opts.deadline,
-    env: host.env,
-    fetch: host.fetch,
-    metrics: rec.metrics,
-    budget: opts.budget,
-    ai: host.ai,
-    toolCalls: rec.tool_calls,
-    annotate: (a) => {
-      rec.annotations = a;
-    },
-    tools: host.tools,
-    approvals: approvalsOf(host, path, rec),
-    waits: waitsOf(host, path, rec),
-    checkpoint: host.checkpoint?.(path),
-    clock: host.clock,
-    holdsSecret: (text) => host.masker.maskText(text) !== text,
-  };
-}
-
-/**
- * The step's approvals host, through which the engine alone sets `pending_approval` while at
- * least one of its requests waits for a human, and `running` again once none does. A workflow
- * (or fan-out) step above it shows the same: a parent is waiting while any step below it waits.
- */
-function approvalsOf(host: RunHost, path: string, rec: StepRecord): ApprovalHost | undefined {
-  const inner = host.approvals?.(path);
-  if (!inner) return undefined;
-  const onWaiting = (on: boolean) => {
-    const counts = waitingCounts(host);
-    for (const p of [path, ...ancestorPaths(path)]) {
-      const r = p === path ? rec : host.records.get(p);
-      if (!r) continue;
-      const n = (counts.get(p) ?? 0) + (on ? 1 : -1);
-      counts.set(p, n);
-      if (on ? n === 1 && markHeld(r, "pending_approval") : n === 0 && markResumed(r)) {
-        host.onStepChanged?.(p, r);
-      }
-    }
-  };
-  return { request: (req, signal) => inner.request(req, signal, onWaiting) };
-}
-
-/** The step's waits host: the engine sets the step `waiting` once its wait has started. */
-function waitsOf(host: RunHost, path: string, rec: StepRecord): WaitHost | undefined {
-  const inner = host.waits?.(path);
-  if (!inner) return undefined;
-  return {
-    wait: (req, signal) =>
-      inner.wait(
-        req,
-        signal,
-        () => {
-          if (markHeld(rec, "waiting")) host.onStepChanged?.(path, rec);
-        },
-        // Resumed after an eviction, the step started when its wait did, not when it was asked again.
-        (startedAt) => {
-          if (rec.started_at === null || startedAt < rec.started_at) rec.started_at = startedAt;
-        },
-      ),
-  };
-}
-
-/** How many approval requests wait at or below each step path, per run. */
-const waiting = new WeakMap<RunHost, Map<string, number>>();
-function waitingCounts(host: RunHost): Map<string, number> {
-  let counts = waiting.get(host);
-  if (!counts) {
-    counts = new Map();
-    waiting.set(host, counts);
-  }
-  return counts;
-}
-
-/** The output as recorded: masked, and within MAX_OUTPUT_BYTES. */
-function recordable(host: RunHost, output: Json): Json {
-  const masked = host.masker.maskJson(output);
-  if (jsonOver(masked, MAX_OUTPUT_BYTES)) {
-    throw new StepError("output_too_large", `the step output is over ${MAX_OUTPUT_BYTES} bytes`);
-  }
-  return masked;
-}
-
-/** A step's `output.schema` (transforms check theirs on their result, in the executor). */
-function checkOutputSchema(schema: JsonSchema, output: Json): void {
-  const violations = validateJson(schema, output);
-  if (violations.length === 0) return;
-  throw new StepError(
-    "output_schema_mismatch",
-    `the step output does not match its output.schema: ${describeViolations(violations)}`,
-  );
-}
-
-function toStepError(err: unknown): StepError {
-  if (err instanceof StepError) return err;
-  if (err instanceof RunAbort)
-    return new StepError(err.kind === "timeout" ? "timeout" : "canceled", err.message);
-  const message = err instanceof Error ? err.message : String(err);
-  return new StepError("internal_error", message);
-}
-
 async function runWorkflowStep(
   host: RunHost,
   step: WorkflowStep,
@@ -621,21 +362,6 @@ function runFanOutStep(
     signal,
     runItem: (item) => runFanOutItem(host, wf, step, scope, opts, item),
   });
-}
-
-/**
- * Marks a step's (or fan-out item's) record running from now and tells the host; the function it
- * returns settles the record with a status, its duration, and its tool calls masked.
- */
-function startRecord(host: RunHost, path: string, rec: StepRecord): (status: StepRecord["status"]) => void {
-  const t0 = host.now();
-  markRunning(rec, iso(t0));
-  host.onStepStarted?.(path, rec);
-  return (status) => {
-    const t1 = host.now();
-    markFinished(rec, status, iso(t1), t1 - t0);
-    maskToolRecords(host, rec);
-  };
 }
 
 /**

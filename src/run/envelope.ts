@@ -6,7 +6,7 @@
 import { type Bundle, type CompiledWorkflow, isFanOut, type Json } from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import { fanOutItemIndices } from "../engine/fan-out.ts";
-import { pendingRecord } from "../engine/scheduler.ts";
+import { pendingRecord } from "../engine/step-records.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 import type { RunDoc, RunError } from "./run-doc.ts";
 

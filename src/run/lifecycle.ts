@@ -11,7 +11,7 @@
  */
 import type { CompiledWorkflow, Json } from "../bundle.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
-import { RunAbort } from "../engine/scheduler.ts";
+import { RunAbort } from "../engine/run-host.ts";
 import { collectSecrets } from "../engine/secrets.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 import { type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
@@ -313,11 +313,7 @@ export class RunLifecycle {
     return historyOf(this.doc, this.records, this.books, this.masker, this.runtime.clock.now());
   }
 
-  /**
-   * When the run must next be woken: its deadline, the earliest approval timeout or wait, and —
-   * only while some step is actually working, and only where the run can be evicted — the
-   * heartbeat that resumes it. A queued run has no deadline yet: the heartbeat asks its key again.
-   */
+  /** When the active run must next be woken (run-plan.ts, `nextWakeAt`); null once it has ended. */
   nextWake(now: number): number | null {
     const doc = this.doc;
     if (!doc || isFinished(doc)) return null;

@@ -5,7 +5,7 @@
  */
 import type { Bundle, CompiledWorkflow, Json } from "../bundle.ts";
 import type { Masker } from "../engine/mask.ts";
-import { pendingRecord } from "../engine/scheduler.ts";
+import { pendingRecord } from "../engine/step-records.ts";
 import { IN_FLIGHT, markRunEnded } from "../engine/step-status.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import type { RunError } from "./run-doc.ts";

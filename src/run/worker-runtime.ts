@@ -5,7 +5,7 @@
  * the lifecycle mocks and a memory store instead: src/testing.)
  */
 import { systemClock } from "../engine/clock.ts";
-import type { RunHost } from "../engine/scheduler.ts";
+import type { RunHost } from "../engine/run-host.ts";
 import { executors } from "../steps/index.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
 import type { LifecycleRuntime } from "./run-engine.ts";

@@ -30,7 +30,7 @@ import type {
 import type { MockAnswer, MockSpec } from "../compiler/test-files.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type { Masker } from "../engine/mask.ts";
-import type { Executors } from "../engine/scheduler.ts";
+import type { Executors } from "../engine/run-host.ts";
 import { render } from "../engine/substitute.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
 import type { OutboundLimiter } from "../run/outbound.ts";

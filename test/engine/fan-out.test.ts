@@ -9,7 +9,8 @@ import type { CompiledStep, CompiledWorkflow, ForEach, Json, Template } from "..
 import { createLedger } from "../../src/engine/budget.ts";
 import { MAX_FANOUT_ITEMS } from "../../src/engine/fan-out.ts";
 import { createMasker } from "../../src/engine/mask.ts";
-import { type Executors, RunAbort, type RunHost, runPipeline } from "../../src/engine/scheduler.ts";
+import { type Executors, RunAbort, type RunHost } from "../../src/engine/run-host.ts";
+import { runPipeline } from "../../src/engine/scheduler.ts";
 import { StepError, type StepRecord } from "../../src/engine/types.ts";
 import { executeTransform } from "../../src/steps/transform.ts";
 import { testBundle, testWorkflow } from "../support/compiled.ts";

@@ -4,7 +4,7 @@
  * model call of the step fail (400); it is now offered under a name the provider accepts.
  */
 import { describe, expect, it } from "vitest";
-import { providerToolNames } from "../../src/steps/tool-loop.ts";
+import { providerToolNames } from "../../src/steps/tool-servers.ts";
 
 describe("providerToolNames", () => {
   it("keeps every name providers accept, as SPEC's plain names", () => {

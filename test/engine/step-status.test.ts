@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { pendingRecord } from "../../src/engine/scheduler.ts";
+import { pendingRecord } from "../../src/engine/step-records.ts";
 import {
   heldRecords,
   markHeld,

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { CompiledAllowEntry } from "../../src/bundle.ts";
 import { isAllowPattern, parseDuration } from "../../src/compiler/servers.ts";
-import { governingEntry, patternMatches } from "../../src/steps/tool-loop.ts";
+import { governingEntry, patternMatches } from "../../src/engine/allowlist.ts";
 
 const gate = { onReject: "fail", timeoutS: null, timeoutBehavior: "fail", notify: null } as const;
 

@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { Bundle, Json } from "../../src/bundle.ts";
 import type { Clock } from "../../src/engine/clock.ts";
-import type { Executors } from "../../src/engine/scheduler.ts";
+import type { Executors } from "../../src/engine/run-host.ts";
 import type { StepContext } from "../../src/engine/types.ts";
 import { RunLifecycle } from "../../src/run/lifecycle.ts";
 import type { RunShell } from "../../src/run/lifecycle-io.ts";

@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import type { Bundle } from "../../src/bundle.ts";
-import { pendingRecord } from "../../src/engine/scheduler.ts";
+import { pendingRecord } from "../../src/engine/step-records.ts";
 import type { StepRecord } from "../../src/engine/types.ts";
 import { planRerun } from "../../src/run/rerun.ts";
 import { compileFiles, removeProjects } from "../compiler/temp-project.ts";

@@ -386,7 +386,7 @@ describe("the listing stays consistent with the runs", () => {
   });
 
   it("does not list a run whose retention has ended (its storage is deleted at that moment)", async () => {
-    const runId = "f".repeat(63) + "0";
+    const runId = `${"f".repeat(63)}0`;
     const finished = Date.now() - RETENTION_MS - 60_000;
     await recordRun(env, {
       run_id: runId,
@@ -398,7 +398,7 @@ describe("the listing stays consistent with the runs", () => {
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBeUndefined();
     // One millisecond inside retention it is listed.
     const recent = Date.now() - RETENTION_MS + 60_000;
-    const otherId = "e".repeat(63) + "1";
+    const otherId = `${"e".repeat(63)}1`;
     await recordRun(env, {
       run_id: otherId,
       workflow: "listing-quick",
