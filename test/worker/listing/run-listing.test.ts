@@ -1,0 +1,566 @@
+/**
+ * The run listing, `GET /runs?workflow=NAME` (SPEC section 4), end to end through the Worker:
+ * every run listed once while paging (also after hundreds of concurrent invokes), newest first,
+ * the status filter, statuses that follow the runs, the query checks (400 `invalid_query`, also
+ * for a tampered cursor), the workflow's credentials, DELETE, retention, and the scale rule: an
+ * invoke contacts no Durable Object other than its run's own; the run writes its listing entry
+ * itself, and its alarm retries until the listing has it (also after an eviction).
+ */
+import {
+  createExecutionContext,
+  evictDurableObject,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import workflowBundle from "workflow-bundle";
+import { app } from "../../../src/app.ts";
+import type { Bundle } from "../../../src/bundle.ts";
+import { recordRun } from "../../../src/run/listing.ts";
+import { BUCKET_MS, placeRun, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing-layout.ts";
+import type { RunObject } from "../../../src/run/run-object.ts";
+import { call, invoke, run, TOKEN, waitForRun } from "../harness.ts";
+
+interface Listed {
+  run_id: string;
+  workflow: string;
+  status: string;
+  created_at: string;
+  finished_at: string | null;
+}
+interface ListBody {
+  runs: Listed[];
+  next_cursor: string | null;
+}
+
+const RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+async function list(query: string, headers: Record<string, string> = {}): Promise<ListBody> {
+  const res = await call(`/runs?${query}`, { headers });
+  if (res.status !== 200) throw new Error(`GET /runs?${query}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as ListBody;
+}
+
+/** Every page of a listing, following next_cursor to the end. */
+async function listAll(query: string, limit = 100): Promise<Listed[]> {
+  const out: Listed[] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 1000; pages++) {
+    const page: ListBody = await list(
+      `${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    );
+    out.push(...page.runs);
+    cursor = page.next_cursor;
+    if (!cursor) return out;
+  }
+  throw new Error("the listing never ended");
+}
+
+async function start(name: string, body: unknown, headers: Record<string, string> = {}): Promise<string> {
+  const res = await invoke(name, body, { headers });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { run_id: string }).run_id;
+}
+
+/** Polls the whole listing until `done` holds (the listing may lag a run by up to 10 s). */
+async function listingUntil(
+  query: string,
+  done: (runs: Listed[]) => boolean,
+  timeoutMs = 10_000,
+): Promise<Listed[]> {
+  const t0 = Date.now();
+  for (;;) {
+    const runs = await listAll(query);
+    if (done(runs)) return runs;
+    if (Date.now() - t0 > timeoutMs) {
+      throw new Error(
+        `the listing did not get there in ${timeoutMs} ms: ${JSON.stringify(runs.slice(0, 5))}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function statusOf(runs: Listed[], runId: string): string | undefined {
+  return runs.find((r) => r.run_id === runId)?.status;
+}
+
+function runStub(runId: string): DurableObjectStub {
+  return env.RUNS.get(env.RUNS.idFromString(runId));
+}
+
+describe("the invoke path", () => {
+  /** A namespace that records every call made on the stubs it hands out. */
+  function counting(ns: DurableObjectNamespace, label: string, calls: string[]): DurableObjectNamespace {
+    return new Proxy(ns, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (typeof value !== "function") return value;
+        if (prop !== "get" && prop !== "getByName") return value.bind(target);
+        return (...args: unknown[]) => {
+          calls.push(`${label}.${String(prop)}`);
+          const stub = Reflect.apply(value, target, args) as object;
+          return new Proxy(stub, {
+            get(s, p) {
+              const m = Reflect.get(s, p) as unknown;
+              if (typeof m !== "function") return m;
+              return (...a: unknown[]) => {
+                calls.push(`${label} stub.${String(p)}`);
+                // Reflect.apply: `m.apply` would be read as an RPC method named "apply".
+                return Reflect.apply(m, s, a);
+              };
+            },
+          });
+        };
+      },
+    });
+  }
+
+  async function invokeCounting(
+    headers: Record<string, string>,
+  ): Promise<{ status: number; calls: string[] }> {
+    const calls: string[] = [];
+    const wrapped = {
+      ...env,
+      RUNS: counting(env.RUNS, "RUNS", calls),
+      RUN_INDEX: counting(env.RUN_INDEX, "RUN_INDEX", calls),
+    };
+    const ctx = createExecutionContext();
+    const res = await app.fetch(
+      new Request("http://workflow.test/invoke/listing-quick", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ n: 1 }),
+      }),
+      wrapped,
+      ctx,
+    );
+    await res.arrayBuffer();
+    // Whatever the request left running after its answer (waitUntil) counts too.
+    await waitOnExecutionContext(ctx);
+    return { status: res.status, calls };
+  }
+
+  it("makes exactly one Durable Object request: the run's own (sync invoke)", async () => {
+    const { status, calls } = await invokeCounting({ prefer: "wait=10" });
+    expect(status).toBe(200);
+    expect(calls).toEqual(["RUNS.get", "RUNS stub.start"]);
+  });
+
+  it("makes exactly one Durable Object request: the run's own (async invoke)", async () => {
+    const { status, calls } = await invokeCounting({});
+    expect(status).toBe(202);
+    expect(calls).toEqual(["RUNS.get", "RUNS stub.start"]);
+  });
+
+  it("still lists the run: the run object writes its own entry after answering", async () => {
+    const e = await run("listing-quick", { n: 2 });
+    const runs = await listingUntil("workflow=listing-quick", (rs) => statusOf(rs, e.run_id) === "complete");
+    expect(runs.find((r) => r.run_id === e.run_id)).toEqual({
+      run_id: e.run_id,
+      workflow: "listing-quick",
+      status: "complete",
+      created_at: e.created_at,
+      finished_at: e.finished_at,
+    });
+  });
+});
+
+describe("GET /runs", () => {
+  it("lists each of 200 concurrently invoked runs exactly once, newest first, across pages", async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, (_, n) =>
+        invoke("listing-quick", { n }, { wait: n % 2 === 0 ? 30 : undefined }),
+      ),
+    );
+    const ids = await Promise.all(
+      responses.map(async (r) => {
+        expect([200, 202]).toContain(r.status);
+        return ((await r.json()) as { run_id: string }).run_id;
+      }),
+    );
+    expect(new Set(ids).size).toBe(200);
+    const want = new Set(ids);
+    await listingUntil(
+      "workflow=listing-quick",
+      (rs) => rs.filter((r) => want.has(r.run_id) && r.status === "complete").length === 200,
+    );
+    // A fresh walk through every page, 7 at a time: each run once, in order.
+    const all = await listAll("workflow=listing-quick", 7);
+    const seen = new Map<string, number>();
+    for (const r of all) seen.set(r.run_id, (seen.get(r.run_id) ?? 0) + 1);
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    for (const id of ids) expect(seen.get(id)).toBe(1);
+    for (let i = 1; i < all.length; i++) {
+      const [a, b] = [all[i - 1] as Listed, all[i] as Listed];
+      const newerOrSame =
+        a.created_at > b.created_at || (a.created_at === b.created_at && a.run_id > b.run_id);
+      expect(newerOrSame, `${a.created_at} ${a.run_id} before ${b.created_at} ${b.run_id}`).toBe(true);
+    }
+  }, 120_000);
+
+  it("answers exactly {runs: [{run_id, workflow, status, created_at, finished_at}], next_cursor}", async () => {
+    const e = await run("listing-quick", { n: 3 });
+    await listingUntil("workflow=listing-quick", (rs) => statusOf(rs, e.run_id) === "complete");
+    const body = await list("workflow=listing-quick&limit=1");
+    expect(Object.keys(body).sort()).toEqual(["next_cursor", "runs"]);
+    expect(body.runs).toHaveLength(1);
+    expect(Object.keys(body.runs[0] ?? {}).sort()).toEqual(
+      ["created_at", "finished_at", "run_id", "status", "workflow"].sort(),
+    );
+    expect(typeof body.next_cursor).toBe("string");
+  });
+
+  it("returns 20 runs by default and at most `limit`, and next_cursor null on the last page", async () => {
+    await Promise.all(Array.from({ length: 25 }, (_, n) => run("listing-quick", { n })));
+    expect((await list("workflow=listing-quick")).runs).toHaveLength(20);
+    expect((await list("workflow=listing-quick&limit=3")).runs).toHaveLength(3);
+    const all = await listAll("workflow=listing-quick", 100);
+    expect(all.length).toBeGreaterThanOrEqual(25);
+    const pages = Math.ceil(all.length / 100);
+    let cursor: string | null = null;
+    for (let i = 0; i < pages; i++) {
+      const page: ListBody = await list(
+        `workflow=listing-quick&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      );
+      cursor = page.next_cursor;
+    }
+    expect(cursor).toBeNull();
+  });
+
+  it("filters on the run's status", async () => {
+    const ok = await run("listing-quick", { n: 4 });
+    const bad = await run("listing-quick", { n: "not a number" });
+    expect(ok.status).toBe("complete");
+    expect(bad.status).toBe("failed");
+    const failed = await listingUntil("workflow=listing-quick&status=failed", (rs) =>
+      rs.some((r) => r.run_id === bad.run_id),
+    );
+    expect(failed.every((r) => r.status === "failed")).toBe(true);
+    expect(failed.some((r) => r.run_id === ok.run_id)).toBe(false);
+    const complete = await listAll("workflow=listing-quick&status=complete");
+    expect(complete.every((r) => r.status === "complete")).toBe(true);
+    expect(complete.some((r) => r.run_id === ok.run_id)).toBe(true);
+    expect(complete.some((r) => r.run_id === bad.run_id)).toBe(false);
+  });
+
+  it("shows a long run as running within 10 s, then complete within 10 s of its end", async () => {
+    const t0 = Date.now();
+    const runId = await start("listing-slow", { ms: 4000 });
+    await listingUntil("workflow=listing-slow&status=running", (rs) => rs.some((r) => r.run_id === runId));
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    const ended = Date.now();
+    await listingUntil("workflow=listing-slow&status=complete", (rs) => rs.some((r) => r.run_id === runId));
+    expect(Date.now() - ended).toBeLessThan(10_000);
+    expect((await listAll("workflow=listing-slow&status=running")).some((r) => r.run_id === runId)).toBe(
+      false,
+    );
+  }, 30_000);
+
+  it("takes the workflow's credentials", async () => {
+    const res = await invoke(
+      "listing-protected",
+      {},
+      { headers: { authorization: `Bearer ${TOKEN}` }, wait: 10 },
+    );
+    const { run_id } = (await res.json()) as { run_id: string };
+    const noAuth = await call("/runs?workflow=listing-protected");
+    expect(noAuth.status).toBe(401);
+    expect(((await noAuth.json()) as { code: string }).code).toBe("unauthorized");
+    const wrong = await call("/runs?workflow=listing-protected", {
+      headers: { authorization: "Bearer nope-nope-nope" },
+    });
+    expect(wrong.status).toBe(401);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const t0 = Date.now();
+    for (;;) {
+      const body = await list("workflow=listing-protected", auth);
+      if (body.runs.some((r) => r.run_id === run_id)) break;
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+});
+
+describe("GET /runs refuses a bad query with 400 invalid_query", () => {
+  async function expectInvalid(query: string): Promise<void> {
+    const res = await call(`/runs?${query}`);
+    expect(res.status, query).toBe(400);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    const p = (await res.json()) as { code: string; detail: string };
+    expect(p.code).toBe("invalid_query");
+  }
+
+  it.each([
+    "limit=0",
+    "limit=101",
+    "limit=-1",
+    "limit=1.5",
+    "limit=abc",
+    "limit=",
+    "limit=20&limit=30",
+    "status=done",
+    "status=",
+    "status=COMPLETE",
+    "cursor=",
+    "cursor=garbage",
+    "cursor=a.b.c",
+  ])("workflow=listing-quick&%s", async (q) => {
+    await expectInvalid(`workflow=listing-quick&${q}`);
+  });
+
+  it("without a workflow", async () => {
+    await expectInvalid("limit=5");
+  });
+
+  it("answers 404 workflow_not_found for an unknown workflow", async () => {
+    const res = await call("/runs?workflow=nope-not-here");
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { code: string }).code).toBe("workflow_not_found");
+  });
+
+  async function realCursor(query = "workflow=listing-quick"): Promise<string> {
+    await Promise.all([run("listing-quick", { n: 1 }), run("listing-quick", { n: 2 })]);
+    const body = await listingUntil(query, (rs) => rs.length >= 2).then(() => list(`${query}&limit=1`));
+    expect(body.next_cursor).not.toBeNull();
+    return body.next_cursor as string;
+  }
+
+  it("for a tampered cursor: a changed character, a changed position, a truncation", async () => {
+    const cursor = await realCursor();
+    const [payload = "", sum = ""] = cursor.split(".");
+    const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === "A" ? "B" : "A") + s.slice(i + 1);
+    const decoded = JSON.parse(atob(payload.replace(/-/g, "+").replace(/_/g, "/"))) as { t: number };
+    decoded.t -= 1000;
+    const moved = btoa(JSON.stringify(decoded)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    for (const bad of [
+      `${flip(payload, 5)}.${sum}`,
+      `${payload}.${flip(sum, 0)}`,
+      `${moved}.${sum}`,
+      cursor.slice(0, -3),
+      payload,
+      `${cursor}x`,
+    ]) {
+      await expectInvalid(`workflow=listing-quick&cursor=${encodeURIComponent(bad)}`);
+    }
+    // The untouched cursor works.
+    expect((await call(`/runs?workflow=listing-quick&cursor=${encodeURIComponent(cursor)}`)).status).toBe(
+      200,
+    );
+  });
+
+  it("for a cursor made for another workflow or another status filter", async () => {
+    const cursor = await realCursor();
+    await expectInvalid(`workflow=listing-slow&cursor=${encodeURIComponent(cursor)}`);
+    await expectInvalid(`workflow=listing-quick&status=complete&cursor=${encodeURIComponent(cursor)}`);
+  });
+});
+
+describe("the listing stays consistent with the runs", () => {
+  it("drops a deleted run at once, and a late write of that run cannot bring it back", async () => {
+    const e = await run("listing-quick", { n: 5 });
+    await listingUntil("workflow=listing-quick", (rs) => statusOf(rs, e.run_id) === "complete");
+    expect((await call(`/runs/${e.run_id}`, { method: "DELETE" })).status).toBe(204);
+    expect(statusOf(await listAll("workflow=listing-quick"), e.run_id)).toBeUndefined();
+    // The run's own write arriving late (e.g. its alarm retrying) is refused by the tombstone.
+    await recordRun(env, {
+      run_id: e.run_id,
+      workflow: "listing-quick",
+      status: "complete",
+      created_at: e.created_at,
+      finished_at: e.finished_at,
+    });
+    expect(statusOf(await listAll("workflow=listing-quick"), e.run_id)).toBeUndefined();
+  });
+
+  it("keeps a run listed when DELETE is refused because it is still active", async () => {
+    const runId = await start("listing-slow", { ms: 1500 });
+    const res = await call(`/runs/${runId}`, { method: "DELETE" });
+    expect(res.status).toBe(409);
+    await waitForRun(runId);
+    await listingUntil("workflow=listing-slow", (rs) => statusOf(rs, runId) === "complete");
+  });
+
+  it("does not list a run whose retention has ended (its storage is deleted at that moment)", async () => {
+    const runId = `${"f".repeat(63)}0`;
+    const finished = Date.now() - RETENTION_MS - 60_000;
+    await recordRun(env, {
+      run_id: runId,
+      workflow: "listing-quick",
+      status: "complete",
+      created_at: new Date(finished - 1000).toISOString(),
+      finished_at: new Date(finished).toISOString(),
+    });
+    expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBeUndefined();
+    // One millisecond inside retention it is listed.
+    const recent = Date.now() - RETENTION_MS + 60_000;
+    const otherId = `${"e".repeat(63)}1`;
+    await recordRun(env, {
+      run_id: otherId,
+      workflow: "listing-quick",
+      status: "complete",
+      created_at: new Date(recent - 1000).toISOString(),
+      finished_at: new Date(recent).toISOString(),
+    });
+    expect(statusOf(await listAll("workflow=listing-quick"), otherId)).toBe("complete");
+  });
+
+  it("lists a finished run whose listing write failed: its alarm retries, also after an eviction", async () => {
+    const bundle = workflowBundle as Bundle;
+    const key = bundle.invocable["listing-quick"] as string;
+    const stub = env.RUNS.get(env.RUNS.newUniqueId());
+    const broken = {
+      idFromName: () => {
+        throw new Error("the listing is unreachable");
+      },
+    };
+    const started = await runInDurableObject(stub, async (instance: RunObject) => {
+      // This incarnation cannot reach the listing (as if its writes failed or it was evicted first).
+      (instance as unknown as { env: Env }).env = {
+        ...env,
+        RUN_INDEX: broken as unknown as Env["RUN_INDEX"],
+      };
+      return instance.start({
+        workflowKey: key,
+        params: { n: 1 },
+        request: { headers: {} },
+        bodyHash: null,
+        idempotencyKey: null,
+        waitMs: 10_000,
+      });
+    });
+    if (started.outcome !== "started") throw new Error(`a new run starts, not ${started.outcome}`);
+    expect(started.envelope?.status).toBe("complete");
+    const runId = started.runId;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBeUndefined();
+    // The alarm is close (a retry), not at the end of retention.
+    const alarm = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
+    expect(alarm).not.toBeNull();
+    expect((alarm as number) - Date.now()).toBeLessThan(10_000);
+    await evictDurableObject(stub);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBe("complete");
+    // Listed: nothing more is due on the run itself (its listing shard ends its retention).
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBeNull();
+  });
+
+  it("lists a run evicted before its first listing write: the alarm wakes it and writes it", async () => {
+    const runId = await start("listing-slow", { ms: 3000 });
+    await new Promise((r) => setTimeout(r, 200));
+    await evictDurableObject(runStub(runId));
+    // Nothing else touches the run: its first alarm (2 s after it started) resumes it and lists it.
+    await listingUntil("workflow=listing-slow", (rs) => statusOf(rs, runId) !== undefined);
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    await listingUntil("workflow=listing-slow", (rs) => statusOf(rs, runId) === "complete");
+  }, 30_000);
+});
+
+describe("retention", () => {
+  /** Moves a finished run's times back by more than RUN_RETENTION_S, in its storage. */
+  async function ageRun(runId: string): Promise<number> {
+    const old = Date.now() - RETENTION_MS - 60_000;
+    await runInDurableObject(runStub(runId), (_o, state) => {
+      // The `run` row holds the document (and the records that ride with it): src/run/run-store.ts.
+      const row = JSON.parse(state.storage.kv.get<string>("run") ?? "null") as {
+        doc: Record<string, unknown>;
+      };
+      const doc = row.doc;
+      doc.created_at = new Date(old - 1000).toISOString();
+      doc.finished_at = new Date(old).toISOString();
+      state.storage.kv.put("run", JSON.stringify(row));
+    });
+    // A fresh incarnation reads the moved-back times, as after a real week asleep.
+    await evictDurableObject(runStub(runId));
+    return old;
+  }
+
+  it("reads a run past retention as not found, and its storage goes at that read", async () => {
+    const e = await run("listing-quick", { n: 7 });
+    await listingUntil("workflow=listing-quick", (rs) => statusOf(rs, e.run_id) === "complete");
+    await ageRun(e.run_id);
+    const res = await call(`/runs/${e.run_id}`);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { code: string }).code).toBe("run_not_found");
+    expect(
+      await runInDurableObject(runStub(e.run_id), (_o, state) => [...state.storage.kv.list()].length),
+    ).toBe(0);
+  });
+
+  it("ends the runs of a shard whose hour has passed retention, and keeps the others", async () => {
+    const [a, b] = await Promise.all([run("listing-quick", { n: 8 }), run("listing-quick", { n: 9 })]);
+    await listingUntil("workflow=listing-quick", (rs) =>
+      [a, b].every((e) => statusOf(rs, e.run_id) === "complete"),
+    );
+    // `a` is a week older, in its storage and in its listing entry: its shard's sweep is due.
+    const old = await ageRun(a.run_id);
+    const ref = placeRun("listing-quick", a.run_id, Date.parse(a.created_at));
+    const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`${ref.workflow}\n${ref.bucket}\n${ref.shard}`));
+    await runInDurableObject(shard, (_o, state) =>
+      state.storage.sql.exec("UPDATE listing SET finished_ms = ? WHERE run_id = ?", old, a.run_id),
+    );
+    expect(await runDurableObjectAlarm(shard)).toBe(true);
+    // The sweep asked `a` to go: its storage is empty, without anyone reading it.
+    expect(
+      await runInDurableObject(runStub(a.run_id), (_o, state) => [...state.storage.kv.list()].length),
+    ).toBe(0);
+    // `b` (and every other run of the hour) is kept, listed, and the shard waits for them.
+    expect((await call(`/runs/${b.run_id}`)).status).toBe(200);
+    expect(statusOf(await listAll("workflow=listing-quick"), b.run_id)).toBe("complete");
+    const next = await runInDurableObject(shard, (_o, state) => state.storage.getAlarm());
+    expect(next).not.toBeNull();
+    expect(next as number).toBeGreaterThan(Date.now() + RETENTION_MS - 3_600_000);
+  });
+});
+
+describe("shards", () => {
+  it("spreads one workflow's runs over the shards of their hour", async () => {
+    const ids = Array.from({ length: 2000 }, () => env.RUNS.newUniqueId().toString());
+    const counts = new Array<number>(SHARDS_PER_BUCKET).fill(0);
+    for (const id of ids) counts[shardOf(id)] = (counts[shardOf(id)] ?? 0) + 1;
+    const mean = ids.length / SHARDS_PER_BUCKET;
+    expect(Math.min(...counts)).toBeGreaterThan(mean * 0.5);
+    expect(Math.max(...counts)).toBeLessThan(mean * 1.6);
+    expect(BUCKET_MS).toBe(3_600_000);
+  });
+
+  it("moves the runs of the old single-object index into the shards on upgrade", async () => {
+    const a = await run("listing-legacy", { n: 1 });
+    const b = await run("listing-legacy", { n: 2 });
+    await listingUntil("workflow=listing-legacy", (rs) => rs.length >= 2);
+    // Back to the state before the upgrade: shards empty, the ids in the directory's `runs` table.
+    const dir = env.RUN_INDEX.get(env.RUN_INDEX.idFromName("listing-legacy"));
+    const registered = await runInDurableObject(dir, (_o, state) => {
+      state.storage.sql.exec("CREATE TABLE runs (run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL)");
+      for (const e of [a, b])
+        state.storage.sql.exec("INSERT INTO runs VALUES (?, ?)", e.run_id, e.created_at);
+      return state.storage.sql
+        .exec<{ bucket: number; shard: number }>("SELECT bucket, shard FROM shards")
+        .toArray();
+    });
+    for (const s of registered) {
+      const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-legacy\n${s.bucket}\n${s.shard}`));
+      await runInDurableObject(shard, (_o, state) => state.storage.sql.exec("DELETE FROM listing"));
+    }
+    for (const e of [a, b]) await evictDurableObject(runStub(e.run_id));
+    expect(await listAll("workflow=listing-legacy")).toEqual([]);
+    // The next shard registration (a new hour's first run, here called directly) moves them.
+    const first = registered[0] as { bucket: number; shard: number };
+    await (dir as unknown as { register(b: number, s: number, e: number): Promise<void> }).register(
+      first.bucket,
+      first.shard,
+      Date.now() + RETENTION_MS,
+    );
+    const runs = await listingUntil("workflow=listing-legacy", (rs) => rs.length === 2);
+    expect(runs.map((r) => r.run_id).sort()).toEqual([a.run_id, b.run_id].sort());
+    const legacyLeft = await runInDurableObject(dir, (_o, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'runs'").toArray(),
+    );
+    expect(legacyLeft).toEqual([]);
+  });
+});

@@ -1,0 +1,138 @@
+/**
+ * The wait step (SPEC 13): a run waits for a signal (its body the step's output, checked against
+ * the wait's schema), keeps a signal that comes early, fails `wait_timeout` when none comes, and
+ * sleeps; all of it durable: a signal reaches a run whose object was evicted while it waited, and
+ * a sleep ends on the object's alarm after an eviction.
+ */
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, type Envelope, invoke, targetLog, uniqueKey, waitForRun } from "../harness.ts";
+
+async function start(name: string, params: Record<string, unknown>): Promise<string> {
+  const res = await invoke(name, params);
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { run_id: string }).run_id;
+}
+
+/** Polls the envelope until step `id` has `status`. */
+async function stepStatus(runId: string, id: string, status: string): Promise<Envelope> {
+  const start = Date.now();
+  for (;;) {
+    const e = (await (await call(`/runs/${runId}`)).json()) as Envelope;
+    if (e.steps.find((s: { id: string }) => s.id === id)?.status === status) return e;
+    if (Date.now() - start > 10_000) throw new Error(`step ${id} never became ${status}`);
+    await new Promise((r) => setTimeout(r, 30));
+  }
+}
+
+function signal(runId: string, name: string, body?: unknown): Promise<Response> {
+  return call(`/runs/${runId}/signals/${name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+const codeOf = async (res: Response) => ((await res.json()) as { code: string }).code;
+
+describe("wait for a signal", () => {
+  it("shows the step waiting while the run runs, then completes it with the signal's body", async () => {
+    const key = uniqueKey("wait");
+    const runId = await start("wait-signal", { key });
+    const waiting = await stepStatus(runId, "payment", "waiting");
+    expect(waiting.status).toBe("running");
+    const res = await signal(runId, "payment_received", { amount: 42 });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ delivered: true, step: "payment" });
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    expect(e.steps[1].output).toEqual({ amount: 42 });
+    const recorded = (await targetLog(key)).filter((r) => r.path === "/echo");
+    expect(JSON.parse(recorded[0]?.body ?? "{}")).toEqual({ amount: 42 });
+  });
+
+  it("answers 422 invalid_signal for a body that fails the wait's schema, and keeps waiting", async () => {
+    const runId = await start("wait-signal", { key: uniqueKey("wait-bad") });
+    await stepStatus(runId, "payment", "waiting");
+    const bad = await signal(runId, "payment_received", { amount: "lots" });
+    expect(bad.status).toBe(422);
+    expect(bad.headers.get("content-type")).toBe("application/problem+json");
+    expect(await codeOf(bad)).toBe("invalid_signal");
+    await stepStatus(runId, "payment", "waiting");
+    expect((await signal(runId, "payment_received", { amount: 1 })).status).toBe(200);
+    expect((await waitForRun(runId)).status).toBe("complete");
+  });
+
+  it("keeps a signal that comes before the run reaches its wait (one per name) and consumes it there", async () => {
+    const runId = await start("wait-signal", { key: uniqueKey("wait-early"), before_ms: 700 });
+    const early = await signal(runId, "payment_received", { amount: 7 });
+    expect(early.status).toBe(202);
+    expect(await early.json()).toEqual({ delivered: false, kept: true });
+    const second = await signal(runId, "payment_received", { amount: 8 });
+    expect(second.status).toBe(409);
+    expect(await codeOf(second)).toBe("signal_pending");
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    expect(e.steps[1].output).toEqual({ amount: 7 });
+  });
+
+  it("fails the step wait_timeout when no signal comes within timeout_s", async () => {
+    const runId = await start("wait-signal", { key: uniqueKey("wait-timeout") });
+    await stepStatus(runId, "payment", "waiting");
+    const stub = env.RUNS.get(env.RUNS.idFromString(runId));
+    // The wait's alarm wakes the run at its timeout (3 s); nothing spins meanwhile.
+    await new Promise((r) => setTimeout(r, 3100));
+    await runDurableObjectAlarm(stub);
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("failed");
+    expect(e.error).toMatchObject({ code: "wait_timeout", step: "payment" });
+    expect(e.steps[1].status).toBe("failed");
+  });
+
+  it("answers 409 run_not_active for a finished run and 404 run_not_found for an unknown one", async () => {
+    const runId = await start("wait-signal", { key: uniqueKey("wait-done") });
+    await stepStatus(runId, "payment", "waiting");
+    await call(`/runs/${runId}/cancel`, { method: "POST" });
+    const late = await signal(runId, "payment_received", { amount: 1 });
+    expect(late.status).toBe(409);
+    expect(await codeOf(late)).toBe("run_not_active");
+    const unknown = await signal("a".repeat(64), "payment_received", {});
+    expect(unknown.status).toBe(404);
+    expect(await codeOf(unknown)).toBe("run_not_found");
+  });
+
+  it("delivers a signal to a run whose object was evicted while it waited", async () => {
+    const key = uniqueKey("wait-evict");
+    const runId = await start("wait-signal", { key });
+    await stepStatus(runId, "payment", "waiting");
+    await evictDurableObject(env.RUNS.get(env.RUNS.idFromString(runId)));
+    const res = await signal(runId, "payment_received", { amount: 3 });
+    expect(await res.json()).toEqual({ delivered: true, step: "payment" });
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    expect(e.steps[1].output).toEqual({ amount: 3 });
+    // The call before the wait was not made again.
+    expect((await targetLog(key)).filter((r) => r.path.startsWith("/slow"))).toHaveLength(1);
+  });
+});
+
+describe("sleep", () => {
+  it("sleeps for_s, through an eviction, and completes with slept_s on its alarm", async () => {
+    const key = uniqueKey("sleep");
+    const runId = await start("wait-sleep", { key });
+    await stepStatus(runId, "cool-down", "waiting");
+    const stub = env.RUNS.get(env.RUNS.idFromString(runId));
+    await evictDurableObject(stub);
+    await new Promise((r) => setTimeout(r, 1600));
+    await runDurableObjectAlarm(stub);
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    expect(e.steps[0].output).toEqual({ slept_s: 1.5 });
+    expect(Date.parse(e.steps[1].started_at) - Date.parse(e.created_at)).toBeGreaterThanOrEqual(1500);
+    // The sleeping step's own times span the sleep, though its object was evicted in between.
+    expect(Date.parse(e.steps[0].finished_at) - Date.parse(e.steps[0].started_at)).toBeGreaterThanOrEqual(
+      1500,
+    );
+  });
+});
