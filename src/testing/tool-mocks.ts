@@ -16,7 +16,7 @@
  * that is not allowlisted is refused (`tool_not_permitted`) and never reaches its mock.
  */
 import type { CompiledServerRef, Json, JsonObject } from "../bundle.ts";
-import type { MockAnswer, MockSpec } from "../compiler/test-files.ts";
+import type { MockAnswer, MockSpec } from "../compiler/test-files/suite.ts";
 import { exactNames, serverFor } from "../engine/allowlist.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type {
