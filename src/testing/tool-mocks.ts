@@ -27,7 +27,8 @@ import type {
   ToolServerTarget,
   ToolSession,
 } from "../engine/types.ts";
-import { McpError, toToolResult } from "../mcp/client.ts";
+import { McpError } from "../mcp/channel.ts";
+import { toToolResult } from "../mcp/client.ts";
 import type { OutboundLimiter } from "../run/outbound.ts";
 import { serverUrl } from "../run/tool-host.ts";
 import { keyMatches } from "./mock-keys.ts";
