@@ -1,8 +1,8 @@
 /**
- * Bundles the viewer's browser code (src/viewer/browser/*.ts, type-checked with
- * tsconfig.browser.json and linted like the rest) into one script per page, written as string
- * constants the Worker's pages inline under their CSP nonce. Build time only: esbuild never
- * reaches the Worker bundle.
+ * Bundles the viewer's browser code (src/viewer/browser/: each page's entry module and what it
+ * imports, type-checked with tsconfig.browser.json and linted like the rest) into one script per
+ * page, written as string constants the Worker's pages inline under their CSP nonce. Build time
+ * only: esbuild never reaches the Worker bundle.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";

@@ -11,7 +11,7 @@
  * case does not decide fails the step with `unmocked_step` instead of waiting forever.
  * `notify.url` is never called: nothing leaves the runner.
  */
-import type { ApprovalDecision, ApprovalSpec } from "../compiler/test-files.ts";
+import type { ApprovalDecision, ApprovalSpec } from "../compiler/test-files/suite.ts";
 import type { Clock } from "../engine/clock.ts";
 import type { ApprovalHost, StepError } from "../engine/types.ts";
 import { type ApprovalRecord, approvalId } from "../run/approvals.ts";

@@ -12,7 +12,7 @@
 import { compile, TreeInterpreter } from "@jmespath-community/jmespath";
 import type { Json, JsonObject } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
-import type { TestCase } from "../compiler/test-files.ts";
+import type { TestCase } from "../compiler/test-files/suite.ts";
 import type { DataPath } from "../compiler/yaml-source.ts";
 import { evaluate, isTruthy } from "../engine/expressions.ts";
 import type { CaseRun } from "./run-case.ts";

@@ -27,7 +27,7 @@ import type {
   WaitStep,
   WebhookStep,
 } from "../bundle.ts";
-import type { MockAnswer, MockSpec } from "../compiler/test-files.ts";
+import type { MockAnswer, MockSpec } from "../compiler/test-files/suite.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type { Masker } from "../engine/mask.ts";
 import type { Executors } from "../engine/run-host.ts";

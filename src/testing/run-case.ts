@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
-import type { TestCase } from "../compiler/test-files.ts";
+import type { TestCase } from "../compiler/test-files/suite.ts";
 import type { Masker } from "../engine/mask.ts";
 import { declaredEnv, usesAgents } from "../engine/secrets.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";

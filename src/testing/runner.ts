@@ -7,7 +7,7 @@
 import { isAbsolute, relative, resolve } from "node:path";
 import type { Bundle } from "../bundle.ts";
 import { compileProject } from "../compiler/index.ts";
-import type { TestCase, TestSuite } from "../compiler/test-files.ts";
+import type { TestCase, TestSuite } from "../compiler/test-files/suite.ts";
 import { createMasker } from "../engine/mask.ts";
 import { collectSecrets } from "../engine/secrets.ts";
 import { checkExpectations, type Failure } from "./expectations.ts";

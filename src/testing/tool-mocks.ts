@@ -16,7 +16,7 @@
  * that is not allowlisted is refused (`tool_not_permitted`) and never reaches its mock.
  */
 import type { CompiledServerRef, Json, JsonObject } from "../bundle.ts";
-import type { MockAnswer, MockSpec } from "../compiler/test-files.ts";
+import type { MockAnswer, MockSpec } from "../compiler/test-files/suite.ts";
 import { exactNames, serverFor } from "../engine/allowlist.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type {
@@ -27,7 +27,8 @@ import type {
   ToolServerTarget,
   ToolSession,
 } from "../engine/types.ts";
-import { McpError, toToolResult } from "../mcp/client.ts";
+import { McpError } from "../mcp/channel.ts";
+import { toToolResult } from "../mcp/client.ts";
 import type { OutboundLimiter } from "../run/outbound.ts";
 import { serverUrl } from "../run/tool-host.ts";
 import { keyMatches } from "./mock-keys.ts";

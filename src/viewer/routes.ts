@@ -5,8 +5,9 @@
  *
  * A page is three pieces: its markup and route here (`<name>-page.ts`, served through
  * page-shell.ts's `htmlResponse`), its browser code in `browser/<name>-page.ts` (TypeScript,
- * importing `browser/common.ts`), and one line in `PAGES` of scripts/viewer-scripts.ts, which
- * bundles it at build time into the constant the page inlines.
+ * importing `browser/common.ts` and, for a larger page, its parts in `browser/<name>-page/`), and
+ * one line in `PAGES` of scripts/viewer-scripts.ts, which bundles it at build time into the
+ * constant the page inlines.
  */
 import type { Hono } from "hono";
 import workflowBundle from "workflow-bundle";

@@ -8,7 +8,8 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Bundle, CompiledWorkflow } from "../../src/bundle.ts";
 import { compileProject } from "../../src/compiler/index.ts";
-import { buildOpenApi, operationIdFor } from "../../src/openapi/build.ts";
+import { buildOpenApi } from "../../src/openapi/build.ts";
+import { operationIdFor } from "../../src/openapi/invoke-operations.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is inspected field by field
 type Doc = any;

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { Bundle, Json, JsonObject } from "../../src/bundle.ts";
 import { compileProject } from "../../src/compiler/index.ts";
-import type { TestCase } from "../../src/compiler/test-files.ts";
+import type { TestCase } from "../../src/compiler/test-files/suite.ts";
 import { checkExpectations } from "../../src/testing/expectations.ts";
 import { keyMatches, mockKeyFor } from "../../src/testing/mocks.ts";
 import { type CaseRun, runCase } from "../../src/testing/run-case.ts";

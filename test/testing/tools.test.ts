@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Bundle, CompiledServerRef, JsonObject } from "../../src/bundle.ts";
 import { compileProject } from "../../src/compiler/index.ts";
-import type { MockSpec, TestCase } from "../../src/compiler/test-files.ts";
+import type { MockSpec, TestCase } from "../../src/compiler/test-files/suite.ts";
 import { type CaseRun, runCase } from "../../src/testing/run-case.ts";
 import { listedTools } from "../../src/testing/tool-mocks.ts";
 import { removeProjects, writeProject } from "../compiler/temp-project.ts";

@@ -1,0 +1,43 @@
+/**
+ * Whoever opens a run first wants its outcome: the header says the workflow, the status, when it
+ * ran, what it cost against its budget and the error if it failed, and offers what can be done
+ * to the run in that state.
+ */
+import { byId, el, formatMs, formatTime, formatUsd } from "../common.ts";
+import { renderActions } from "./actions.ts";
+import { envelope, isActive } from "./state.ts";
+
+export function renderSummary() {
+  const e = envelope;
+  document.title = `${e.workflow} run ${e.run_id.slice(0, 8)}`;
+  byId("workflow-name").textContent = e.workflow;
+  byId("workflow-version").textContent = e.workflow_version ? `v${e.workflow_version}` : "";
+  const status = byId("run-status");
+  status.dataset.status = e.status;
+  status.textContent = e.status;
+  const link = byId<HTMLAnchorElement>("runs-link");
+  link.href = `/view/runs?workflow=${encodeURIComponent(e.workflow)}`;
+  link.hidden = false;
+  const t = e.totals || {};
+  const fields = [
+    ["Created", formatTime(e.created_at)],
+    ["Finished", formatTime(e.finished_at)],
+    ["Duration", formatMs(isActive() ? Date.now() - Date.parse(e.created_at) : t.duration_ms)],
+    ["Deadline", formatTime(e.deadline)],
+    [
+      "Cost",
+      formatUsd(t.cost_usd) +
+        (e.budget_usd !== null && e.budget_usd !== undefined ? ` of ${formatUsd(e.budget_usd)}` : ""),
+    ],
+    ["Tokens in / out", `${t.tokens_in || 0} / ${t.tokens_out || 0}`],
+    ["LLM calls", String(t.llm_calls || 0)],
+    [
+      "Error",
+      e.error ? `${e.error.code + (e.error.step ? ` at ${e.error.step}` : "")}: ${e.error.message}` : "none",
+    ],
+  ];
+  byId("summary").replaceChildren(
+    ...fields.map(([k, v]) => el("div", { "data-field": k }, el("dt", null, k), el("dd", null, v))),
+  );
+  renderActions();
+}
