@@ -1,5 +1,5 @@
 /**
- * `npm run bench:concurrency`: what `invoke.concurrency` adds to an invoke (SPEC 13). The same
+ * `npm run bench:concurrency`: what `invoke.concurrency` adds to an invoke (docs/triggers.md). The same
  * 10-step pipeline with and without `invoke.concurrency` (a limit of 100 that no run here
  * reaches, so nothing queues: the difference is the key's Durable Object asked for a slot on the
  * invoke path and told when the run ends), interleaved with `/health`, sequential, on the bench

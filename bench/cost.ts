@@ -1,5 +1,5 @@
 /**
- * What one million 10-step runs cost at published list prices (SPEC 15), computed from what the
+ * What one million 10-step runs cost at published list prices (docs/operations.md), computed from what the
  * bench measured: rows written, listing writes, CPU per run and run wall time. Marginal prices
  * (beyond each plan's included amounts); every price names its page and the date it was read.
  */

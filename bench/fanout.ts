@@ -1,7 +1,7 @@
 /**
  * `npm run bench:fanout`: a 100-item webhook fan-out against a local receiver, on one local
  * workerd: wall time of the run (invoke to finished envelope) and the storage writes of its run
- * object, which must stay at most steps + items + 2 (SPEC section 8, docs/errors-and-limits.md). Two
+ * object, which must stay at most steps + items + 2 (docs/file-format.md, docs/errors-and-limits.md). Two
  * receivers: `/echo` (answers at once: what the engine costs per item) and `/hold/50` (50 ms per
  * request: the run's 6 outbound connections are the limit). Prints a table and writes it to
  * bench/fanout-results.md.

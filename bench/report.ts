@@ -87,7 +87,7 @@ const MIN_SPEEDUP_OVER_WORKFLOWS = 6;
 const MIN_THROUGHPUT_RATIO = 0.8;
 const MAX_ENGINE_US_PER_STEP = 50;
 const MAX_GZIP_KIB = 150;
-/** SPEC 15: a finished transform run writes at most 3 rows to its own object, whatever its length. */
+/** docs/operations.md: a finished transform run writes at most 3 rows to its own object, whatever its length. */
 const MAX_ROWS_PER_RUN = 3;
 /** The arithmetic in docs/operations.md: 10,000 invokes/s, at most 2 listing writes per run, 32 shards. */
 export const INVOKES_PER_S = 10_000;

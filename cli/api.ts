@@ -1,5 +1,5 @@
 /**
- * The CLI's one way to the deployment: the HTTP API (SPEC 14), with the global options' URL,
+ * The CLI's one way to the deployment: the HTTP API (docs/cli.md), with the global options' URL,
  * token and headers. An API error is thrown as ApiError with the problem's `code` and `detail`
  * (a body that is not a problem still gets a code: `http_<status>`); a server that cannot be
  * reached is `unreachable`.

@@ -1,5 +1,5 @@
 /**
- * `workflow-edge`: drive a deployment from a terminal (SPEC 14). It speaks only the HTTP API
+ * `workflow-edge`: drive a deployment from a terminal (docs/cli.md). It speaks only the HTTP API
  * (cli/api.ts), so it works against `npm start` and a deployed Worker alike. Exit status: 0 on
  * success (a run that ended complete, or was accepted), 1 when a run ended failed or canceled or
  * the API answered an error (stderr: `error: <code>: <detail>`), 2 for a usage error.

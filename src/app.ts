@@ -1,5 +1,5 @@
 /**
- * HTTP routes (SPEC section 4). The invoke path checks, in this order: the workflow exists, the
+ * HTTP routes (docs/http-api.md). The invoke path checks, in this order: the workflow exists, the
  * caller's credentials or the sender's signature, the body (size, content type, JSON object or
  * form), `params.schema`, the secrets' configuration, the rate limit; only then is a run created
  * in its own Durable Object. Every route that reads runs checks `requireReader`. Every error leaves as
@@ -43,7 +43,7 @@ app.post("/invoke/:name", async (c) => {
   const { key, wf } = invocable(name, "");
   const env = c.env as unknown as Record<string, unknown>;
   const req = c.req.raw;
-  // The triggers pipeline (SPEC section 5): credentials or signature (on the raw bytes), the body
+  // The triggers pipeline (docs/triggers.md): credentials or signature (on the raw bytes), the body
   // by its content type, the declared request headers, params.schema, the rate limit, the run.
   const body = await authenticatedBody(wf.auth, req, env);
   const params = decodeParams(body, req.headers.get("content-type"));
@@ -68,7 +68,7 @@ app.post("/invoke/:name", async (c) => {
 
   const requested = requestedWait(req);
   const response = wf.invoke.response;
-  // A requested wait, even `wait=0`, replaces invoke.response's wait_s (SPEC 5: it changes how long).
+  // A requested wait, even `wait=0`, replaces invoke.response's wait_s (docs/triggers.md: it changes how long).
   const waitS = requested ?? response?.waitS ?? 0;
   const result = await startRun(c.env, key, wf, {
     params,
@@ -90,7 +90,7 @@ app.post("/invoke/:name", async (c) => {
   const location = `/runs/${result.runId}`;
   if (response && result.envelope) return invokeResponse(wf, response, result.envelope, env);
   // Without a requested wait the answer is 202 even for a run that has already finished (a
-  // replayed Idempotency-Key), as SPEC's "answers as an invoke of that run would".
+  // replayed Idempotency-Key), as docs/http-api.md says: "answers as an invoke of that run would".
   if (result.envelope && waitS > 0) {
     return c.json(result.envelope, 200, { location, "preference-applied": `wait=${waitS}` });
   }
@@ -166,7 +166,7 @@ app.post("/runs/:id/rerun", async (c) => {
   return c.json({ run_id: done.runId, status: "accepted", rerun_of: oldRunId }, 202, { location });
 });
 
-// ---- Signals (SPEC 13): the run's workflow's credentials.
+// ---- Signals (docs/http-api.md): the run's workflow's credentials.
 
 app.post("/runs/:id/signals/:name", async (c) => {
   const { stub } = await viewRun(c);
@@ -231,7 +231,7 @@ async function signalBody(wf: CompiledWorkflow, req: Request, env: Record<string
   }
 }
 
-// ---- Approvals (SPEC 9): the run object owns them; the same credentials as the run's workflow.
+// ---- Approvals (docs/agents-and-tools.md): the run object owns them; the same credentials as the run's workflow.
 
 app.get("/runs/:id/approvals", async (c) => {
   const { stub } = await viewRun(c);

@@ -41,7 +41,7 @@ export interface CompiledWorkflow {
   /** Declared env (root workflows only; always [] for files used as sub-workflows). */
   env: EnvDecl[];
   auth: CompiledAuth | null;
-  /** `invoke.headers`, `invoke.response`, `invoke.rate_limit` (SPEC section 5). */
+  /** `invoke.headers`, `invoke.response`, `invoke.rate_limit` (docs/triggers.md). */
   invoke: CompiledInvoke;
   /** `schedule` entries: one run per entry whose cron fires (root workflows only). */
   schedule: CompiledSchedule[];
@@ -55,7 +55,7 @@ export interface CompiledWorkflow {
   };
   /** In pipeline order. The run's output is the output of the last one. */
   steps: CompiledStep[];
-  /** `notify:` (root workflows): where to hear about finished runs (SPEC 12); [] when absent. */
+  /** `notify:` (root workflows): where to hear about finished runs (docs/file-format.md); [] when absent. */
   notify?: CompiledNotify[];
   /**
    * Top-level `webhooks:` of the file (ktsu's side of the dual opt-in): `suppress` silences this
@@ -127,7 +127,7 @@ export interface CompiledInvoke {
   headers: Array<{ name: string; key: string }>;
   response: CompiledResponse | null;
   rateLimit: CompiledRateLimit | null;
-  /** `invoke.concurrency` (SPEC 13); absent or null: no limit. */
+  /** `invoke.concurrency` (docs/triggers.md); absent or null: no limit. */
   concurrency?: { limit: number; key: Template | null } | null;
 }
 

@@ -100,7 +100,7 @@ export interface ProviderTypeFacts {
 }
 
 /**
- * The provider types of gateway.yaml (SPEC section 7), by `type`. The compiler checks each
+ * The provider types of gateway.yaml (docs/agents-and-tools.md), by `type`. The compiler checks each
  * entry's `config` against its line here and fills in the default base URL (written only here);
  * the Worker's adapters (`PROVIDERS` in src/gateway/complete.ts) are typed against the same
  * names, so a type without an adapter is a type error.

@@ -19,7 +19,7 @@ export interface StepBase {
    * `{results}`); a mismatch fails the step with `output_schema_mismatch`. Absent: none.
    */
   outputSchema?: JsonSchema | null;
-  /** `on_error: continue` (SPEC 12): a failure is recorded and dependents see `{error}`. Absent: fail. */
+  /** `on_error: continue` (docs/file-format.md): a failure is recorded and dependents see `{error}`. Absent: fail. */
   onError?: "continue";
 }
 

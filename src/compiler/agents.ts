@@ -17,7 +17,7 @@ import { compileTemplate, hasTemplate } from "./templates.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 const BUILTIN_REF = /^([A-Za-z0-9_-]+)\/([A-Za-z0-9_.-]+)@(.*)$/;
-/** SPEC 9: model calls of one agent step when the agent file sets no `max_turns`. */
+/** docs/agents-and-tools.md: model calls of one agent step when the agent file sets no `max_turns`. */
 const DEFAULT_MAX_TURNS = 10;
 
 export interface ResolvedAgent {

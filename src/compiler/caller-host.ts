@@ -1,6 +1,6 @@
 /**
  * Where a URL's host comes from, and which env vars a value reads: the two facts behind the rule
- * that a secret is never sent to a host the caller picks (SPEC section 2 for webhooks; the
+ * that a secret is never sent to a host the caller picks (docs/file-format.md for webhooks; the
  * tool-server counterpart is in server-hosts.ts). A host from a literal or an env var is the
  * operator's; a host from `params`, a step output or the request is the caller's.
  */

@@ -1,6 +1,6 @@
 /**
  * The workflow compiler: reads workflows/ (YAML, with node positions), checks everything
- * SPEC.md section 2 lists, and emits the Bundle the Worker imports. Node-only (uses fs and
+ * docs/file-format.md lists, and emits the Bundle the Worker imports. Node-only (uses fs and
  * the `yaml` package); nothing here ships in the Worker.
  *
  * Order of work: gateway.yaml first (agent steps check their groups against it), then every

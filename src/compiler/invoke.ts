@@ -234,7 +234,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     };
   }
 
-  // ---- concurrency (SPEC 13) ---------------------------------------------------------------
+  // ---- concurrency (docs/triggers.md) ---------------------------------------------------------------
   let concurrency: CompiledInvoke["concurrency"] = null;
   if (isObject(invoke.concurrency) && typeof invoke.concurrency.limit === "number") {
     const cc = invoke.concurrency;

@@ -1,5 +1,5 @@
 /**
- * The tool-server counterpart of the webhook rule (SPEC 2: a secret sent to a host the caller
+ * The tool-server counterpart of the webhook rule (docs/file-format.md: a secret sent to a host the caller
  * picks is a secret handed to the caller). A workflow step gives its agent params; the agent file
  * gives its servers params from those (`{{ params.X }}`); a server's `url` and `auth.secret` read
  * its own params. When a secret env var reaches a server param this way (every server param goes
@@ -7,7 +7,7 @@
  * the host of the server's url comes from the invoke's params, a step output or the request, the
  * caller picks where the secret goes. Likewise an approval's `notify.url` and its `sign.secret`.
  *
- * A warning, not an error: SPEC makes it an error only for webhooks, and a workflow that takes a
+ * A warning, not an error: the build makes it an error only for webhooks (docs/file-format.md), and a workflow that takes a
  * local MCP URL from its params (a test on a dynamic port) is a valid file.
  */
 import type {

@@ -1,6 +1,6 @@
 /**
  * Compiles an agent file's `servers:` block and the `*.server.yaml` files it points to (ktsu
- * format, SPEC 9): paths (relative to the agent file), the server's url and auth templates (which
+ * format, docs/agents-and-tools.md): paths (relative to the agent file), the server's url and auth templates (which
  * read only the server's own declared params), the values the agent gives those params (literals
  * or `{{ params.X }}` of the agent), allowlist patterns (`name`, `prefix*`, `*`) and approval
  * policies. Agent and server files never read `env`: a secret reaches a server as a workflow step

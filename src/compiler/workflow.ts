@@ -42,7 +42,7 @@ import type { WranglerFacts } from "./wrangler-config.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 export const MAX_STEPS = 200;
-/** What `for_each.from` may read (SPEC section 8). */
+/** What `for_each.from` may read (docs/file-format.md). */
 const FROM_ROOTS = new Set(["params", "env", "step", "request"]);
 const ITEM_ROOTS = new Set(["item", "item_index"]);
 

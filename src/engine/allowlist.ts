@@ -1,5 +1,5 @@
 /**
- * Allowlist rules of an agent's tool servers (SPEC 9), shared by the tool loop (what the model is
+ * Allowlist rules of an agent's tool servers (docs/agents-and-tools.md), shared by the tool loop (what the model is
  * offered, which calls wait for a human) and the compiler of test files (which tool mocks and
  * approval decisions can ever be used). Pure: no Worker APIs.
  */

@@ -1,5 +1,5 @@
 /**
- * Fan-out (`for_each`, SPEC section 8): one step run once per item of an array, as child records
+ * Fan-out (`for_each`, docs/file-format.md): one step run once per item of an array, as child records
  * of the step (paths `analyze/0`, `analyze/1`, ...), the way a sub-workflow's steps are. This
  * module owns what is particular to a fan-out: reading the array, the item limits, starting
  * items in index order with at most `concurrency` in flight (never more than the run's outbound
@@ -178,7 +178,7 @@ export async function runFanOut(host: FanOutHost, f: FanOut): Promise<Json> {
           failed.push({ index, error: outcome.error });
           results[index] = failureEntry(index, outcome.error);
           if (stop === null && RUN_FATAL_CODES.has(outcome.error.code)) {
-            // An injection attempt fails the run whatever max_failures tolerates (SPEC 10).
+            // An injection attempt fails the run whatever max_failures tolerates (docs/agents-and-tools.md).
             const fatal = new StepError(outcome.error.code as StepErrorCode, outcome.error.message);
             stop = { reason: fatal };
             local.abort(fatal);

@@ -1,5 +1,5 @@
 /**
- * Secret masking (SPEC section 3 "Env and secrets"): every value the engine records (step
+ * Secret masking (docs/file-format.md "Env and secrets"): every value the engine records (step
  * outputs, errors, params, logs) passes through a Masker before storage or the envelope, so a
  * secret never leaves the outbound request that needs it. A secret can come back in another
  * shape (a webhook echoing an Authorization header, a Basic credential, a query string), so
@@ -14,7 +14,7 @@ export const MASK = "***";
 
 /**
  * Base64 pieces shorter than this are not searched: a few characters of base64 occur by
- * chance in ordinary text, and SPEC requires secrets of at least 8 characters anyway.
+ * chance in ordinary text, and secrets must be of at least 8 characters anyway.
  */
 const MIN_EMBEDDED_LENGTH = 8;
 

@@ -1,5 +1,5 @@
 /**
- * The private-address check behind webhook steps (SPEC section 3 "Webhook step"): a workflow
+ * The private-address check behind webhook steps (docs/file-format.md "Webhook step"): a workflow
  * must not be able to reach the Worker host's own network by naming `localhost` or a private
  * IP literal. Only names and literals are judged here; DNS is not resolved (in production
  * Cloudflare's network refuses private targets anyway). IPv4 literals are parsed the way

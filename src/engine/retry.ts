@@ -1,6 +1,6 @@
 /**
  * One retry loop for every outbound HTTP call (webhook steps, model providers), so the rules
- * SPEC section 3 fixes for webhooks hold everywhere: at most N attempts, each with its own
+ * docs/file-format.md fixes for webhooks hold everywhere: at most N attempts, each with its own
  * timeout, full-jitter exponential back-off, `Retry-After` honoured, and nothing (no attempt,
  * no sleep) past the run deadline. The run signal (deadline, cancel, run failure) stops the
  * loop at once. Pure: time comes from a Clock (the system one unless the caller passes another),
@@ -214,7 +214,7 @@ export interface WorkRetry {
 
 /**
  * Runs `work` up to `attempts` times with full-jitter exponential back-off between attempts
- * (SPEC 12's `retry` of a step that is not one HTTP request: an agent's completion, a Workers AI
+ * (docs/file-format.md's `retry` of a step that is not one HTTP request: an agent's completion, a Workers AI
  * call). A failure that is not retryable, an abort, or a back-off that would outlast the deadline
  * ends it with the last error.
  */

@@ -224,7 +224,7 @@ async function runStep(
 /**
  * A step's outcome as its pipeline sees it: its output, or the error that stops the pipeline. A
  * failed step with `on_error: continue` stays recorded `failed`, and its dependents read
- * `{"error": {code, message}}` as its output (SPEC 12); a stop from outside still stops.
+ * `{"error": {code, message}}` as its output (docs/file-format.md); a stop from outside still stops.
  */
 function settledStep(step: CompiledStep, outcome: Exclude<Executed, { status: "skipped" }>): Json {
   if (outcome.status === "complete") return outcome.output;

@@ -1,5 +1,5 @@
 /**
- * `{{ }}` substitution at run time (SPEC section 3 "Substitution"). The compiler has already
+ * `{{ }}` substitution at run time (docs/file-format.md "Substitution"). The compiler has already
  * split every templated value into a Template tree, so rendering is a walk: a lone `{{ e }}`
  * keeps the JSON type of its value, mixed text always becomes a string, and parts of a webhook
  * URL after its first `?` arrive marked `encode` so user values cannot inject query syntax.

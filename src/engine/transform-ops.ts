@@ -1,5 +1,5 @@
 /**
- * The operations of a transform step (SPEC section 3 "Transform step", ktsu-compatible), as
+ * The operations of a transform step (docs/file-format.md "Transform step", ktsu-compatible), as
  * pure functions over JSON: deep merge, and `ops` applied left to right. In map / filter /
  * sort / deduplicate the current item is the JMESPath root, so an op never sees params, env
  * or other steps; only `merge` reads step outputs, and only its named ancestors'.

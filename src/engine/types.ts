@@ -7,8 +7,8 @@ import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import type { Clock } from "./clock.ts";
 
 /**
- * `pending_approval`: an agent step waiting for a human decision (SPEC 9); `waiting`: a wait step
- * waiting for its signal or the end of its sleep (SPEC 13). The run stays `running`.
+ * `pending_approval`: an agent step waiting for a human decision (docs/agents-and-tools.md); `waiting`: a wait step
+ * waiting for its signal or the end of its sleep (docs/file-format.md). The run stays `running`.
  */
 export type StepStatus =
   | "pending"
@@ -35,7 +35,7 @@ export const STEP_ERROR_CODES = [
   "timeout",
   "canceled",
   "internal_error",
-  // Agents with tools, approvals and output contracts (SPEC 9, 10).
+  // Agents with tools, approvals and output contracts (docs/agents-and-tools.md).
   "tool_not_permitted",
   "tool_failed",
   "max_turns_exceeded",
@@ -46,7 +46,7 @@ export const STEP_ERROR_CODES = [
   "low_quality",
   "low_confidence",
   "human_rejected",
-  // The wait step (SPEC 13): its signal did not come within timeout_s.
+  // The wait step (docs/file-format.md): its signal did not come within timeout_s.
   "wait_timeout",
   // Only in workflow tests (npm run test:workflows): a webhook or agent step without a mock.
   "unmocked_step",
@@ -67,7 +67,7 @@ export class StepError extends Error {
 }
 
 /**
- * Error codes that end the whole run whatever tolerates step failures around it (SPEC 10: an
+ * Error codes that end the whole run whatever tolerates step failures around it (docs/agents-and-tools.md: an
  * injection attempt fails the run at once; a fan-out's `max_failures` must not absorb it).
  */
 export const RUN_FATAL_CODES: ReadonlySet<string> = new Set(["injection_detected"]);
@@ -108,7 +108,7 @@ export function emptyMetrics(): StepMetrics {
   };
 }
 
-/** One tool call of an agent step, as the step record shows it (masked). SPEC 9. */
+/** One tool call of an agent step, as the step record shows it (masked). docs/agents-and-tools.md. */
 export interface ToolCallRecord {
   /** The agent's name for the server (`servers[].name`). */
   server: string;
@@ -124,7 +124,7 @@ export interface ToolCallRecord {
   approval: { id: string; status: ApprovalStatus; comment: string | null } | null;
 }
 
-/** `ktsu_flags`, `ktsu_rationale`, `ktsu_confidence` of an agent's final output. SPEC 10. */
+/** `ktsu_flags`, `ktsu_rationale`, `ktsu_confidence` of an agent's final output. docs/agents-and-tools.md. */
 export interface Annotations {
   flags: string[];
   rationale: string | null;
@@ -148,7 +148,7 @@ export interface StepRecord {
   /** Child step records of a workflow step, or the started items of a fan-out ([] otherwise). */
   steps: StepRecord[];
   /**
-   * A re-run (SPEC 12) kept this record from an earlier run instead of executing the step: the
+   * A re-run (docs/http-api.md) kept this record from an earlier run instead of executing the step: the
    * id of the run in which the step actually executed. Absent or null on steps that ran.
    */
   reused_from?: string | null;

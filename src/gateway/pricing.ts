@@ -1,7 +1,7 @@
 /**
  * What an LLM call costs, from the group's `pricing` (USD per million tokens, by model id).
  *
- * Before a call the budget reserves its worst case (SPEC section 3): the serialised request's
+ * Before a call the budget reserves its worst case (docs/file-format.md): the serialised request's
  * UTF-8 bytes taken as input tokens (a token is at least one byte, so this never undercounts)
  * at the group's most expensive input price, plus max_tokens at its most expensive output price.
  * After the call the actual cost uses the provider's usage and the price of the model used.

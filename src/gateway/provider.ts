@@ -104,7 +104,7 @@ export interface ProviderIo {
 }
 
 export interface PreparedCall {
-  /** UTF-8 byte length of the serialised request: SPEC's worst-case input-token count. */
+  /** UTF-8 byte length of the serialised request: the budget rule's worst-case input-token count. */
   requestBytes: number;
   send(io: ProviderIo): Promise<Completion>;
 }
@@ -128,7 +128,7 @@ export class ProviderError extends Error {
   }
 }
 
-/** Every provider call: 3 attempts, 429/5xx/network retried (SPEC section 6). */
+/** Every provider call: 3 attempts, 429/5xx/network retried (docs/agents-and-tools.md). */
 export const PROVIDER_ATTEMPTS = 3;
 /** Per attempt; always further limited by the run deadline. */
 export const PROVIDER_ATTEMPT_TIMEOUT_MS = 60_000;

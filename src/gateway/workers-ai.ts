@@ -3,7 +3,7 @@
  * key; the binding must be configured in wrangler.toml, which is off by default because Workers
  * AI always runs remotely (also under `wrangler dev`).
  *
- * Tools (SPEC 9) are offered in the OpenAI-compatible form that Workers AI's function-calling
+ * Tools (docs/agents-and-tools.md) are offered in the OpenAI-compatible form that Workers AI's function-calling
  * models accept (`tools: [{type: "function", function}]`); their reply's `tool_calls` (either
  * `{name, arguments}` or the OpenAI shape) become tool calls. Models without function calling
  * ignore `tools` and answer in text, which the tool loop takes as the final answer.

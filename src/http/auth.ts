@@ -1,5 +1,5 @@
 /**
- * Who may invoke a workflow, and who may read its runs (SPEC section 5). Expected secrets are
+ * Who may invoke a workflow, and who may read its runs (docs/triggers.md). Expected secrets are
  * read from the Worker's env at request time; an unset one fails closed (500). Presented values
  * are compared in constant time (both sides hashed first, so their lengths never leak either).
  *

@@ -1,5 +1,5 @@
 /**
- * `GET /runs?workflow=NAME[&status=S][&limit=N][&cursor=C]` (SPEC section 4) once the route has
+ * `GET /runs?workflow=NAME[&status=S][&limit=N][&cursor=C]` (docs/http-api.md) once the route has
  * found the workflow and checked the caller's credentials: the query is checked (every problem
  * is a 400 `invalid_query`, never a 500), then one page comes from the run listing
  * (src/run/listing.ts).

@@ -1,5 +1,5 @@
 /**
- * Human approvals as run state (SPEC 9, 10): the run object owns them, keeps each one in its own
+ * Human approvals as run state (docs/agents-and-tools.md): the run object owns them, keeps each one in its own
  * storage row, wakes the step that waits for it when a human decides, and times it out from the
  * run's alarm. While a step waits nothing runs: the object may be evicted; a resumed step asks
  * again with the same key, and since the approval's id is derived from (run, step path, key) it

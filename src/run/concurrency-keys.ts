@@ -1,5 +1,5 @@
 /**
- * Per-key concurrency (SPEC 13): one Durable Object per (workflow, key) holds which runs of that
+ * Per-key concurrency (docs/triggers.md): one Durable Object per (workflow, key) holds which runs of that
  * key are active and which wait, in invoke order. A new run of a workflow that declares
  * `invoke.concurrency` asks it for a slot when its object creates it; a run that ends (or is
  * canceled while queued) releases it, and the next queued run is told to begin. Only such

@@ -59,7 +59,7 @@ function nest(
   });
 }
 
-/** A step record as the envelope shows it: every key present, in SPEC's order (older records lack some). */
+/** A step record as the envelope shows it: every key present, in the documented order (docs/http-api.md) (older records lack some). */
 function full(rec: StepRecord, steps: StepRecord[]): StepRecord {
   return {
     id: rec.id,

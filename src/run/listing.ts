@@ -1,5 +1,5 @@
 /**
- * The run listing behind `GET /runs?workflow=NAME` (SPEC section 4), as one small interface:
+ * The run listing behind `GET /runs?workflow=NAME` (docs/http-api.md), as one small interface:
  * `recordRun` (the run object reports its own status, after it has answered), `listRuns` (merge on
  * read, newest first, from a position) and `forgetRun` (DELETE). Nothing on the invoke path calls
  * it: an invoke contacts only its run's own Durable Object.

@@ -1,5 +1,5 @@
 /**
- * One call to a Workers Rate Limiting binding (`invoke.rate_limit`, SPEC 5). The Worker makes
+ * One call to a Workers Rate Limiting binding (`invoke.rate_limit`, docs/triggers.md). The Worker makes
  * it before a new run exists; for an invoke that names its run (an Idempotency-Key, a sender's
  * delivery id) the run's object makes it, and only when it creates the run: a replay is answered
  * by the run that exists and never spends, nor is refused by, the limit. A limiter that throws

@@ -1,5 +1,5 @@
 /**
- * Which steps a re-run executes again and which it reuses (SPEC 12). A re-run is a new run whose
+ * Which steps a re-run executes again and which it reuses (docs/http-api.md). A re-run is a new run whose
  * step records start with the old run's reusable ones: the engine treats a finished record it
  * is handed as done (the same path that resumes a run after an eviction), so a reused step sends
  * no request, calls no model and charges nothing to the new run's budget.

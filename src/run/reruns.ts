@@ -32,7 +32,7 @@ export type RerunOutcome = { runId: string; result: StartResult & { outcome: "st
 
 /**
  * Re-runs the run behind `stub`. `once`: skip it (answer "already") if it was re-run before.
- * Throws the problems of SPEC 12 (run_not_found, run_active, nothing_to_rerun, unknown_step,
+ * Throws the problems of docs/http-api.md (run_not_found, run_active, nothing_to_rerun, unknown_step,
  * invalid_params).
  */
 export async function rerun(

@@ -1,5 +1,5 @@
 /**
- * Run notifications (SPEC 12): after a run ends, each `notify:` entry whose `on` holds its status
+ * Run notifications (docs/file-format.md): after a run ends, each `notify:` entry whose `on` holds its status
  * gets one POST `{type: "run.<status>", run_id, workflow, status, error, created_at,
  * finished_at, rerun_url, view_url}`, masked, with `webhook-id: msg_<run_id>_<type>` on every
  * attempt (and the Standard Webhooks signature when the entry signs), under the URL rules of

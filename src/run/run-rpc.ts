@@ -14,7 +14,7 @@ export type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 export interface StartRequest {
   workflowKey: string;
   params: JsonObject;
-  /** The recorded request: `{headers}` with the workflow's declared headers (SPEC section 5). */
+  /** The recorded request: `{headers}` with the workflow's declared headers (docs/triggers.md). */
   request: JsonObject;
   /** Canonical hash of the body, for Idempotency-Key replays (null without a key). */
   bodyHash: string | null;
@@ -28,7 +28,7 @@ export interface StartRequest {
   definition?: Bundle | null;
   /** A re-run: the run it re-runs and the records it reuses (src/run/rerun.ts). */
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
-  /** `invoke.concurrency`: the key's object (`<workflow>\n<key>`) and its limit (SPEC 13). */
+  /** `invoke.concurrency`: the key's object (`<workflow>\n<key>`) and its limit (docs/triggers.md). */
   concurrency?: { gate: string; limit: number } | null;
 }
 
@@ -72,7 +72,7 @@ export interface RunRpc {
   relist(): Promise<void>;
   expire(): Promise<"deleted" | "kept" | "gone">;
   fetch(request: Request): Promise<Response>;
-  /** The old run's definition, inputs and records, for a re-run (SPEC 12). */
+  /** The old run's definition, inputs and records, for a re-run (docs/http-api.md). */
   rerunSource(): Promise<RerunSource>;
   /** Notes that `runId` re-runs this run; with `once`, refuses if it was re-run before. */
   rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active">;

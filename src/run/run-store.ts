@@ -1,5 +1,5 @@
 /**
- * What a run keeps, and when it writes it (SPEC 15): the storage layout of one run over a small
+ * What a run keeps, and when it writes it (docs/operations.md): the storage layout of one run over a small
  * synchronous key-value port. The Durable Object gives it its SQLite-backed KV, where every row
  * written is billed; the workflow-test runner a Map. Every write a run makes goes through here.
  *

@@ -1,5 +1,5 @@
 /**
- * Keyed signals (SPEC 13): one Durable Object per (workflow, signal name, key), so a sender that
+ * Keyed signals (docs/http-api.md): one Durable Object per (workflow, signal name, key), so a sender that
  * knows no run id (a payment provider knows the order id) reaches every run waiting for it, and
  * no object sees every signal of a workflow. A run whose wait has a key registers here when the
  * wait starts; a signal is handed to each registered run (the run checks it still waits for it,

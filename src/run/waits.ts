@@ -1,5 +1,5 @@
 /**
- * The waits of a run's wait steps (SPEC 13), durable in the run's storage: one row per wait
+ * The waits of a run's wait steps (docs/file-format.md), durable in the run's storage: one row per wait
  * (`wait/<path>`: what it waits for, until when, and what came), and at most one kept signal per
  * name (`signal/<name>`: a signal sent before the run reached its wait). A wait step asked again
  * after an eviction finds its row: its timeout and its sleep's end stay where they were, and a

@@ -1,5 +1,5 @@
 /**
- * The Worker's `scheduled` handler (SPEC section 5, "Schedules"): when a cron trigger fires,
+ * The Worker's `scheduled` handler (docs/triggers.md, "Schedules"): when a cron trigger fires,
  * every invocable workflow's `schedule` entry with exactly that cron starts one run with the
  * entry's params (checked against params.schema at build time). The idempotency key
  * `schedule:<cron>:<scheduled time>` makes a repeated event for the same time (Cloudflare

@@ -1,5 +1,5 @@
 /**
- * The agent step (SPEC section 6): renders the step's params, validates them against the
+ * The agent step (docs/agents-and-tools.md): renders the step's params, validates them against the
  * agent's params.schema, asks the model group for a reply, and turns the reply into the step
  * output: JSON valid against the agent's output schema, with one repair call when it is not.
  *
@@ -26,7 +26,7 @@ import type { GroupModel } from "../gateway/select.ts";
 import { applyContracts, forValidation, reservedOf } from "./output-contracts.ts";
 import { ToolLoop } from "./tool-loop.ts";
 
-/** SPEC: `max_tokens` defaults to the group's `default_max_tokens`, else this. */
+/** `max_tokens` defaults to the group's `default_max_tokens`, else this. */
 export const DEFAULT_MAX_TOKENS = 1024;
 /** Violations quoted in an error or a repair message; the rest are counted. */
 const MAX_LISTED_VIOLATIONS = 10;
@@ -104,7 +104,7 @@ function planFor(agent: CompiledAgent, params: Json, threshold: number | null): 
       const labels = Array.isArray(p.labels) ? p.labels : [];
       // The label check is a schema, so a wrong label gets the same repair call as bad JSON.
       // Under a confidence_threshold the model is asked for its confidence, which the step's
-      // contract reads (SPEC 10) and then removes: the output stays `{label}`.
+      // contract reads (docs/agents-and-tools.md) and then removes: the output stays `{label}`.
       const schema: JsonSchema = {
         type: "object",
         properties: {
@@ -228,7 +228,7 @@ async function finalAnswer(
 }
 
 /**
- * The agent step. With `retry` (SPEC 12) a failure of the model group (every model failed: a
+ * The agent step. With `retry` (docs/file-format.md) a failure of the model group (every model failed: a
  * provider error, a timeout) is tried again after a back-off, resuming from the conversation's
  * checkpoint (a tool call already made is not made again); a budget, schema or contract failure
  * never is. Default: one attempt (each provider call already retries 429/5xx/network itself).

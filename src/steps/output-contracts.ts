@@ -1,5 +1,5 @@
 /**
- * Agent output contracts (SPEC 10): the reserved `ktsu_` fields of an agent's validated output,
+ * Agent output contracts (docs/agents-and-tools.md): the reserved `ktsu_` fields of an agent's validated output,
  * acted on in a fixed order — injection attempt (the run fails), untrusted content, low quality,
  * confidence under the step's threshold (one reflect call, then fail), a human's review, a skip —
  * then `ktsu_flags`, `ktsu_rationale` and `ktsu_confidence` kept as the step's annotations and
@@ -88,7 +88,7 @@ export function withoutReserved(o: JsonObject): JsonObject {
   return out;
 }
 
-/** Applies SPEC 10 to a validated output; returns the step output, or throws StepError / StepSkipped. */
+/** Applies docs/agents-and-tools.md to a validated output; returns the step output, or throws StepError / StepSkipped. */
 export async function applyContracts(output: Json, opts: ContractOptions): Promise<Json> {
   let value = output;
   let reflected = false;
@@ -142,7 +142,7 @@ export async function applyContracts(output: Json, opts: ContractOptions): Promi
         );
       }
     }
-    // Non-empty as SPEC and ktsu say: a reason of spaces is still a reason.
+    // Non-empty as docs/agents-and-tools.md and ktsu say: a reason of spaces is still a reason.
     if (typeof o.ktsu_skip_reason === "string" && o.ktsu_skip_reason !== "") {
       throw new StepSkipped(o.ktsu_skip_reason);
     }

@@ -1,5 +1,5 @@
 /**
- * The tool loop of an agent with `servers:` (SPEC 9). Each turn is one model call under the
+ * The tool loop of an agent with `servers:` (docs/agents-and-tools.md). Each turn is one model call under the
  * budget rules (the gateway reserves its worst case); the model is offered only the tools its
  * allowlists let through, in each provider's native form. Calls of one reply run concurrently
  * (the run's outbound limit applies); a call of a tool that is not offered is never made and fails

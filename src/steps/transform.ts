@@ -1,5 +1,5 @@
 /**
- * The transform step (SPEC section 3, ktsu-compatible): picks its input (explicit `inputs`,
+ * The transform step (docs/file-format.md, ktsu-compatible): picks its input (explicit `inputs`,
  * else what its dependencies produced, else the run's params), runs the ops over it, and
  * checks the result against `output.schema`. Pure data work: no I/O, no Worker APIs.
  */

@@ -1,5 +1,5 @@
 /**
- * The wait step (SPEC 13): waits, durably, through the run's waits host, for a signal (its body
+ * The wait step (docs/file-format.md): waits, durably, through the run's waits host, for a signal (its body
  * becomes the output) or until a sleep ends (`{"slept_s": N}`). Nothing spins: the run object
  * sleeps until a signal arrives or its alarm wakes it; the run deadline still holds.
  */

@@ -1,5 +1,5 @@
 /**
- * The webhook step (SPEC section 3 "Webhook step"): one outbound HTTP request with the
+ * The webhook step (docs/file-format.md "Webhook step"): one outbound HTTP request with the
  * guarantees a receiver relies on: the same `Idempotency-Key` (and Standard Webhooks
  * `webhook-id`) on every retry, retries only where they are safe to repeat (network error,
  * timeout, 408, 429, 5xx), nothing sent to private hosts unless the operator allows it, no
@@ -17,7 +17,7 @@ import { setOwn } from "../engine/transform-ops.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
 
 export const WEBHOOK_ATTEMPTS = 3;
-/** Largest response body a webhook step records (SPEC section 4: step output 1 MiB). */
+/** Largest response body a webhook step records (docs/http-api.md: step output 1 MiB). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 const USER_AGENT = "workflow-edge";
 
@@ -139,7 +139,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
   // The body is read inside the attempt (so the attempt timeout bounds a body that trickles
   // in) and kept here; retryHttp only needs the status and Retry-After of what it gets back.
   let received = null as Received | null;
-  // SPEC 12: `retry.max_attempts` replaces the default of 3 (what is retried stays the same).
+  // docs/file-format.md: `retry.max_attempts` replaces the default of 3 (what is retried stays the same).
   const attemptsAllowed = step.retry?.maxAttempts ?? WEBHOOK_ATTEMPTS;
   const send = async (signal: AbortSignal, attempt: number): Promise<Response> => {
     received = null;

@@ -1,5 +1,5 @@
 /**
- * The front page (SPEC 14): `GET /` lists every invocable workflow with its description, version,
+ * The front page (docs/cli.md): `GET /` lists every invocable workflow with its description, version,
  * trigger (auth scheme, schedules) and links to its runs, as JSON to `Accept: application/json`
  * and as an HTML page to a browser. It needs no credentials and shows none: no secret, no header
  * value, no parameter; reading the runs it links to still needs each workflow's credentials.

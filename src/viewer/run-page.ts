@@ -13,10 +13,10 @@
  * `data-kind`), `#run-status[data-status]`, `#timeline tr[data-step]`, `#details`
  * (`#details-output`, `#details-request` with the recorded request headers, `#details-error`,
  * `#details-items`), and `body[data-live]` ("open" while following events, "closed" after).
- * Approvals (SPEC 9): `#approvals` lists the run's approvals as `[data-approval="<id>"][data-status]`;
+ * Approvals (docs/agents-and-tools.md): `#approvals` lists the run's approvals as `[data-approval="<id>"][data-status]`;
  * a pending one has a comment field (`.approval-comment`) and `button[data-decision="approved"]` /
  * `"rejected"`.
- * Recovering and waiting runs (SPEC 12, 13): `#cancel-run` on an active run, `#rerun-run` on a
+ * Recovering and waiting runs (docs/http-api.md, docs/file-format.md): `#cancel-run` on an active run, `#rerun-run` on a
  * finished one and `#rerun-from` on a selected step of a finished run (each asks for the
  * workflow's credentials like Approve does, then opens the new run); `#rerun-of` links the run
  * a re-run re-runs, and a reused step says `Reused from`; a waiting wait step for a signal shows

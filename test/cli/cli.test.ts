@@ -1,5 +1,5 @@
 /**
- * The command line (SPEC 14) without a deployment: usage errors exit 2 with a clear message,
+ * The command line (docs/cli.md) without a deployment: usage errors exit 2 with a clear message,
  * API errors exit 1 as `error: <code>: <detail>` on stderr (a real HTTP server on 127.0.0.1
  * answers as the Worker does), `--json` prints exactly the API's JSON, and `init NAME` writes a
  * workflow and a test that pass `validate` and `test`. Every command against a real Worker:

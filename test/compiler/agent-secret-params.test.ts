@@ -1,6 +1,6 @@
 /**
  * A secret handed to an agent param that goes to the model provider: a param the agent does not
- * mark `secret: true` (SPEC 9: secret params are for tool servers only), or any param of a
+ * mark `secret: true` (docs/agents-and-tools.md: secret params are for tool servers only), or any param of a
  * built-in agent. The build warns at the step's param; the build still succeeds.
  */
 import { afterAll, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * Build checks of SPEC sections 5 and 8 that were once missing: each test here failed
+ * Build checks of docs/triggers.md, docs/file-format.md that were once missing: each test here failed
  * before its fix.
  */
 import { afterAll, describe, it } from "vitest";
@@ -15,7 +15,7 @@ simple = { limit = 10, period = 60 }
 `;
 
 describe("item and item_index outside a fan-out step's substitutions", () => {
-  it("are build errors in invoke.response.body and invoke.rate_limit.key (SPEC 8: anywhere else)", () => {
+  it("are build errors in invoke.response.body and invoke.rate_limit.key (docs/file-format.md: anywhere else)", () => {
     const p = compileFiles({
       "wrangler.toml": WRANGLER,
       [T]: `kind: workflow

@@ -1,5 +1,5 @@
 /**
- * The build's checks of `for_each` (SPEC section 8): its fields and ranges, `from` as JMESPath
+ * The build's checks of `for_each` (docs/file-format.md): its fields and ranges, `from` as JMESPath
  * under the ancestor rule, `{{ item }}` / `{{ item_index }}` only in a fan-out step's
  * substitutions, the transform hint, the unbudgeted agent fan-out warning, and what the bundle
  * holds. Each test states the exact `file:line:col` the user is sent to.

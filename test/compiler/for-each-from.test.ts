@@ -1,5 +1,5 @@
 /**
- * The build's `for_each` checks (SPEC section 8): each mistake is reported
+ * The build's `for_each` checks (docs/file-format.md): each mistake is reported
  * once, at its value.
  */
 import { afterAll, describe, it } from "vitest";

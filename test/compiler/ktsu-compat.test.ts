@@ -1,7 +1,7 @@
 /**
- * ktsu files compile unchanged (SPEC section 3, last paragraph of "Workflow step"): ktsu's own
+ * ktsu files compile unchanged (docs/file-format.md, last paragraph of "Workflow step"): ktsu's own
  * example files (copied byte for byte into fixtures/ktsu-examples, see its SOURCE.md) build, with
- * the semantics SPEC gives: top-level `webhooks:` on sub-workflow files, namespaced names for
+ * the semantics the docs give: top-level `webhooks:` on sub-workflow files, namespaced names for
  * files that are not invocable, `output.schema` on every step type, `env:NAME` read as
  * `{{ env.NAME }}` (with a warning), and ktsu's `from: input`. What is really wrong stays an error.
  */

@@ -1,6 +1,6 @@
 /**
  * ktsu's agent files give `servers[].path` from the project root (`servers/wiki.server.yaml` in
- * `agents/triage.agent.yaml`); SPEC 9 reads it relative to the agent file. A ktsu file brought over
+ * `agents/triage.agent.yaml`); docs/agents-and-tools.md reads it relative to the agent file. A ktsu file brought over
  * unchanged gets an error that says what to write.
  */
 import { afterAll, describe, it } from "vitest";

@@ -1,4 +1,4 @@
-/** Build checks of SPEC 12's step fields: `retry` where it applies, its ranges, `on_error`. */
+/** Build checks of docs/file-format.md's step fields: `retry` where it applies, its ranges, `on_error`. */
 import { afterAll, describe, expect, it } from "vitest";
 import type { WebhookStep } from "../../src/bundle.ts";
 import { compileFiles, expectDiagnostic, removeProjects } from "./temp-project.ts";

@@ -1,5 +1,5 @@
 /**
- * SPEC 9, ktsu's rule: a server param declared `secret: true` is fed only from agent
+ * docs/agents-and-tools.md, ktsu's rule: a server param declared `secret: true` is fed only from agent
  * params marked `secret: true`. An unmarked agent param would reach the model (an agent without
  * `prompt.user` sends its params as JSON), so the build rejects it at the server ref's param.
  * A literal `notify.url` must be an absolute http(s) URL: anything else would never be sent.

@@ -1,5 +1,5 @@
 /**
- * The tool-server counterpart of the webhook rule (SPEC 2): a secret env var that reaches a tool
+ * The tool-server counterpart of the webhook rule (docs/file-format.md): a secret env var that reaches a tool
  * server (through the step's params, the agent's `servers[].params`, the server's params) or
  * signs an approval notification, while the url's host comes from the invoke's params or a step
  * output, is a build warning at the step param that carries the url. A warning, not an error:

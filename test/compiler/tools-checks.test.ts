@@ -1,5 +1,5 @@
 /**
- * Build checks for agents that act (SPEC 9, 10): `*.server.yaml` files, an agent's `servers:`
+ * Build checks for agents that act (docs/agents-and-tools.md): `*.server.yaml` files, an agent's `servers:`
  * block (paths, params, allowlists, approval policies), secrets that only travel through step
  * params, `prompt.reflect` and `confidence_threshold`. Every mistake is reported at its
  * `file:line:col`, all of them in one build.

@@ -1,5 +1,5 @@
 /**
- * Build checks of triggers (SPEC section 5): each signature scheme's fields, request headers,
+ * Build checks of triggers (docs/triggers.md): each signature scheme's fields, request headers,
  * invoke.response, invoke.rate_limit and schedule, with the exact `file:line:col` and, where
  * wrangler.toml is involved, the lines to add.
  */

@@ -1,4 +1,4 @@
-/** Build checks of the wait step (SPEC 13): exactly one way to wait, signal names, timeout_s, schema, key reads. */
+/** Build checks of the wait step (docs/file-format.md): exactly one way to wait, signal names, timeout_s, schema, key reads. */
 import { afterAll, describe, expect, it } from "vitest";
 import type { WaitStep } from "../../src/bundle.ts";
 import { compileFiles, removeProjects } from "./temp-project.ts";

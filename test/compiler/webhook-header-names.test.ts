@@ -1,5 +1,5 @@
 /**
- * build checks (SPEC section 2): mistakes that every run would trip over at run time
+ * build checks (docs/file-format.md): mistakes that every run would trip over at run time
  * are build errors at the exact `file:line:col`.
  */
 import { afterAll, describe, expect, it } from "vitest";

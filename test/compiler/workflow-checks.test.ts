@@ -1,5 +1,5 @@
 /**
- * One test per build check of SPEC.md section 2 on workflow files: each writes a small project,
+ * One test per build check of docs/file-format.md on workflow files: each writes a small project,
  * and asserts the exact `file:line:col` the user is sent to and the gist of the message.
  */
 import { afterAll, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * Every command of the CLI (SPEC 14) against the real Worker under `wrangler dev`, run as a user
+ * Every command of the CLI (docs/cli.md) against the real Worker under `wrangler dev`, run as a user
  * runs it (`node cli/bin.ts`, which is what the `workflow-edge` bin and `npm run cli` start):
  * exit statuses, human output, `--json` output parsed, and API errors on stderr.
  */

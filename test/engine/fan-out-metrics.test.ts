@@ -1,5 +1,5 @@
 /**
- * Fan-out metrics (SPEC section 8: "Metrics of the step are the items' sums,
+ * Fan-out metrics (docs/file-format.md: "Metrics of the step are the items' sums,
  * and run totals count each item once"): the sums hold while the fan-out runs, so the envelope
  * and the run totals of a run read mid-fan-out already count its finished items, and a resumed
  * fan-out counts its restored items once.

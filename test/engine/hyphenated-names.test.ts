@@ -1,5 +1,5 @@
 /**
- * SPEC section 3 "Expressions" (build side): bare hyphenated names are quoted as ktsu
+ * docs/file-format.md "Expressions" (build side): bare hyphenated names are quoted as ktsu
  * does (one field, not a subtraction), and a transform `sort` / `deduplicate` field is checked at
  * build time like any other expression instead of failing the run.
  */

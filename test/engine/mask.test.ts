@@ -1,5 +1,5 @@
 /**
- * Secret masking as SPEC section 3 promises: a recorded value never holds a secret, in any of
+ * Secret masking as docs/file-format.md promises: a recorded value never holds a secret, in any of
  * the shapes a service may echo it back. Expected encodings are produced with Node's Buffer,
  * independently of the masker's own encoder.
  */

@@ -1,5 +1,5 @@
 /**
- * Agent output contracts (SPEC 10): `annotations` are taken from the final output, after a
+ * Agent output contracts (docs/agents-and-tools.md): `annotations` are taken from the final output, after a
  * reflect. A reflection that carries no flags, rationale or confidence leaves the step without
  * annotations — not with the draft's.
  */

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { providerToolNames } from "../../src/steps/tool-servers.ts";
 
 describe("providerToolNames", () => {
-  it("keeps every name providers accept, as SPEC's plain names", () => {
+  it("keeps every name providers accept, as the documented plain names", () => {
     expect(providerToolNames(["echo", "get-sum", "left__shared", "a_b"])).toEqual([
       "echo",
       "get-sum",

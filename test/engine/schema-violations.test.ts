@@ -1,5 +1,5 @@
 /**
- * JSON Schema validation (SPEC section 4: `errors[].path` is a JSON Pointer into the
+ * JSON Schema validation (docs/http-api.md: `errors[].path` is a JSON Pointer into the
  * body): paths are RFC 6901 pointers, not URI fragments, and no value makes validation throw.
  */
 import { describe, expect, it } from "vitest";

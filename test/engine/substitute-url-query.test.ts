@@ -1,5 +1,5 @@
 /**
- * substitution into a webhook URL's query (SPEC section 3: a value inserted after the
+ * substitution into a webhook URL's query (docs/file-format.md: a value inserted after the
  * first `?` is percent-encoded): a value that is not Unicode text (a lone surrogate, legal in a
  * JSON string) is encoded like the URL parser encodes it in the path, never a thrown URIError.
  */

@@ -1,5 +1,5 @@
 /**
- * `{{ }}` substitution as workflow authors see it (SPEC section 3): a lone expression keeps its
+ * `{{ }}` substitution as workflow authors see it (docs/file-format.md): a lone expression keeps its
  * JSON type, mixed text becomes a string, missing values are null (or empty in text), webhook
  * query parts are percent-encoded, and objects and arrays are rendered deeply.
  */

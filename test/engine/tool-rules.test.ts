@@ -1,5 +1,5 @@
 /**
- * The small rules behind tool access (SPEC 9): which allowlist entry governs a tool, how
+ * The small rules behind tool access (docs/agents-and-tools.md): which allowlist entry governs a tool, how
  * approval timeouts are written, and which patterns the build accepts.
  */
 import { describe, expect, it } from "vitest";

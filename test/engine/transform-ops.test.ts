@@ -1,5 +1,5 @@
 /**
- * Transform operations as SPEC section 3 describes them: deep merge, and map / filter / sort /
+ * Transform operations as docs/file-format.md describes them: deep merge, and map / filter / sort /
  * flatten / deduplicate / merge applied left to right, the current item as the JMESPath root.
  */
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * SPEC section 3 "Substitution": in a webhook `url`, a value inserted after the first
+ * docs/file-format.md "Substitution": in a webhook `url`, a value inserted after the first
  * `?` is percent-encoded. The first `?` can come from an inserted value too (a base URL held in
  * env or params that carries its own query, as Google Chat or Slack hook URLs do).
  */

@@ -1,5 +1,5 @@
 /**
- * What an LLM call costs and what the budget reserves before it (SPEC section 3 "Budget",
+ * What an LLM call costs and what the budget reserves before it (docs/file-format.md "Budget",
  * section 7 pricing).
  */
 import { describe, expect, it } from "vitest";

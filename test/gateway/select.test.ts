@@ -1,4 +1,4 @@
-/** Which model of a group a call tries first, and which next (SPEC section 7 `strategy`). */
+/** Which model of a group a call tries first, and which next (docs/agents-and-tools.md `strategy`). */
 import { describe, expect, it } from "vitest";
 import type { CompiledGroup } from "../../src/bundle.ts";
 import { modelOrder } from "../../src/gateway/select.ts";

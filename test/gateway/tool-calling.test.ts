@@ -1,5 +1,5 @@
 /**
- * Native tool calling in each provider's own form (SPEC 9): how offered tools, the model's calls
+ * Native tool calling in each provider's own form (docs/agents-and-tools.md): how offered tools, the model's calls
  * and the tool results are written for OpenAI Chat Completions, the Anthropic Messages API and
  * Workers AI, and how their replies' tool calls are read back.
  */

@@ -13,7 +13,7 @@ function postForm(name: string, body: string) {
 
 describe("form bodies", () => {
   it("keeps a lone `payload` that does not parse as a JSON object as a string field (no 400)", async () => {
-    // SPEC: the payload is unwrapped only when "it parses as a JSON object"; otherwise the form
+    // docs: the payload is unwrapped only when "it parses as a JSON object"; otherwise the form
     // is the params object of strings, whatever the field's text starts with.
     for (const text of ["{not json", '{"a":1', "{}}"]) {
       const res = await postForm("trig-form", `payload=${encodeURIComponent(text)}`);

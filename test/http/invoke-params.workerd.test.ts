@@ -1,5 +1,5 @@
 /**
- * `POST /invoke/{name}` (SPEC section 4): `errors[].path` of a 422 is a JSON Pointer into
+ * `POST /invoke/{name}` (docs/http-api.md): `errors[].path` of a 422 is a JSON Pointer into
  * the body, and an odd but well-formed JSON body never ends as a 500.
  */
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * SPEC section 4: a route asked with a method it does not serve. HTTP
+ * docs/http-api.md: a route asked with a method it does not serve. HTTP
  * (RFC 9110 §15.5.6) answers 405 with `Allow`, not 404: the resource exists, the method is
  * wrong, and a client (or an API tool) learns from `Allow` what to send instead.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC sections 4 and 5 at the points no other suite pins: a run that ends
+ * docs/http-api.md, docs/triggers.md at the points no other suite pins: a run that ends
  * failed or canceled while the invoke waits, media types compared case-insensitively, a
  * streamed body over 1 MiB, and the event stream behind the workflow's credentials.
  */

@@ -1,5 +1,5 @@
 /**
- * Signed deliveries from real webhook senders (SPEC section 5): each scheme's delivery is signed
+ * Signed deliveries from real webhook senders (docs/triggers.md): each scheme's delivery is signed
  * by the sender's own library (or its documented recipe) in Node, then sent to the Worker in
  * workerd. Valid -> a run; tampered body, wrong secret, stale timestamp, missing header, wrong
  * encoding -> the same 401 every time; a redelivery reaches the same run.

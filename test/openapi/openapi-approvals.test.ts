@@ -1,5 +1,5 @@
 /**
- * The approval endpoints in the OpenAPI document (SPEC 9): both forms, their bodies and their
+ * The approval endpoints in the OpenAPI document (docs/agents-and-tools.md): both forms, their bodies and their
  * problems, and the step record's new fields; the whole document still validates as OpenAPI 3.1.
  */
 import { fileURLToPath } from "node:url";

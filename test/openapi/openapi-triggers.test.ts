@@ -1,5 +1,5 @@
 /**
- * What the OpenAPI document says about triggers (SPEC section 5): a sender's signature as the
+ * What the OpenAPI document says about triggers (docs/triggers.md): a sender's signature as the
  * security scheme and its other headers as parameters, declared request headers, the form
  * content type, the rendered invoke.response, 429 with Retry-After for a rate limit, and who
  * reads runs (a signing secret as bearer, the ADMIN_TOKEN).

@@ -120,7 +120,7 @@ describe("OpenAPI document", () => {
     expect(doc.paths["/health"].get).toBeDefined();
   });
 
-  it("requires every envelope key of SPEC section 4", () => {
+  it("requires every envelope key of docs/http-api.md", () => {
     expect(doc.components.schemas.Envelope.required.sort()).toEqual(
       [
         "run_id",

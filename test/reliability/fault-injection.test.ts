@@ -1,7 +1,7 @@
 /**
  * Fault injection end to end: webhook targets that hang, reset the connection, answer garbage or
  * too much, a retry back-off that would outlive the run, and a cancel while a step is in flight.
- * Whatever the target does, the run ends (never hangs), ends the way SPEC says, and its record
+ * Whatever the target does, the run ends (never hangs), ends the way the docs say, and its record
  * stays readable.
  */
 import { describe, expect, it } from "vitest";
@@ -85,7 +85,7 @@ describe("a webhook target that answers too much", () => {
 });
 
 describe("the run deadline against a Retry-After longer than the time left", () => {
-  // SPEC: "Retry-After honoured, all inside the run deadline". The deadline fires while the step
+  // docs: "Retry-After honoured, all inside the run deadline". The deadline fires while the step
   // waits out the back-off: the run ends failed/timeout at its deadline, with no second request.
   it("ends the run as a timeout at its deadline, without a second request", async () => {
     const key = uniqueKey("retry-after");

@@ -22,7 +22,7 @@ const NAMES = [
   "auth-raw",
   "auth-unset",
   "no-such-workflow",
-  // Signed deliveries, forms, request headers, rate limits (SPEC section 5).
+  // Signed deliveries, forms, request headers, rate limits (docs/triggers.md).
   "trig-github",
   "trig-stripe",
   "trig-slack",

@@ -1,5 +1,5 @@
 /**
- * The runtime limits of SPEC section 4, each enforced with a clear error: invoke body 1 MiB
+ * The runtime limits of docs/http-api.md, each enforced with a clear error: invoke body 1 MiB
  * (413 payload_too_large) and 128 levels of nesting (400 invalid_json), 6 outbound requests in flight per run (more wait their turn), step
  * output 1 MiB (output_too_large). The compile-time limits (200 steps, sub-workflow depth 8)
  * are in test/reliability/compiler/limits.test.ts.

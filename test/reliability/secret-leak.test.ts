@@ -3,7 +3,7 @@
  * it (query, headers, body), a model echoing a prompt that holds it, error messages, a
  * sub-workflow's output, the caller's own params, a 422 that quotes the body — the secret
  * appears in no envelope, no error body, no event on GET /runs/{id}/events and no console
- * output, in none of the forms SPEC names (as is, base64, base64url, URL-encoded, JSON-escaped).
+ * output, in none of the forms the docs name (as is, base64, base64url, URL-encoded, JSON-escaped).
  * Each test first checks that the secret really went where the workflow sends it, so "not found"
  * means masked, not "never there".
  */
@@ -24,7 +24,7 @@ function utf8Base64(s: string): string {
   return btoa(binary);
 }
 
-/** Every form SPEC says is masked. */
+/** Every form the docs say is masked. */
 function forms(secret: string): string[] {
   const b64 = utf8Base64(secret);
   const b64url = b64.replaceAll("+", "-").replaceAll("/", "_");

@@ -1,5 +1,5 @@
 /**
- * Which steps a re-run reuses (src/run/rerun.ts, SPEC 12), over compiled definitions and the
+ * Which steps a re-run reuses (src/run/rerun.ts, docs/http-api.md), over compiled definitions and the
  * records an old run left: what did not complete runs again with everything downstream of it,
  * `from` adds a step and its dependents, a sub-workflow step that runs again keeps its completed
  * children, and a step the current definition changed is never reused.

@@ -3,13 +3,23 @@
  * folder of the Worker has its folder of tests), and the code cites the project's own pages, never
  * a document that is not in the repository.
  */
-import { readdirSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const dirs = (path: string) =>
   readdirSync(join(ROOT, path)).filter((n) => statSync(join(ROOT, path, n)).isDirectory());
+
+function files(path: string): string[] {
+  return readdirSync(join(ROOT, path)).flatMap((name) => {
+    const p = join(path, name);
+    // Build output (generated, bench/tmp) and the copied JMESPath compliance suite are not ours.
+    if (statSync(join(ROOT, p)).isDirectory())
+      return ["generated", "tmp", "conformance", "node_modules"].includes(name) ? [] : files(p);
+    return /\.(ts|cjs|mjs|js|md|yaml|json|toml)$/.test(name) ? [p] : [];
+  });
+}
 
 describe("the repository's layout", () => {
   it("has a test/<folder> for every src/<folder>", () => {
@@ -17,5 +27,14 @@ describe("the repository's layout", () => {
       .filter((d) => d !== "generated")
       .filter((d) => !dirs("test").includes(d));
     expect(missing).toEqual([]);
+  });
+
+  it("cites no document outside the repository in code, tests, docs, schemas or workflows", () => {
+    const citing = ["src", "cli", "scripts", "bench", "test", "docs", "schema", "workflows"]
+      .flatMap(files)
+      .concat(["README.md", "wrangler.toml"])
+      .filter((f) => /\bSPEC\b/.test(readFileSync(join(ROOT, f), "utf8")))
+      .map((f) => relative(ROOT, join(ROOT, f)));
+    expect(citing).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * SPEC section 3 "Substitution" against the real webhook target: a value inserted after
+ * docs/file-format.md "Substitution" against the real webhook target: a value inserted after
  * the first `?` of a webhook URL is percent-encoded, also when that `?` came from an inserted
  * base URL (so a caller's value cannot add query parameters).
  */

@@ -1,5 +1,5 @@
 /**
- * What `npm run test:workflows` tells a user, against SPEC section 11: what a user
+ * What `npm run test:workflows` tells a user, against docs/workflow-tests.md: what a user
  * reads when a case fails, and how expectations and asserts treat secrets and failed runs.
  */
 import { spawnSync } from "node:child_process";

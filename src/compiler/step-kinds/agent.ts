@@ -72,7 +72,7 @@ export const agentStep: StepKindCompiler<"agent"> = {
       s.params === undefined ? ({ t: "lit", v: {} } as Template) : c.template(i, s.params, at("params"));
     if (resolved && params.t === "obj") {
       // A secret handed to an agent param the agent does not mark `secret: true` goes to the model
-      // provider (SPEC 9: secret params are for tool servers only).
+      // provider (docs/agents-and-tools.md: secret params are for tool servers only).
       const marked = new Set(resolved.agent.secretParams ?? []);
       for (const [key, value] of params.entries) {
         if (marked.has(key)) continue;

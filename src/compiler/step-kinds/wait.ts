@@ -1,5 +1,5 @@
 /**
- * The `wait` step kind (SPEC 13): exactly one of `signal` (a name of `[a-z0-9_-]`, 1..64; an
+ * The `wait` step kind (docs/file-format.md): exactly one of `signal` (a name of `[a-z0-9_-]`, 1..64; an
  * optional `key` template; `timeout_s`, required; an optional `schema` for the body), `for_s` (a
  * durable sleep) or `until` (a template rendering an RFC 3339 time).
  */

@@ -1,5 +1,5 @@
 /**
- * Turns an invoke body into the params object by its content type (SPEC section 5, "Bodies").
+ * Turns an invoke body into the params object by its content type (docs/triggers.md, "Bodies").
  * JSON (or no content type) as ever; a form (`application/x-www-form-urlencoded`, what Slack
  * slash commands, Twilio and GitHub's form deliveries send) becomes an object of strings, and a
  * form whose only field is `payload` holding a JSON object is that object. Anything else is 415:

@@ -1,5 +1,5 @@
 /**
- * `invoke.rate_limit` (SPEC section 5): one call to a Workers Rate Limiting binding per invoke,
+ * `invoke.rate_limit` (docs/triggers.md): one call to a Workers Rate Limiting binding per invoke,
  * after auth and params (a refused caller never spends anyone's quota), before the run exists.
  * The key is rendered from `params` and `request` (default: the workflow name). Over the limit:
  * 429 `rate_limited` with `Retry-After` = the binding's period, the longest the caller can have

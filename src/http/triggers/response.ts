@@ -1,5 +1,5 @@
 /**
- * `invoke.response` (SPEC section 5): a workflow answering as an API. Once the run has finished
+ * `invoke.response` (docs/triggers.md): a workflow answering as an API. Once the run has finished
  * within the wait, a complete run answers the declared status with the body rendered against
  * {params, env, step, request} as the envelope holds them (masked; env only the non-secret
  * vars, which the compiler enforces too); a failed or canceled run answers 500 `run_failed`

@@ -1,5 +1,5 @@
 /**
- * The webhook senders' signature schemes (SPEC section 5), one small verifier each, all on Web
+ * The webhook senders' signature schemes (docs/triggers.md), one small verifier each, all on Web
  * Crypto: HMAC and Ed25519 through `crypto.subtle.verify`, which compares in constant time. A
  * verifier sees the raw body bytes exactly as received (nothing is parsed before it says yes)
  * and answers only yes or no: the caller turns every no into the same 401, so no detail of what

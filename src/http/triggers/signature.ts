@@ -1,5 +1,5 @@
 /**
- * Signed deliveries (SPEC section 5): reads the secrets of the workflow's scheme from the
+ * Signed deliveries (docs/triggers.md): reads the secrets of the workflow's scheme from the
  * Worker's env (an unset one fails closed with 500), asks the scheme's verifier, and turns
  * every refusal into one and the same 401. Also names the delivery id a sender repeats on its
  * retries, which becomes the run's idempotency key when the request has none of its own.

@@ -1,5 +1,5 @@
 /**
- * The compile-time limits of SPEC section 4: 200 steps per workflow and sub-workflow nesting 8
+ * The compile-time limits of docs/http-api.md: 200 steps per workflow and sub-workflow nesting 8
  * levels deep. Each is tested at the limit (compiles) and one past it (a positioned error that
  * names the limit). The runtime limits are in test/reliability/limits.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * the tool loop against what real providers accept (SPEC 9): with an Anthropic model the
+ * the tool loop against what real providers accept (docs/agents-and-tools.md): with an Anthropic model the
  * calls that offer no tools after tools were used — the last turn under `max_turns`, a repair call —
  * must still be requests the Messages API takes (the model stub refuses what it refuses).
  */
@@ -42,7 +42,7 @@ describe("an Anthropic agent after tool calls", () => {
 });
 
 describe("an empty reply", () => {
-  it("of an agent without tools gets the one repair call (SPEC 6), not max_turns_exceeded", async () => {
+  it("of an agent without tools gets the one repair call (docs/agents-and-tools.md), not max_turns_exceeded", async () => {
     const tag = uniqueKey("empty");
     const e = await run("tools-contract-plain", {
       script: script(["", { reply: { answer: "fixed", ktsu_confidence: 0.9 } }], tag),

@@ -1,5 +1,5 @@
 /**
- * approvals (SPEC 9): a gated call that ends the step (rejected under `on_reject: fail`,
+ * approvals (docs/agents-and-tools.md): a gated call that ends the step (rejected under `on_reject: fail`,
  * timed out under `timeout_behavior: fail`) still appears in the step's `tool_calls` with its
  * approval, and ktsu's decide route never answers a 5xx for a step path it cannot decode.
  */

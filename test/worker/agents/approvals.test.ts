@@ -1,5 +1,5 @@
 /**
- * Human approval of gated tool calls (SPEC 9): the step waits in `pending_approval`, the approval
+ * Human approval of gated tool calls (docs/agents-and-tools.md): the step waits in `pending_approval`, the approval
  * is listed and decided over HTTP (both endpoint forms), the notification arrives signed with an
  * absolute decide_url, SSE announces it, and approve / reject (fail, recover) / timeout (driven by
  * the run object's alarm) / eviction while pending all end the way the policy says.

@@ -1,5 +1,5 @@
 /**
- * `confidence_threshold` on `core/classify` (SPEC 10 on a built-in agent): the model is asked for
+ * `confidence_threshold` on `core/classify` (docs/agents-and-tools.md on a built-in agent): the model is asked for
  * `ktsu_confidence` in its JSON, the contract reads it, and the output stays `{label}`.
  */
 import { describe, expect, it } from "vitest";

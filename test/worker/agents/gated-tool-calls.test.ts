@@ -1,5 +1,5 @@
 /**
- * SPEC 9 and 10 where the feature tests leave off: several gated calls in
+ * docs/agents-and-tools.md where the feature tests leave off: several gated calls in
  * one reply (each its own approval, the turn waits for all, `approval.decided` on the event
  * stream, every call of a failing reply recorded), the default approval timeout (the run's
  * deadline), two servers with the same tool names (`<server>__<tool>`) with a raw auth header,

@@ -1,5 +1,5 @@
 /**
- * Agent output contracts (SPEC 10): the reserved `ktsu_` fields of a validated output, in their
+ * Agent output contracts (docs/agents-and-tools.md): the reserved `ktsu_` fields of a validated output, in their
  * order, `confidence_threshold` with one reflect call, a human review through the approval
  * machinery, a skip, and the annotations kept on the step record.
  */

@@ -1,5 +1,5 @@
 /**
- * Agents with tools, end to end (SPEC 9): the Worker and its run object in workerd, the official
+ * Agents with tools, end to end (docs/agents-and-tools.md): the Worker and its run object in workerd, the official
  * MCP server-everything (Streamable HTTP) and our logging MCP server (both transports) on
  * 127.0.0.1, and the model stub's scripted `stub-tools` model speaking OpenAI and Anthropic.
  */

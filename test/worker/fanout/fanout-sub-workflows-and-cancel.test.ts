@@ -1,5 +1,5 @@
 /**
- * Fan-out (SPEC section 8) end to end: what test/worker/fanout.test.ts does
+ * Fan-out (docs/file-format.md) end to end: what test/worker/fanout.test.ts does
  * not cover. Sub-workflow items that fail, a fan-out inside a sub-workflow (error.step, keys),
  * cancel in the middle of a fan-out, retries per item, the condition, `from` not an array,
  * substitution of item / item_index, output.schema over {results}, events of failed items.

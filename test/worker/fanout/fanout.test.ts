@@ -1,5 +1,5 @@
 /**
- * Fan-out (`for_each`, SPEC section 8) end to end: the Worker, the run's Durable Object with real
+ * Fan-out (`for_each`, docs/file-format.md) end to end: the Worker, the run's Durable Object with real
  * storage and alarms, the real webhook target and the OpenAI-shaped model stub. Order under
  * out-of-order completion, concurrency as the receiver sees it, max_failures 0 / N / -1, agents
  * under a budget, sub-workflows per item, eviction and the deadline in the middle of a fan-out,
@@ -317,7 +317,7 @@ describe("durability", () => {
     const keys = await runInDurableObject(runStub(e.run_id), (_o, state) =>
       [...state.storage.kv.list()].map(([k]) => k).sort(),
     );
-    // Each item sent a webhook: its own row, its checkpoint (SPEC 15). The fan-out step's record
+    // Each item sent a webhook: its own row, its checkpoint (docs/operations.md). The fan-out step's record
     // and the transform ride in `run`.
     expect(keys).toEqual(["def", "run", ...items.map((_, i) => `step/post/${i}`)].sort());
   });

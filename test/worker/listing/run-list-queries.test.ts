@@ -1,5 +1,5 @@
 /**
- * the run listing (SPEC section 4, `GET /runs`): paging must reach every run also when
+ * the run listing (docs/http-api.md, `GET /runs`): paging must reach every run also when
  * a page ends early on the shard-read budget (two busy hours whose shards together exceed
  * MAX_SHARD_READS), and the query's own parameters are checked like the others.
  */

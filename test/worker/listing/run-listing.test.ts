@@ -1,5 +1,5 @@
 /**
- * The run listing, `GET /runs?workflow=NAME` (SPEC section 4), end to end through the Worker:
+ * The run listing, `GET /runs?workflow=NAME` (docs/http-api.md), end to end through the Worker:
  * every run listed once while paging (also after hundreds of concurrent invokes), newest first,
  * the status filter, statuses that follow the runs, the query checks (400 `invalid_query`, also
  * for a tampered cursor), the workflow's credentials, DELETE, retention, and the scale rule: an

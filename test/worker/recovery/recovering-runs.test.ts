@@ -1,5 +1,5 @@
 /**
- * Recovering runs (SPEC 12): a step's `retry` policy replaces its kind's default attempts, and
+ * Recovering runs (docs/file-format.md): a step's `retry` policy replaces its kind's default attempts, and
  * `on_error: continue` records a failure while the run goes on, its dependents reading the error.
  */
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * Re-runs (SPEC 12): a failed run re-run as a new run that reuses what completed (no request sent
+ * Re-runs (docs/http-api.md): a failed run re-run as a new run that reuses what completed (no request sent
  * again) and runs the rest; on the pinned definition or on the one deployed after a fix; `from` a
  * step; in bulk after an outage, each failed run once under concurrent calls; and the errors.
  */

@@ -1,5 +1,5 @@
 /**
- * Notifications of finished runs (SPEC 12): after the run's answer, each `notify:` entry whose
+ * Notifications of finished runs (docs/file-format.md): after the run's answer, each `notify:` entry whose
  * `on` holds the final status gets one POST, masked, signed with Standard Webhooks (checked with
  * the `standardwebhooks` package as the oracle), retried with one `webhook-id`, and delivered
  * even when the run's object is evicted before it got through.

@@ -1,5 +1,5 @@
 /**
- * SPEC section 3 "Expressions" for ktsu files: a bare hyphenated name (`params.user-id`,
+ * docs/file-format.md "Expressions" for ktsu files: a bare hyphenated name (`params.user-id`,
  * `sort: {field: created-at}`) is one field, as ktsu reads it, never a JMESPath subtraction that
  * fails the run with expression_error. Arithmetic written with spaces still works.
  */

@@ -1,5 +1,5 @@
 /**
- * What ktsu's file forms mean at run time (SPEC section 3, "ktsu files compile unchanged"):
+ * What ktsu's file forms mean at run time (docs/file-format.md, "ktsu files compile unchanged"):
  * `output.schema` on a webhook step validates its `{status, headers, body}`, a secret written
  * `env:NAME` is sent as the secret and masked like one, and a sub-workflow file's top-level
  * `webhooks: suppress` silences its webhooks even when the calling step says `execute`.

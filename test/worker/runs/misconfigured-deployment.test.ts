@@ -1,5 +1,5 @@
 /**
- * SPEC sections 4 and 5 under a misconfigured deployment: a secret or a
+ * docs/http-api.md, docs/triggers.md under a misconfigured deployment: a secret or a
  * binding the Worker needs is unset or unusable. Every such request fails closed with 500
  * `server_misconfigured` (never lets the request in, never echoes a value), and what does not
  * depend on the missing piece keeps working. The Worker's own entry is called with an env that

@@ -1,5 +1,5 @@
 /**
- * What a run writes to its Durable Object (SPEC 15: each SQLite row written is billed): a
+ * What a run writes to its Durable Object (docs/operations.md: each SQLite row written is billed): a
  * transform run that finishes before its answer leaves writes 1 row whatever its length, its
  * pinned definition inside; a run still active when it answers is written before that answer,
  * with its deadline alarm, and survives an eviction right after it; after an eviction between

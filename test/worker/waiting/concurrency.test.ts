@@ -1,5 +1,5 @@
 /**
- * Per-key concurrency (SPEC 13): with `invoke.concurrency: {limit: 1, key: "{{ params.group }}"}`
+ * Per-key concurrency (docs/triggers.md): with `invoke.concurrency: {limit: 1, key: "{{ params.group }}"}`
  * never two runs of one group are active at once, each group's runs start in invoke order,
  * different groups run in parallel; a queued run's timeout counts from its start; a canceled
  * queued run never starts; a queued run's object may be evicted while it waits its turn.

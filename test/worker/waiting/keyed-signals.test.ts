@@ -1,5 +1,5 @@
 /**
- * Keyed signals (SPEC 13): a sender that knows only an order id signals every run waiting for it
+ * Keyed signals (docs/file-format.md): a sender that knows only an order id signals every run waiting for it
  * with that key (and no other), through the key's own object; a signal that comes before any such
  * wait is kept and consumed by the first wait that starts.
  */

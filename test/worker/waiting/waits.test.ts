@@ -1,5 +1,5 @@
 /**
- * The wait step (SPEC 13): a run waits for a signal (its body the step's output, checked against
+ * The wait step (docs/file-format.md): a run waits for a signal (its body the step's output, checked against
  * the wait's schema), keeps a signal that comes early, fails `wait_timeout` when none comes, and
  * sleeps; all of it durable: a signal reaches a run whose object was evicted while it waited, and
  * a sleep ends on the object's alarm after an eviction.
