@@ -3,6 +3,7 @@
  * and asserts the exact `file:line:col` the user is sent to and the gist of the message.
  */
 import { afterAll, describe, expect, it } from "vitest";
+import { STEP_KINDS } from "../../src/bundle.ts";
 import {
   compileFiles,
   expectDiagnostic,
@@ -139,15 +140,10 @@ describe("steps", () => {
     expectOnlyError(p, T, 12, 9, /^duplicate step id `a` \(also step #1, line 10\)$/);
   });
 
-  it("rejects a step with none of agent, workflow, transform, webhook, wait", () => {
+  it("rejects a step with no step kind, naming every kind it could have", () => {
     const p = compileFiles({ [T]: `${HEAD}  - id: a\n    condition: "params.x"\n` });
-    expectOnlyError(
-      p,
-      T,
-      10,
-      5,
-      /^step `a` needs exactly one of `agent`, `workflow`, `transform`, `webhook`, `wait`$/,
-    );
+    const kinds = STEP_KINDS.map((k) => `\`${k}\``).join(", ");
+    expectOnlyError(p, T, 10, 5, new RegExp(`^step \`a\` needs exactly one of ${kinds}$`));
   });
 
   it("rejects a step with two step types", () => {

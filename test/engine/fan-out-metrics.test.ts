@@ -11,7 +11,7 @@ import { createMasker } from "../../src/engine/mask.ts";
 import type { Executors, RunHost } from "../../src/engine/run-host.ts";
 import { runPipeline } from "../../src/engine/scheduler.ts";
 import { emptyMetrics, type StepRecord } from "../../src/engine/types.ts";
-import { executeTransform } from "../../src/steps/transform.ts";
+import { executors } from "../../src/steps/index.ts";
 import { testBundle, testWorkflow } from "../support/compiled.ts";
 
 /** A webhook fan-out over `params.items` whose fake executor holds each item `{ms}` and costs $0.01. */
@@ -45,7 +45,8 @@ function host(w: CompiledWorkflow, restored = new Map<string, StepRecord>()): Ru
     bundle: testBundle([w]),
     runId: "run1",
     env: {},
-    executors: { webhook, transform: executeTransform, agent: async () => ({}), wait: async () => ({}) },
+    // The real table with stand-ins for the kinds that reach outside (a new kind runs for real).
+    executors: { ...executors, webhook, agent: async () => ({}), wait: async () => ({}) },
     masker: createMasker([]),
     fetch: () => Promise.reject(new Error("no network in unit tests")),
     now: () => Date.now(),

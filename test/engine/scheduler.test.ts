@@ -9,7 +9,7 @@ import { createMasker } from "../../src/engine/mask.ts";
 import { type Executors, RunAbort, type RunHost } from "../../src/engine/run-host.ts";
 import { runPipeline } from "../../src/engine/scheduler.ts";
 import { StepError, type StepRecord } from "../../src/engine/types.ts";
-import { executeTransform } from "../../src/steps/transform.ts";
+import { executors } from "../../src/steps/index.ts";
 import { testBundle, testWorkflow } from "../support/compiled.ts";
 
 const lit = (v: Json): Template => ({ t: "lit", v });
@@ -76,7 +76,8 @@ function harness(
     bundle,
     runId: "run1",
     env: {},
-    executors: { webhook, transform: executeTransform, agent: async () => ({}), wait: async () => ({}) },
+    // The real table with stand-ins for the kinds that reach outside (a new kind runs for real).
+    executors: { ...executors, webhook, agent: async () => ({}), wait: async () => ({}) },
     masker: createMasker(opts.secrets ?? []),
     fetch: () => Promise.reject(new Error("no network in unit tests")),
     now: () => Date.now(),
