@@ -23,6 +23,13 @@ describe("invoke", () => {
     expect((await problem(res)).code).toBe("workflow_not_found");
   });
 
+  it("suggests the closest workflow name when the name is mistyped, and none when nothing is close", async () => {
+    const typo = await problem(await invoke("basc"));
+    expect(typo.detail).toBe('no workflow named "basc"; did you mean `basic`?');
+    const far = await problem(await invoke("no-such-workflow"));
+    expect(far.detail).toBe('no workflow named "no-such-workflow"');
+  });
+
   it("creates a run: 202 with run_id, status accepted and Location", async () => {
     const res = await invoke("basic", { items: ITEMS });
     expect(res.status).toBe(202);
