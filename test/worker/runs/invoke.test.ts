@@ -81,6 +81,23 @@ describe("invoke", () => {
     expect((await problem(res)).code).toBe("invalid_json");
   });
 
+  it("says at which line and column malformed JSON breaks, without echoing the body", async () => {
+    const cases: Array<[string, string]> = [
+      ['{\n  "items": [],\n  "tier": gold\n}', "line 3, column 11"], // a value not quoted
+      ['{"items": [1, 2,]}', "line 1, column 17"], // a trailing comma
+      ['{"items": [], "tier": "gold"', "line 1, column 29"], // the body ends too early
+      ['{"items": []}\n{"items": []}', "line 2, column 1"], // a second value after the first
+      ["{\r\n  'items': []\r\n}", "line 2, column 3"], // single quotes
+    ];
+    for (const [body, where] of cases) {
+      const res = await invoke("basic", body);
+      expect(res.status).toBe(400);
+      const p = await problem(res);
+      expect(p.code).toBe("invalid_json");
+      expect(p.detail).toBe(`the body is not valid JSON at ${where}`);
+    }
+  });
+
   it("answers 400 invalid_json for a body that is not an object", async () => {
     for (const body of ["[1,2]", "null", "42", '"text"']) {
       const res = await invoke("basic", body);
