@@ -2,7 +2,8 @@
  * `workflow-edge`: drive a deployment from a terminal (docs/cli.md). It speaks only the HTTP API
  * (cli/api.ts), so it works against `npm start` and a deployed Worker alike. Exit status: 0 on
  * success (a run that ended complete, or was accepted), 1 when a run ended failed or canceled or
- * the API answered an error (stderr: `error: <code>: <detail>`), 2 for a usage error.
+ * the API answered an error (stderr: `error: <code>: <detail>`, then each of the problem's
+ * `errors[]` on its own line), 2 for a usage error.
  * `--json` prints exactly the API's JSON on stdout and nothing else.
  */
 import { spawnSync } from "node:child_process";
@@ -26,7 +27,8 @@ commands:
   approve ID APPROVAL_ID [--comment C]
   reject ID APPROVAL_ID [--comment C]
   signal ID NAME [--data JSON | --data @FILE]
-  validate | build | test          the project's npm scripts
+  validate | build                 the project's npm scripts
+  test [FILE|DIR]...               the workflow tests (npm run test:workflows)
   init NAME                        writes workflows/NAME.workflow.yaml and its test
 
 --url defaults to $WORKFLOW_EDGE_URL, else http://localhost:8787; --token to $WORKFLOW_EDGE_TOKEN
@@ -175,7 +177,17 @@ async function runs(
       if (values.from) body.from = values.from;
       if (values.current) body.definition = "current";
       const headers: Record<string, string> = wait !== null ? { prefer: `wait=${wait}` } : {};
-      const res = await request(conn, "POST", `/runs/${id()}/rerun`, { body, headers });
+      const res = await request(conn, "POST", `/runs/${id()}/rerun`, { body, headers }).catch((e) => {
+        // The API's hint names the body's field; here it is an option.
+        if (e instanceof ApiError && e.code === "nothing_to_rerun")
+          throw new ApiError(
+            e.code,
+            "the run completed: name a step to re-run from (--from STEP)",
+            e.status,
+            e.body,
+          );
+        throw e;
+      });
       const b = res.body as Record<string, unknown>;
       return res.status === 202 ? showAccepted(out, b) : showRun(out, b);
     }
@@ -364,9 +376,14 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       case "validate":
       case "build":
       case "test": {
-        need(args, 0, "argument");
+        // `test` takes what `npm run test:workflows` takes: test files or folders.
+        if (command !== "test") need(args, 0, "argument");
         const script = command === "test" ? "test:workflows" : command;
-        const r = spawnSync("npm", ["run", "--silent", script], { stdio: "inherit" });
+        const files = args.length > 0 ? ["--", ...args] : [];
+        // From where the command was typed (`npm run cli` runs it in the package root), so that a
+        // relative FILE means what it meant there.
+        const cwd = process.env.INIT_CWD ?? process.cwd();
+        const r = spawnSync("npm", ["run", "--silent", script, ...files], { stdio: "inherit", cwd });
         return r.status ?? 1;
       }
       case "init": {
@@ -388,6 +405,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
     }
     if (e instanceof ApiError) {
       process.stderr.write(`error: ${e.code}: ${e.message}\n`);
+      for (const line of problemErrors(e.body)) process.stderr.write(`  ${line}\n`);
       if (json && e.body && typeof e.body === "object")
         process.stdout.write(`${JSON.stringify(e.body, null, 2)}\n`);
       return 1;
@@ -397,6 +415,17 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
   } finally {
     flush(lines);
   }
+}
+
+/** A problem's `errors[]`, one line each: where (a JSON Pointer into what was sent) and what to fix. */
+function problemErrors(body: unknown): string[] {
+  const errors = body && typeof body === "object" && "errors" in body ? body.errors : null;
+  if (!Array.isArray(errors)) return [];
+  return errors.map((x: { path?: unknown; message?: unknown }) =>
+    typeof x?.message === "string"
+      ? `${typeof x.path === "string" && x.path !== "" ? x.path : "(the body)"}: ${x.message}`
+      : JSON.stringify(x),
+  );
 }
 
 function flush(lines: string[]): void {

@@ -75,7 +75,10 @@ interface Step {
   steps?: Step[];
 }
 
-/** A run: its status line, then each step (children indented) with status, duration and error. */
+/**
+ * A run: its status line, then each step (children indented) with status, duration and error,
+ * the totals, the run's output (compact JSON) and its error.
+ */
 export function runSummary(paint: ReturnType<typeof painter>, e: Record<string, unknown>): string {
   const lines = [
     `${paint("bold", String(e.workflow))} run ${e.run_id} ${status(paint, String(e.status))}` +
@@ -107,6 +110,8 @@ export function runSummary(paint: ReturnType<typeof painter>, e: Record<string, 
       `  total ${duration(totals.duration_ms ?? null)}, cost $${(totals.cost_usd ?? 0).toFixed(4)}`,
     ),
   );
+  // The run's output, compact, once there is one: what a script or a person came for.
+  if (e.output !== null && e.output !== undefined) lines.push(`  output ${JSON.stringify(e.output)}`);
   const err = e.error as { code: string; message: string; step: string | null } | null;
   if (err)
     lines.push(paint("red", `  error ${err.code}${err.step ? ` at ${err.step}` : ""}: ${err.message}`));

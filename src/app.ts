@@ -9,6 +9,7 @@
 import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import { type Bundle, type CompiledWorkflow, isSignature, SIGNAL_NAME } from "./bundle.ts";
+import { hint as didYouMean } from "./common/did-you-mean.ts";
 import { authenticatedBody, requireReader } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
 import { readDecision } from "./http/decision.ts";
@@ -314,7 +315,11 @@ app.onError((err) => {
 /** The invocable workflow called `name`, or 404 workflow_not_found (`hint` ends the detail). */
 function invocable(name: string, hint: string): { key: string; wf: CompiledWorkflow } {
   const found = deployed.lookup(name);
-  if (!found) throw new HttpProblem("workflow_not_found", `no workflow named "${name}"${hint}`);
+  if (!found)
+    throw new HttpProblem(
+      "workflow_not_found",
+      `no workflow named "${name}"${hint || didYouMean(name, Object.keys(bundle.invocable))}`,
+    );
   return found;
 }
 

@@ -2,7 +2,8 @@
  * Runs in Node before the workers project: compiles test/fixtures/workflows into the bundle the
  * Worker under test imports (alias `workflow-bundle`), and starts the real HTTP servers the
  * tests talk to on 127.0.0.1 (webhook targets, model provider stubs, the senders' signer). Ports and the secret
- * values the fixtures use reach workerd as bindings (vitest.config.ts).
+ * values the fixtures use reach workerd as bindings (vitest.config.ts). workerd's messages that
+ * the eviction and kill tests cause on purpose are held back (holdBackExpectedWorkerdMessages).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -30,6 +31,7 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
+  const workerd = holdBackExpectedWorkerdMessages();
   const dir = fileURLToPath(new URL("./fixtures/workflows", import.meta.url));
   const result = compileProject(dir);
   const errors = result.diagnostics.filter((d) => d.severity === "error");
@@ -58,5 +60,53 @@ export default async function setup(project: TestProject) {
     await signer.close();
     await everything.close();
     await tools.close();
+    workerd.stop();
+  };
+}
+
+/** What workerd says when a test has evicted or killed an object, or dropped a connection. */
+const EXPECTED_WORKERD = [
+  /disconnected: client error \(SendRequest\)/,
+  /Network connection lost\./,
+  /disconnected: read end of pipe was aborted/,
+  /jsg\.Error: killed mid-delivery/,
+];
+
+/**
+ * workerd's own messages that the workers project's tests cause on purpose. Tests that evict or
+ * kill a run's Durable Object mid-request (test/reliability/eviction.test.ts,
+ * test/worker/run-notifications.test.ts, the durability and cancel tests) or cut a request off
+ * make workerd print what it lost, each with a native stack: about 20 messages a run that look
+ * like failures and are not. The vitest plugin writes workerd's output to stdout and stderr itself
+ * and takes no handler for it, so this holds back those known messages (anything else passes
+ * unchanged) and says at the end how many it held back. SHOW_EXPECTED_WORKERD_LOGS=1 prints them
+ * as they come.
+ */
+function holdBackExpectedWorkerdMessages(): { stop(): void } {
+  if (process.env.SHOW_EXPECTED_WORKERD_LOGS) return { stop() {} };
+  let held = 0;
+  const restore = [process.stdout, process.stderr].map((stream) => {
+    const write = stream.write;
+    stream.write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
+      const text = typeof chunk === "string" ? chunk : "";
+      if (EXPECTED_WORKERD.some((re) => re.test(text))) {
+        held++;
+        (rest.find((r) => typeof r === "function") as (() => void) | undefined)?.();
+        return true;
+      }
+      return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+    } as typeof stream.write;
+    return () => {
+      stream.write = write;
+    };
+  });
+  return {
+    stop() {
+      for (const r of restore) r();
+      if (held > 0)
+        process.stderr.write(
+          `workerd: ${held} messages held back, all expected: tests evicted or killed Durable Objects, or cut requests, on purpose (SHOW_EXPECTED_WORKERD_LOGS=1 prints them)\n`,
+        );
+    },
   };
 }

@@ -5,8 +5,8 @@
  * (`{{ }}`); only the keys are checked here, the values are validated at run time.
  */
 import type { Bundle, CompiledStep, CompiledWorkflow, JsonSchema, Template } from "../bundle.ts";
+import { hint } from "../common/did-you-mean.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { hint } from "./did-you-mean.ts";
 import type { SourceFile } from "./yaml-source.ts";
 
 /** Each compiled step with its workflow, its source file and its index in the file's `pipeline`. */

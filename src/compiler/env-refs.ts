@@ -4,8 +4,8 @@
  * and gateway.yaml.
  */
 import type { EnvDecl } from "../bundle.ts";
+import { hint } from "../common/did-you-mean.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { hint } from "./did-you-mean.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 const ENV_REF = /^\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/;

@@ -13,8 +13,8 @@ import {
   type ProviderType,
   type ProviderTypeFacts,
 } from "../bundle.ts";
+import { hint } from "../common/did-you-mean.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { hint } from "./did-you-mean.ts";
 import { declaredEnvRef, envRefName, readEnvDecls } from "./env-refs.ts";
 import { checkStructure } from "./structure-check.ts";
 import type { SourceFile } from "./yaml-source.ts";

@@ -16,8 +16,8 @@ import type {
   SignatureAuth,
   Template,
 } from "../bundle.ts";
+import { hint } from "../common/did-you-mean.ts";
 import { isObject } from "../common/guards.ts";
-import { hint } from "./did-you-mean.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { compileAuth, signatureHeaders } from "./invoke-auth.ts";
 import type { InvokeContext, TriggerTemplate } from "./invoke-context.ts";

@@ -7,8 +7,8 @@
  */
 import { readFileSync } from "node:fs";
 import { type OutputUnit, type Schema, Validator } from "@cfworker/json-schema";
+import { hint } from "../common/did-you-mean.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { hint } from "./did-you-mean.ts";
 import { dotted } from "./structure-check.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 

@@ -17,9 +17,9 @@ import type {
   Json,
   Template,
 } from "../bundle.ts";
+import { hint } from "../common/did-you-mean.ts";
 import { isObject } from "../common/guards.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { hint } from "./did-you-mean.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { checkStructure } from "./structure-check.ts";
 import { compileTemplate } from "./templates.ts";

@@ -6,8 +6,8 @@
  * person can act on, and suggests the closest known field for a typo.
  */
 import { readFileSync } from "node:fs";
+import { hint } from "../common/did-you-mean.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { hint } from "./did-you-mean.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 
 export interface FormatSchema {

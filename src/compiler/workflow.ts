@@ -17,10 +17,10 @@ import {
   STEP_KIND_TRAITS,
   type Template,
 } from "../bundle.ts";
+import { hint } from "../common/did-you-mean.ts";
 import { isObject } from "../common/guards.ts";
 import type { AgentResolver } from "./agents.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { hint } from "./did-you-mean.ts";
 import { envShorthandWarning, expandEnvShorthand, readEnvDecls } from "./env-refs.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { compileTriggers } from "./invoke.ts";

@@ -4,7 +4,7 @@
  * the plain data (`data`) and ask `at(path)` for a position only when they report.
  */
 import { readFileSync } from "node:fs";
-import { isMap, isPair, isScalar, isSeq, type Node, parseDocument, visit } from "yaml";
+import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument, visit } from "yaml";
 import type { DiagnosticSink, Position } from "./diagnostics.ts";
 
 /** A path into the data: object keys and array indexes. */
@@ -78,6 +78,26 @@ export function loadYaml(abs: string, display: string, key: string, sink: Diagno
     for (const e of doc.errors) sink.error(display, pos(e.pos[0]), `YAML: ${firstLine(e.message)}`);
     return file;
   }
+  // A mapping or a list as a key (`? [a, b]`, `{a: 1}: x`, an alias of one): no JSON object has one, and toJS
+  // would turn it into a string and warn on the process. Say so where it stands, like a syntax error.
+  let collectionKeys = 0;
+  visit(doc, {
+    Pair(_key, pair) {
+      // An alias key (`*a : x`) stands for its anchor's node, which may be a collection too.
+      const key = isAlias(pair.key) ? pair.key.resolve(doc) : pair.key;
+      // A tagged scalar can be an object too: `!!binary` bytes, a `!!timestamp` Date.
+      const objectScalar = isScalar(key) && key.value !== null && typeof key.value === "object";
+      if (isMap(key) || isSeq(key) || objectScalar) {
+        collectionKeys++;
+        sink.error(
+          display,
+          pos((pair.key as Node).range?.[0] ?? 0),
+          "YAML: a key must be text or a number, not a mapping, a list, binary data or a date",
+        );
+      }
+    },
+  });
+  if (collectionKeys > 0) return file;
   try {
     file.data = doc.toJS({ maxAliasCount: 1000 }) ?? null;
   } catch (err) {

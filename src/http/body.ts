@@ -6,6 +6,7 @@
  */
 import type { JsonObject } from "../bundle.ts";
 import { readCapped } from "../engine/read-capped.ts";
+import { whereJsonBreaks } from "./json-syntax.ts";
 import { HttpProblem } from "./problem.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -51,8 +52,8 @@ export function parseJsonObject(text: string): JsonObject {
   try {
     value = JSON.parse(text);
   } catch {
-    // The parser's message quotes the body, which may hold anything: don't echo it.
-    throw new HttpProblem("invalid_json", "the body is not valid JSON");
+    // The parser's message quotes the body, which may hold anything: don't echo it, say where.
+    throw new HttpProblem("invalid_json", `the body is not valid JSON${whereJsonBreaks(text)}`);
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new HttpProblem("invalid_json", "the body must be a JSON object (the workflow's params)");

@@ -15,6 +15,54 @@ import { ROOT, runCli } from "./run-cli.ts";
 
 const cli = (args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}) => runCli(args, opts);
 
+/** What the Worker answers to these requests (`METHOD path`), as it does; anything else below. */
+const ANSWERS: Record<string, { status: number; body: unknown }> = {
+  "POST /invoke/greeter": {
+    status: 200,
+    body: {
+      run_id: "a".repeat(64),
+      workflow: "greeter",
+      status: "complete",
+      error: null,
+      steps: [
+        {
+          id: "greet",
+          status: "complete",
+          started_at: "2026-11-25T05:16:08.272Z",
+          finished_at: "2026-11-25T05:16:08.275Z",
+          error: null,
+        },
+      ],
+      output: { result: { greeting: "Hello, Ada!" } },
+      totals: { duration_ms: 3, cost_usd: 0 },
+    },
+  },
+  "POST /invoke/strict": {
+    status: 422,
+    body: {
+      type: "urn:workflow-edge:problem:invalid_params",
+      title: "Invalid params",
+      status: 422,
+      detail: "the body does not match strict's params.schema",
+      code: "invalid_params",
+      errors: [
+        { path: "/name", message: "String is too short (0 < 1)." },
+        { path: "", message: 'Instance does not have required property "age".' },
+      ],
+    },
+  },
+  [`POST /runs/${"b".repeat(64)}/rerun`]: {
+    status: 409,
+    body: {
+      type: "urn:workflow-edge:problem:nothing_to_rerun",
+      title: "Nothing to re-run",
+      status: 409,
+      detail: 'the run completed: name a step to re-run from ("from")',
+      code: "nothing_to_rerun",
+    },
+  },
+};
+
 let server: Server;
 let url = "";
 const seen: Array<{ method: string; url: string; headers: Record<string, unknown>; body: string }> = [];
@@ -25,6 +73,12 @@ beforeAll(async () => {
     req.on("data", (c) => (body += c));
     req.on("end", () => {
       seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+      const answer = ANSWERS[`${req.method} ${req.url}`];
+      if (answer) {
+        res.writeHead(answer.status, { "content-type": "application/json" });
+        res.end(JSON.stringify(answer.body));
+        return;
+      }
       if (req.url?.startsWith("/runs/")) {
         res.writeHead(404, { "content-type": "application/problem+json" });
         res.end(
@@ -98,10 +152,56 @@ describe("against an HTTP server", () => {
     expect(JSON.parse(last?.body ?? "")).toEqual({ name: "Ada" });
   });
 
+  it("invoke --wait prints the run's output as compact JSON after its steps", async () => {
+    const r = await cli(["invoke", "greeter", "--data", '{"name":"Ada"}', "--wait", "--url", url]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim().split("\n")).toEqual([
+      `greeter run ${"a".repeat(64)} complete`,
+      "  greet  complete  3 ms  ",
+      "  total 3 ms, cost $0.0000",
+      '  output {"result":{"greeting":"Hello, Ada!"}}',
+    ]);
+  });
+
+  it("prints each of the problem's errors (where, and what to fix) on its own line under the error", async () => {
+    const r = await cli(["invoke", "strict", "--data", '{"name":""}', "--url", url]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.split("\n")).toEqual([
+      "error: invalid_params: the body does not match strict's params.schema",
+      "  /name: String is too short (0 < 1).",
+      '  (the body): Instance does not have required property "age".',
+      "",
+    ]);
+  });
+
+  it("says to name --from when re-running a complete run", async () => {
+    const r = await cli(["runs", "rerun", "b".repeat(64), "--url", url]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe(
+      "error: nothing_to_rerun: the run completed: name a step to re-run from (--from STEP)",
+    );
+  });
+
   it("says when the deployment does not answer", async () => {
     const r = await cli(["runs", "get", "x", "--url", "http://127.0.0.1:9"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error: unreachable: /);
+  });
+});
+
+describe("the project's scripts", () => {
+  it("test FILE runs the cases of that file only, as npm run test:workflows FILE does", async () => {
+    const r = await cli(["test", "workflows/tests/hello.test.yaml"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("workflows/tests/hello.test.yaml (hello)");
+    expect(r.stdout).toMatch(/\d+ cases? in 1 file: \d+ passed, 0 failed/);
+  });
+
+  it("test FILE reads a relative FILE from the folder `npm run cli` was typed in", async () => {
+    // npm runs the CLI in the package root and says where it was typed in INIT_CWD.
+    const r = await cli(["test", "tests/hello.test.yaml"], { env: { INIT_CWD: join(ROOT, "workflows") } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("workflows/tests/hello.test.yaml (hello)");
   });
 });
 

@@ -81,6 +81,37 @@ describe("top-level fields", () => {
     expectDiagnostic(p, "error", "u.workflow.yaml", 12, 1, /^unknown field `kindd`; did you mean `kind`\?$/);
   });
 
+  it("reports a key that is not text or a number (a mapping, a list, binary data) at its position, and Node prints no warning", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      const p = compileFiles({
+        [T]: `${HEAD}${step}? [a, b]\n: 1\n{ops: x}: 2\nx: &k {a: 1}\n*k : 3\n!!binary aGVsbG8= : 4\n`,
+      });
+      // `? [a, b]`, `{ops: x}`, the alias `*k` of a mapping, and `!!binary` bytes (at their value).
+      for (const [line, col] of [
+        [12, 3],
+        [14, 1],
+        [16, 1],
+        [17, 10],
+      ] as const) {
+        expectDiagnostic(
+          p,
+          "error",
+          T,
+          line,
+          col,
+          /^YAML: a key must be text or a number, not a mapping, a list, binary data or a date$/,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 10)); // process warnings are emitted on a later tick
+      expect(warnings.map((w) => w.message)).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("rejects a visibility other than root or sub-workflow", () => {
     const p = compileFiles({ [T]: `${HEAD}${step}visibility: private\n` });
     expectOnlyError(p, T, 12, 13, /^`visibility` must be one of `root`, `sub-workflow`, got `private`$/);

@@ -1,7 +1,9 @@
 /**
- * The layer rules (.dependency-cruiser.cjs, run on src/ by `npm run lint:layers` in `npm test`)
- * catch what they promise: each test plants one import that breaks a rule in a scratch tree and
- * expects dependency-cruiser to name the rule and the file. The real tree's check is the script.
+ * The layer rules (.dependency-cruiser.cjs, run on src/ and cli/ by `npm run lint:layers` in
+ * `npm test`, scripts/check-layers.ts) catch what they promise: each test plants one import that
+ * breaks a rule in a scratch tree and expects the check to name the rule and the file; and the
+ * check refuses a tree with a module dependency-cruiser did not read. The real tree's check is
+ * the script itself.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -15,7 +17,7 @@ afterAll(() => {
   for (const d of made) rmSync(d, { recursive: true, force: true });
 });
 
-/** Runs the project's layer check over a scratch tree of `files`; returns its exit code and report. */
+/** Runs `npm run lint:layers`'s script over a scratch tree of `files`; returns its exit code and report. */
 function cruise(files: Record<string, string>): { code: number; out: string } {
   const dir = mkdtempSync(join(tmpdir(), "layers-"));
   made.push(dir);
@@ -27,17 +29,10 @@ function cruise(files: Record<string, string>): { code: number; out: string } {
     join(dir, "tsconfig.json"),
     JSON.stringify({ compilerOptions: { allowImportingTsExtensions: true } }),
   );
-  const r = spawnSync(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/dependency-cruiser/bin/dependency-cruiser.mjs"),
-      "src",
-      "cli",
-      "--config",
-      join(ROOT, ".dependency-cruiser.cjs"),
-    ],
-    { cwd: dir, encoding: "utf8" },
-  );
+  const r = spawnSync(process.execPath, [join(ROOT, "scripts/check-layers.ts")], {
+    cwd: dir,
+    encoding: "utf8",
+  });
   return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -48,8 +43,20 @@ describe("the layer rules", () => {
       "src/common/b.ts": "export const b = 1;\n",
       "cli/main.ts": "export const c = 1;\n",
     });
-    expect(r.out).toContain("no dependency violations");
+    expect(r.out.trim()).toBe("layers: 3 modules checked, 0 violations");
     expect(r.code).toBe(0);
+  });
+
+  it("refuse a tree with a module dependency-cruiser did not read, naming it", () => {
+    // It does not cruise what lies under a node_modules folder, even inside src/.
+    const r = cruise({
+      "src/engine/a.ts": "export const a = 1;\n",
+      "src/engine/node_modules/vendored/v.ts": "export const v = 1;\n",
+      "cli/main.ts": "export const c = 1;\n",
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.out).toContain("not cruised: src/engine/node_modules/vendored/v.ts");
+    expect(r.out).toContain("layers: 2 modules checked, 0 violations, 1 of 3 modules not cruised");
   });
 
   it("refuse an engine module that imports the run layer", () => {

@@ -4,9 +4,9 @@
  * `confidence_threshold`; warnings where spend is not capped.
  */
 import type { Template } from "../../bundle.ts";
+import { hint } from "../../common/did-you-mean.ts";
 import { isObject } from "../../common/guards.ts";
 import { envReads } from "../caller-host.ts";
-import { hint } from "../did-you-mean.ts";
 import { unpricedModels } from "../gateway.ts";
 import type { StepKindCompiler } from "./step-base.ts";
 import { stepPath } from "./step-base.ts";

@@ -3,8 +3,8 @@
  * sort, deduplicate, flatten, merge), every expression parsed and checked here, once.
  */
 import type { Template, TransformOp } from "../../bundle.ts";
+import { hint } from "../../common/did-you-mean.ts";
 import { isObject } from "../../common/guards.ts";
-import { hint } from "../did-you-mean.ts";
 import { checkExpression } from "../expressions.ts";
 import { compileOutputSchema, type StepKindCompiler, stepPath } from "./step-base.ts";
 

@@ -4,9 +4,9 @@
  * can never happen, so each is checked against the workflow under test.
  */
 import type { Bundle, CompiledWorkflow } from "../../bundle.ts";
+import { hint } from "../../common/did-you-mean.ts";
 import { validateJson, violationText } from "../../engine/schema.ts";
 import { collectSecrets, usesAgents } from "../../engine/secrets.ts";
-import { hint } from "../did-you-mean.ts";
 import type { DataPath } from "../yaml-source.ts";
 import type { CaseAt, Report } from "./report.ts";
 import type { TestCase } from "./suite.ts";

@@ -7,9 +7,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Bundle, CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import { hint } from "../../common/did-you-mean.ts";
 import { isObject } from "../../common/guards.ts";
 import type { DiagnosticSink } from "../diagnostics.ts";
-import { hint } from "../did-you-mean.ts";
 import { checkAgainstSchema, type FormatSchema } from "../structure-check.ts";
 import type { DataPath, SourceFile } from "../yaml-source.ts";
 import { compileApproval } from "./approvals.ts";

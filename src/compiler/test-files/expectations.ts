@@ -4,9 +4,9 @@
  * in the test, not the workflow: it is a build error instead, at the expectation's line.
  */
 import { type Bundle, type CompiledWorkflow, isFanOut } from "../../bundle.ts";
+import { hint } from "../../common/did-you-mean.ts";
 import { isObject } from "../../common/guards.ts";
 import { STEP_ERROR_CODES } from "../../engine/types.ts";
-import { hint } from "../did-you-mean.ts";
 import { checkExpression, quoteStepIds, rootPaths } from "../expressions.ts";
 import type { DataPath } from "../yaml-source.ts";
 import type { CaseAt, Report } from "./report.ts";

@@ -12,8 +12,8 @@ import {
   type CompiledWorkflow,
   isFanOut,
 } from "../../bundle.ts";
+import { hint } from "../../common/did-you-mean.ts";
 import { exactNames, governingEntry, serverFor } from "../../engine/allowlist.ts";
-import { hint } from "../did-you-mean.ts";
 
 /** What a path names below an agent step: one of its tools, or its review by a human. */
 export type CallTarget = { kind: "tool"; tool: string } | { kind: "needs_human" };

@@ -23,6 +23,13 @@ describe("invoke", () => {
     expect((await problem(res)).code).toBe("workflow_not_found");
   });
 
+  it("suggests the closest workflow name when the name is mistyped, and none when nothing is close", async () => {
+    const typo = await problem(await invoke("basc"));
+    expect(typo.detail).toBe('no workflow named "basc"; did you mean `basic`?');
+    const far = await problem(await invoke("no-such-workflow"));
+    expect(far.detail).toBe('no workflow named "no-such-workflow"');
+  });
+
   it("creates a run: 202 with run_id, status accepted and Location", async () => {
     const res = await invoke("basic", { items: ITEMS });
     expect(res.status).toBe(202);
@@ -72,6 +79,23 @@ describe("invoke", () => {
     const res = await invoke("basic", "{not json");
     expect(res.status).toBe(400);
     expect((await problem(res)).code).toBe("invalid_json");
+  });
+
+  it("says at which line and column malformed JSON breaks, without echoing the body", async () => {
+    const cases: Array<[string, string]> = [
+      ['{\n  "items": [],\n  "tier": gold\n}', "line 3, column 11"], // a value not quoted
+      ['{"items": [1, 2,]}', "line 1, column 17"], // a trailing comma
+      ['{"items": [], "tier": "gold"', "line 1, column 29"], // the body ends too early
+      ['{"items": []}\n{"items": []}', "line 2, column 1"], // a second value after the first
+      ["{\r\n  'items': []\r\n}", "line 2, column 3"], // single quotes
+    ];
+    for (const [body, where] of cases) {
+      const res = await invoke("basic", body);
+      expect(res.status).toBe(400);
+      const p = await problem(res);
+      expect(p.code).toBe("invalid_json");
+      expect(p.detail).toBe(`the body is not valid JSON at ${where}`);
+    }
   });
 
   it("answers 400 invalid_json for a body that is not an object", async () => {

@@ -1,7 +1,7 @@
 /**
- * "Did you mean X?" hints for unknown names (fields, step ids, agents, groups). A typo in a
- * YAML key is the most common mistake in a workflow file, and the fix is obvious once the
- * intended name is shown next to it.
+ * "Did you mean X?" hints for unknown names: fields, step ids, agents and groups in the compiler,
+ * workflow names in the Worker's 404. A typo is the most common mistake in a workflow file or a
+ * URL, and the fix is obvious once the intended name is shown next to it.
  */
 
 /** Optimal string alignment distance: Levenshtein plus adjacent transpositions (`dpeends`). */

@@ -1,0 +1,124 @@
+/**
+ * A page's terminal session as a script: the ```console blocks of a Markdown page, in order, are
+ * one shell session. `$ ` starts a command, `> ` continues it, and the lines after it (to the
+ * next command) are what it prints. `replay` runs every command in one bash, in order, and
+ * returns what each printed (stdout and stderr together, as a terminal shows them); `shape`
+ * blanks what differs from run to run (run ids, kept apart by the order they first appear in,
+ * times, durations, list cursors), so that a page can be held to what its commands really print.
+ */
+import { spawn } from "node:child_process";
+
+export interface SessionStep {
+  /** The command's lines, without their `$ ` / `> ` prompts. */
+  command: string[];
+  /** What the page says it prints, trailing blank lines dropped. */
+  output: string[];
+}
+
+export interface SessionBlock {
+  /** Line index of the opening ```console fence in the page. */
+  start: number;
+  /** Line index of the closing fence. */
+  end: number;
+  steps: SessionStep[];
+}
+
+export function sessionBlocks(page: string): SessionBlock[] {
+  const lines = page.split("\n");
+  const blocks: SessionBlock[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i] !== "```console") continue;
+    const block: SessionBlock = { start: i, end: i, steps: [] };
+    for (i++; i < lines.length && lines[i] !== "```"; i++) {
+      const line = lines[i] as string;
+      const step = block.steps[block.steps.length - 1];
+      if (line.startsWith("$ ")) block.steps.push({ command: [line.slice(2)], output: [] });
+      else if (line.startsWith("> ") && step && step.output.length === 0) step.command.push(line.slice(2));
+      else if (step) step.output.push(line);
+      else if (line.trim() !== "") throw new Error(`line ${i + 1}: output before any command`);
+    }
+    block.end = i;
+    for (const step of block.steps) {
+      while (step.output.length > 0 && (step.output[step.output.length - 1] as string).trim() === "")
+        step.output.pop();
+    }
+    blocks.push(block);
+  }
+  return blocks;
+}
+
+/** The page with each block's outputs replaced by `outputs` (one per step, in page order). */
+export function withOutputs(page: string, outputs: string[]): string {
+  const lines = page.split("\n");
+  const blocks = sessionBlocks(page);
+  let next = 0;
+  // From the last block up, so that earlier line indexes stay valid.
+  const texts = blocks.map((b) =>
+    b.steps
+      .map((s) =>
+        [
+          `$ ${s.command[0]}`,
+          ...s.command.slice(1).map((c) => `> ${c}`),
+          ...(outputs[next++] ?? "").split("\n").map((l) => l.trimEnd()),
+        ]
+          .join("\n")
+          .trimEnd(),
+      )
+      .join("\n\n"),
+  );
+  for (let b = blocks.length - 1; b >= 0; b--) {
+    const block = blocks[b] as SessionBlock;
+    lines.splice(block.start + 1, block.end - block.start - 1, ...(texts[b] as string).split("\n"));
+  }
+  return lines.join("\n");
+}
+
+const MARK = "@@ end of a documented command @@";
+
+/** Runs the commands in one bash in `cwd`; what each printed, trailing newlines dropped. */
+export function replay(
+  commands: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<string[]> {
+  const script = ["exec 2>&1", ...commands.flatMap((c) => [c, `printf '\\n%s\\n' '${MARK}'`])].join("\n");
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", ["-c", script], { cwd: opts.cwd, env: opts.env, detached: true });
+    let out = "";
+    child.stdout.on("data", (c) => {
+      out += c;
+    });
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      reject(new Error(`the session did not end within ${opts.timeoutMs} ms; it printed:\n${out}`));
+    }, opts.timeoutMs);
+    child.on("error", reject);
+    child.on("close", () => {
+      clearTimeout(timer);
+      const parts = out.split(`\n${MARK}\n`);
+      parts.pop(); // what follows the last command's mark: nothing
+      resolve(parts.map((p) => p.replace(/\n+$/, "")));
+    });
+  });
+}
+
+/** `text` with what differs from run to run blanked; `ids` numbers run ids across a session. */
+export function shape(text: string, ids: Map<string, string>): string {
+  const label = (id: string) => {
+    if (!ids.has(id)) ids.set(id, `<run ${ids.size + 1}>`);
+    return ids.get(id) as string;
+  };
+  return (
+    text
+      .replace(/\b[0-9a-f]{64}\b/g, label)
+      // A run id shortened to 12 characters (`reused from 8511a5656254`).
+      .replace(/\b[0-9a-f]{12}\b/g, (p) => [...ids].find(([id]) => id.startsWith(p))?.[1] ?? p)
+      .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, "<time>")
+      .replace(/\b\d\d:\d\d:\d\d\.\d{3}\b/g, "<time>")
+      .replace(/\b[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\b/g, "<time>")
+      .replace(/\b\d+ min \d+ s\b|\b\d+(\.\d+)? m?s\b/g, "<duration>")
+      .replace(/\beyJ[\w.-]+/g, "<cursor>")
+      // Column widths follow the durations: only the order of the words counts.
+      .replace(/[ \t]+/g, " ")
+      .replace(/ +$/gm, "")
+  );
+}
