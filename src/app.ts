@@ -25,6 +25,8 @@ import { mountOpenApi } from "./openapi/routes.ts";
 import { forgetRun } from "./run/listing.ts";
 import { RunRefusal } from "./run/refusal.ts";
 import { type Deployed, rerun, rerunMany } from "./run/reruns.ts";
+import { pinDefinition } from "./run/run-doc.ts";
+import { declaredSignals } from "./run/run-graph.ts";
 import { recordRequest } from "./run/run-request.ts";
 import { type RunRpc, runStub } from "./run/run-rpc.ts";
 import { signalKeyStub } from "./run/signal-key-rpc.ts";
@@ -189,6 +191,8 @@ app.post("/runs/:id/signals/:name", async (c) => {
       });
     case "not_active":
       throw new HttpProblem("run_not_active", "the run has already finished");
+    case "unknown":
+      throw unknownSignal(name);
     default:
       throw new HttpProblem("run_not_found", "no run with this id");
   }
@@ -197,11 +201,12 @@ app.post("/runs/:id/signals/:name", async (c) => {
 // Keyed signals: every run of the workflow whose wait for `name` with that key waits now, through
 // the key's own object (never one object per workflow).
 app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
-  const { wf } = invocable(c.req.param("workflow"), "");
+  const { key, wf } = invocable(c.req.param("workflow"), "");
   const name = c.req.param("name");
   if (!SIGNAL_NAME.test(name))
     throw new HttpProblem("not_found", "a signal name is 1 to 64 of a-z, 0-9, _ and -");
   const body = await signalBody(wf, c.req.raw, c.env as unknown as Record<string, unknown>);
+  if (!signalsOf(key).has(name)) throw unknownSignal(name);
   const result = await signalKeyStub(c.env, wf.name, name, c.req.param("key")).send(
     body,
     name,
@@ -215,6 +220,22 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   }
   return c.json({ delivered: 0, kept: true }, 202);
 });
+
+/** 404 `unknown_signal`: no wait declares the name (a typo is refused, never kept). */
+function unknownSignal(name: string): HttpProblem {
+  return new HttpProblem("unknown_signal", `no wait of this workflow waits for a signal named "${name}"`);
+}
+
+/** The signal names a deployed workflow's waits declare (its sub-workflows included), once per workflow. */
+const declared = new Map<string, Set<string>>();
+function signalsOf(key: string): Set<string> {
+  let names = declared.get(key);
+  if (!names) {
+    names = declaredSignals(pinDefinition(bundle, key));
+    declared.set(key, names);
+  }
+  return names;
+}
 
 /**
  * A keyed signal's body, from a sender the workflow trusts: the workflow's invoke credentials

@@ -307,6 +307,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     hasGatewayFile: ctx.hasGatewayFile,
     agents: ctx.agents,
     underBudget: ctx.underBudget,
+    deadline: timeoutSet || !isSub ? { s: timeoutS, set: timeoutSet } : null,
     subWorkflowKeys: ctx.subWorkflowKeys,
     label: (i) => stepLabel(d, i),
     err,

@@ -30,6 +30,7 @@ import {
   pendingRecord,
   recordable,
   recordSkip,
+  resumedStart,
   startRecord,
   toStepError,
 } from "./step-records.ts";
@@ -168,6 +169,7 @@ async function runStep(
 ): Promise<Json> {
   const path = opts.prefix + step.id;
   const rec = host.records.get(path) ?? pendingRecord(step.id);
+  const resumedFrom = resumedStart(rec);
   host.records.set(path, rec);
   rec.finished_at = null;
   rec.error = null;
@@ -175,7 +177,7 @@ async function runStep(
   rec.metrics = emptyMetrics();
   rec.tool_calls = [];
   rec.annotations = null;
-  const finish = startRecord(host, path, rec);
+  const finish = startRecord(host, path, rec, resumedFrom);
   // A webhook or agent step reaches outside the run; a fan-out's items carry their own effects.
   const effect = hasEffect(step);
   const forEach = forEachOf(step);
@@ -377,9 +379,10 @@ async function runFanOutItem(
   item: FanOutItem,
 ): Promise<ItemOutcome> {
   const { path, signal } = item;
+  const resumedFrom = resumedStart(host.records.get(path));
   const rec = pendingRecord(String(item.index));
   host.records.set(path, rec);
-  const finish = startRecord(host, path, rec);
+  const finish = startRecord(host, path, rec, resumedFrom);
   const scope: EvalScope = { ...stepScope, item: item.value, item_index: item.index };
   const effect = STEP_KIND_TRAITS[step.kind].effect;
   const outcome = await execute(host, path, rec, finish, signal, opts, effect, () => {

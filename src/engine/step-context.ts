@@ -5,9 +5,10 @@
  * or fan-out step above a waiting step shows the same.
  */
 import type { CompiledWorkflow } from "../bundle.ts";
+import { isObject } from "../common/guards.ts";
 import type { PipelineOptions, RunHost } from "./run-host.ts";
-import { ancestorPaths, markHeld, markResumed } from "./step-status.ts";
-import type { ApprovalHost, EvalScope, StepContext, StepRecord, WaitHost } from "./types.ts";
+import { ancestorPaths, markHeld, markResumed, markStartedAt } from "./step-status.ts";
+import type { ApprovalHost, EvalScope, StepCheckpoint, StepContext, StepRecord, WaitHost } from "./types.ts";
 
 export function stepContext(
   host: RunHost,
@@ -38,7 +39,7 @@ export function stepContext(
     tools: host.tools,
     approvals: approvalsOf(host, path, rec),
     waits: waitsOf(host, path, rec),
-    checkpoint: host.checkpoint?.(path),
+    checkpoint: checkpointOf(host, path, rec),
     clock: host.clock,
     holdsSecret: (text) => host.masker.maskText(text) !== text,
   };
@@ -80,9 +81,7 @@ function waitsOf(host: RunHost, path: string, rec: StepRecord): WaitHost | undef
           if (markHeld(rec, "waiting")) host.onStepChanged?.(path, rec);
         },
         // Resumed after an eviction, the step started when its wait did, not when it was asked again.
-        (startedAt) => {
-          if (rec.started_at === null || startedAt < rec.started_at) rec.started_at = startedAt;
-        },
+        (startedAt) => markStartedAt(rec, startedAt),
       ),
   };
 }
@@ -97,4 +96,23 @@ function waitingCounts(host: RunHost): Map<string, number> {
     waiting.set(host, counts);
   }
   return counts;
+}
+
+/**
+ * The step's resumable state (an agent's conversation), carrying when the step first started: a
+ * step resumed from it after an eviction keeps that start. A checkpoint saved before checkpoints
+ * carried it is read as it is.
+ */
+function checkpointOf(host: RunHost, path: string, rec: StepRecord): StepCheckpoint | undefined {
+  const inner = host.checkpoint?.(path);
+  if (!inner) return undefined;
+  return {
+    load: () => {
+      const saved = inner.load();
+      if (!isObject(saved) || typeof saved.started_at !== "string" || !("state" in saved)) return saved;
+      markStartedAt(rec, saved.started_at);
+      return saved.state ?? null;
+    },
+    save: (state) => inner.save({ started_at: rec.started_at, state }),
+  };
 }

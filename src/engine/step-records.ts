@@ -7,7 +7,7 @@ import type { Json, JsonSchema } from "../bundle.ts";
 import type { RunHost } from "./run-host.ts";
 import { MAX_OUTPUT_BYTES, RunAbort } from "./run-host.ts";
 import { describeViolations, validateJson } from "./schema.ts";
-import { markFinished, markRunning, markSkipped } from "./step-status.ts";
+import { IN_FLIGHT, markFinished, markRunning, markSkipped } from "./step-status.ts";
 import { emptyMetrics, StepError, type StepRecord } from "./types.ts";
 
 /** Steps of one run mostly start and finish within the same millisecond: format it once. */
@@ -87,15 +87,26 @@ export function startRecord(
   host: RunHost,
   path: string,
   rec: StepRecord,
+  /** When a step resumed after an eviction first started (its record was restored in flight). */
+  resumedFrom: string | null = null,
 ): (status: StepRecord["status"]) => void {
   const t0 = host.now();
-  markRunning(rec, iso(t0));
+  const startedAt = resumedFrom ?? iso(t0);
+  markRunning(rec, startedAt);
   host.onStepStarted?.(path, rec);
   return (status) => {
     const t1 = host.now();
-    markFinished(rec, status, iso(t1), t1 - t0);
+    // A resumed step (or one whose wait or checkpoint said when it began) counts from its first start.
+    const from =
+      rec.started_at === startedAt && resumedFrom === null ? t0 : Date.parse(rec.started_at ?? startedAt);
+    markFinished(rec, status, iso(t1), t1 - from);
     maskToolRecords(host, rec);
   };
+}
+
+/** The start time a record restored in flight keeps when its step resumes (null: it starts now). */
+export function resumedStart(rec: StepRecord | undefined): string | null {
+  return rec && IN_FLIGHT.has(rec.status) ? rec.started_at : null;
 }
 
 /** A step's `output.schema` (transforms check theirs on their result, in the executor). */
@@ -114,4 +125,29 @@ export function toStepError(err: unknown): StepError {
     return new StepError(err.kind === "timeout" ? "timeout" : "canceled", err.message);
   const message = err instanceof Error ? err.message : String(err);
   return new StepError("internal_error", message);
+}
+
+/** The steps (and fan-out items) under way in `records`, with their starts: what a run's write keeps of them. */
+export function inFlightStarts(records: ReadonlyMap<string, StepRecord>): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const [path, rec] of records)
+    if (IN_FLIGHT.has(rec.status) && rec.started_at) out.push([path, rec.started_at]);
+  return out;
+}
+
+/**
+ * After an eviction: the steps that were under way at the run's last write are running again
+ * since their first start (the scheduler resumes them from it: `resumedStart`), unless a record
+ * of theirs was kept.
+ */
+export function restoreInFlight(
+  records: Map<string, StepRecord>,
+  started: ReadonlyArray<[string, string]>,
+): void {
+  for (const [path, at] of started) {
+    if (records.has(path)) continue;
+    const rec = pendingRecord(path.slice(path.lastIndexOf("/") + 1));
+    markRunning(rec, at);
+    records.set(path, rec);
+  }
 }

@@ -24,6 +24,11 @@ export function markRunning(rec: StepRecord, startedAt: string): void {
   rec.started_at = startedAt;
 }
 
+/** A step resumed after an eviction began earlier than this incarnation started it: it keeps the earliest start. */
+export function markStartedAt(rec: StepRecord, startedAt: string): void {
+  if (rec.started_at === null || startedAt < rec.started_at) rec.started_at = startedAt;
+}
+
 /** It ended with `status` at `finishedAt`, `durationMs` after it started. */
 export function markFinished(
   rec: StepRecord,

@@ -26,6 +26,7 @@ export const PROBLEMS = {
   invalid_rerun: [400, "Invalid re-run request"],
   invalid_signal: [422, "Invalid signal"],
   signal_pending: [409, "Signal already pending"],
+  unknown_signal: [404, "Unknown signal"],
   invalid_decision: [400, "Invalid decision"],
   approval_not_found: [404, "Approval not found"],
   approval_already_decided: [409, "Approval already decided"],

@@ -61,6 +61,11 @@ export function addSharedRoutes(
     "404": problem("`run_not_found`."),
     "500": problem("`server_misconfigured` or `internal_error`."),
   };
+  /** `op` with the problem answer `status` described as `text` (replacing the shared one). */
+  const withProblem = (op: JsonObject, status: string, text: string): JsonObject => ({
+    ...op,
+    responses: { ...(op.responses as JsonObject), [status]: problem(text) },
+  });
   const runOp = (operationId: string, summary: string, responses: JsonObject): JsonObject => ({
     operationId,
     summary,
@@ -155,17 +160,21 @@ export function addSharedRoutes(
   };
   paths["/runs/{run_id}/signals/{name}"] = {
     post: {
-      ...runOp("signalRun", "Send a signal to the run's wait step", {
-        "200": json("Delivered to the wait step at `step`.", ref("SignalDelivered")),
-        "202": json(
-          "No wait for it yet: kept (one per name) for the wait the run reaches next.",
-          ref("SignalDelivered"),
-        ),
-        "409": problem(
-          "`signal_pending`: a signal of that name is already kept; `run_not_active`: the run has finished.",
-        ),
-        "422": problem("`invalid_signal`: the body fails the wait's `schema` (the step keeps waiting)."),
-      }),
+      ...withProblem(
+        runOp("signalRun", "Send a signal to the run's wait step", {
+          "200": json("Delivered to the wait step at `step`.", ref("SignalDelivered")),
+          "202": json(
+            "No wait for it yet: kept (one per name) for the wait the run reaches next.",
+            ref("SignalDelivered"),
+          ),
+          "409": problem(
+            "`signal_pending`: a signal of that name is already kept; `run_not_active`: the run has finished.",
+          ),
+          "422": problem("`invalid_signal`: the body fails the wait's `schema` (the step keeps waiting)."),
+        }),
+        "404",
+        "`run_not_found`; `unknown_signal`: no wait of the run declares that name (nothing is kept).",
+      ),
       parameters: [
         RUN_ID,
         {

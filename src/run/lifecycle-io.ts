@@ -42,7 +42,7 @@ export interface LifecycleOptions {
 
 export type SignalResult =
   | DeliverResult
-  | { outcome: "kept" | "pending" | "not_waiting" | "not_found" | "not_active" };
+  | { outcome: "kept" | "pending" | "not_waiting" | "not_found" | "not_active" | "unknown" };
 
 export type CancelResult =
   | { outcome: "canceled"; envelope: Envelope }

@@ -13,6 +13,7 @@ import type { CompiledWorkflow, Json } from "../bundle.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
 import { RunAbort } from "../engine/run-host.ts";
 import { collectSecrets } from "../engine/secrets.ts";
+import { inFlightStarts, restoreInFlight } from "../engine/step-records.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 import { type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
 import type { Envelope } from "./envelope.ts";
@@ -22,8 +23,10 @@ import { RunBooks } from "./run-books.ts";
 import { newRunDoc, noteRerun, type RunDoc, type RunError, type StartRun, workflowOf } from "./run-doc.ts";
 import { RunDuties } from "./run-duties.ts";
 import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
+import { declaredSignals } from "./run-graph.ts";
 import { type EffectResult, expiresAt, isWorking, nextWakeAt, type RunEffect, runFacts } from "./run-plan.ts";
 import { isFinished, type RunStore } from "./run-store.ts";
+
 import { completedEventOf, envelopeOf, historyOf } from "./run-view.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
 import type { WaitRecord } from "./waits.ts";
@@ -80,6 +83,7 @@ export class RunLifecycle {
     });
     // The run's first write arms its wake-up in the same commit.
     store.onFirstWrite(() => this.duties.rearm());
+    store.trackInFlight(() => inFlightStarts(this.records));
   }
 
   // ---- state -------------------------------------------------------------------------------
@@ -114,6 +118,7 @@ export class RunLifecycle {
     if (!stored) return;
     this.doc = stored.doc;
     this.records = stored.records;
+    restoreInFlight(this.records, stored.started);
     this.books.restore(stored);
     this.masker = this.makeMasker(stored.doc);
     if (!isFinished(stored.doc)) this.resume();
@@ -228,6 +233,8 @@ export class RunLifecycle {
   signal(name: string, body: Json, key: string | null = null): SignalResult {
     const doc = this.doc;
     if (!doc) return { outcome: "not_found" };
+    // A name no wait of the run declares is a typo: never kept, whatever the run's state.
+    if (!declaredSignals(doc.def).has(name)) return { outcome: "unknown" };
     if (isFinished(doc)) return { outcome: "not_active" };
     const { result, resume } = this.books.signal(name, body, key);
     if (result.outcome === "delivered") {

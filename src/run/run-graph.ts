@@ -103,6 +103,14 @@ export function forEachStepPath(
   }
 }
 
+/** The signal names the `wait` steps of a definition declare (sub-workflows included). */
+export function declaredSignals(def: Bundle): Set<string> {
+  const names = new Set<string>();
+  for (const wf of Object.values(def.workflows))
+    for (const s of wf.steps) if (s.kind === "wait" && s.signal) names.add(s.signal.name);
+  return names;
+}
+
 /** Every step record path of a run, fan-out items included (see forEachStepPath). */
 export function forEachRecordPath(
   def: Bundle,

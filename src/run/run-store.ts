@@ -48,6 +48,8 @@ export interface StoredRun {
   waits: WaitRecord[];
   /** Signals kept for a wait the run has not reached, by name. */
   kept: Map<string, Json>;
+  /** Steps that were in flight at the last `run` write: path and start. */
+  started: Array<[string, string]>;
 }
 
 const RUN_KEY = "run";
@@ -67,6 +69,8 @@ const RUN_ROW_MAX_CHARS = 1024 * 1024;
 interface RunRow {
   doc: Omit<RunDoc, "def"> & { def?: Bundle };
   riders: Array<[string, StepRecord]>;
+  /** When each step in flight at this write started (a step resumed after an eviction keeps it). */
+  started?: Array<[string, string]>;
 }
 
 export class RunStore {
@@ -88,9 +92,16 @@ export class RunStore {
   private defInRun = false;
   /** Told once, at the run's first write (the lifecycle arms the run's alarm in the same commit). */
   private firstWrite: () => void = () => {};
+  /** The steps in flight now, with their starts (ride with every `run` write of an active run). */
+  private inFlight: () => Array<[string, string]> = () => [];
 
   constructor(kv: KvPort) {
     this.kv = kv;
+  }
+
+  /** `fn` says which steps are in flight and since when, at each `run` write of an active run. */
+  trackInFlight(fn: () => Array<[string, string]>): void {
+    this.inFlight = fn;
   }
 
   /** `fn` is told at the run's first write, within it (so what it arms lands in the same commit). */
@@ -136,7 +147,7 @@ export class RunStore {
         JSON.parse(json) as Json,
       ]),
     );
-    return { doc, records, approvals, waits, kept };
+    return { doc, records, approvals, waits, kept, started: row.started ?? [] };
   }
 
   /** A new run: kept in memory until something must outlive this incarnation (see `persist`). */
@@ -283,7 +294,9 @@ export class RunStore {
     const { def, ...withoutDef } = doc;
     const rest: RunRow["doc"] = this.defInRun ? { ...withoutDef, def } : withoutDef;
     let riders = [...this.riders];
-    let text = JSON.stringify({ doc: rest, riders } satisfies RunRow);
+    const started = isFinished(doc) ? [] : this.inFlight();
+    const extra = started.length > 0 ? { started } : {};
+    let text = JSON.stringify({ doc: rest, riders, ...extra } satisfies RunRow);
     if (text.length > RUN_ROW_MAX_CHARS) {
       const sized = riders
         .map(([path, rec]) => ({ path, json: JSON.stringify(rec) }))
@@ -297,7 +310,7 @@ export class RunStore {
         size -= r.json.length;
       }
       riders = [...this.riders];
-      text = JSON.stringify({ doc: rest, riders } satisfies RunRow);
+      text = JSON.stringify({ doc: rest, riders, ...extra } satisfies RunRow);
     }
     this.kv.put(RUN_KEY, text);
     this.dirty = false;

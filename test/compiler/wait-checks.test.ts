@@ -72,4 +72,32 @@ describe("wait step", () => {
 `).join("\n");
     expect(e).toMatch(/`retry` belongs on agent or webhook steps, not on a wait step/);
   });
+
+  it("warns, at the wait, when it can outlast the run's deadline: a timeout_s or for_s past it, or an until with the default deadline", () => {
+    const warningsOf = (body: string, policy = "") =>
+      compileFiles({ [T]: HEAD.replace("pipeline:\n", `${policy}pipeline:\n`) + body })
+        .warnings.filter((w) => !w.message.includes("invoke.auth"))
+        .map((w) => `${w.line}:${w.col}: ${w.message}`);
+    const signal = warningsOf(`  - id: pay\n    wait: {signal: paid, timeout_s: 86400}\n`);
+    expect(signal).toEqual([
+      expect.stringMatching(
+        /^7:11: step `pay` can wait 86400 s, longer than the run's deadline \(`model_policy.timeout_s` = 300\): the run ends `timeout` first/,
+      ),
+    ]);
+    expect(warningsOf(`  - id: nap\n    wait: {for_s: 600}\n`, "model_policy: {timeout_s: 900}\n")).toEqual(
+      [],
+    );
+    expect(
+      warningsOf(`  - id: nap\n    wait: {for_s: 600}\n`, "model_policy: {timeout_s: 60}\n").join(),
+    ).toMatch(/can wait 600 s, longer than the run's deadline \(`model_policy.timeout_s` = 60\)/);
+    expect(warningsOf(`  - id: later\n    wait: {until: "{{ params.order_id }}"}\n`).join()).toMatch(
+      /sleeps until a time that can be later than the run's deadline \(the default 300 s/,
+    );
+    expect(
+      warningsOf(
+        `  - id: later\n    wait: {until: "{{ params.order_id }}"}\n`,
+        "model_policy: {timeout_s: 86400}\n",
+      ),
+    ).toEqual([]);
+  });
 });

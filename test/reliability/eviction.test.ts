@@ -36,6 +36,23 @@ describe("eviction mid-run", () => {
     expect(log).toHaveLength(2 + middle.length);
   });
 
+  it("keeps the started_at of a step that was under way when the run was written, once it resumes after an eviction", async () => {
+    // One slow webhook: the 202 writes the run with the step in flight, then the object is evicted.
+    const runId = await startRun("listing-slow", { ms: 1500 });
+    const before = (await (await call(`/runs/${runId}`)).json()) as { steps: Array<{ started_at: string }> };
+    const startedAt = before.steps[0]?.started_at;
+    expect(startedAt).toBeTruthy();
+    await sleep(300);
+    // Killed, not just evicted: the attempt in flight dies with the object and is made again.
+    await runInDurableObject(runStub(runId), (_o, state) => state.abort("killed mid-step")).catch(() => {});
+    expect(await runDurableObjectAlarm(runStub(runId))).toBe(true);
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    expect(e.steps[0].started_at).toBe(startedAt);
+    // Its duration counts from that first start (the resumed attempt alone took 1.5 s too).
+    expect(e.steps[0].metrics.duration_ms).toBeGreaterThanOrEqual(1500 + 250);
+  });
+
   it("survives being evicted again and again: every step is sent at most twice, finished ones once", async () => {
     const key = uniqueKey("evict-repeat");
     const runId = await startRun("rel-sequence", { key, slow_ms: 300 });

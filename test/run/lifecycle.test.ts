@@ -166,6 +166,31 @@ describe("the run lifecycle", () => {
     expect(env.steps.map((s) => s.status)).toEqual(["complete", "complete"]);
   });
 
+  it("resumes a step from its checkpoint after an eviction keeping when it first started", async () => {
+    const kv = memoryKv();
+    const b = bundle();
+    const first = lifecycle(kv, async (path, ctx) => {
+      if (path === "charge") return { status: 200, headers: {}, body: "ok" };
+      ctx.checkpoint?.save({ turn: 1 });
+      return new Promise(() => {}); // evicted mid-step
+    });
+    first.start({ ...START, runId: "r5", bundle: b, workflowKey: "life.workflow.yaml" });
+    await until(
+      () => first.envelope().steps[1]?.status === "running" && kv.get("checkpoint/ship") !== undefined,
+    );
+    const startedAt = first.envelope().steps[1]?.started_at;
+    await new Promise((r) => setTimeout(r, 30));
+    let resumedWith: Json = null;
+    const second = lifecycle(kv, async (path, ctx) => {
+      resumedWith = ctx.checkpoint?.load() ?? null;
+      return { status: 200, headers: {}, body: path };
+    });
+    second.load();
+    await second.ended();
+    expect(resumedWith).toEqual({ turn: 1 });
+    expect(second.envelope().steps[1]?.started_at).toBe(startedAt);
+  });
+
   it("shows a step waiting for a human as pending_approval, and running again once approved", async () => {
     const statuses: string[] = [];
     const run: RunLifecycle = lifecycle(memoryKv(), async (path, ctx) => {

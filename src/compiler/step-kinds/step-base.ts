@@ -40,6 +40,12 @@ export interface StepCompileContext {
   agents: AgentResolver;
   /** This workflow or one that runs it has `cost_budget_usd`. */
   underBudget: boolean;
+  /**
+   * The run's deadline as this file knows it, in seconds: its own `model_policy.timeout_s` (`set`),
+   * or the default 300 for a root workflow; null for a sub-workflow that sets none (its caller's
+   * holds).
+   */
+  deadline: { s: number; set: boolean } | null;
   /** Bundle key of the sub-workflow each `workflow:` step points to (by step index). */
   subWorkflowKeys: ReadonlyMap<number, string>;
   /** `step <id>` (or `step #n`) as messages name step `i`. */

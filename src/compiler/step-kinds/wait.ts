@@ -8,7 +8,7 @@ import { isObject } from "../../common/guards.ts";
 import { checkExpression, rootPaths } from "../expressions.ts";
 import { checkUserSchema } from "../json-schema-check.ts";
 import { splitTemplate } from "../templates.ts";
-import { type StepKindCompiler, stepPath } from "./step-base.ts";
+import { type StepCompileContext, type StepKindCompiler, stepPath } from "./step-base.ts";
 
 const KEY_ROOTS = ["params", "env", "step", "request"];
 
@@ -87,6 +87,12 @@ export const waitStep: StepKindCompiler<"wait"> = {
         `${label}: \`until\` must be an RFC 3339 time (or \`{{ expr }}\` giving one)`,
       );
     }
+    warnPastDeadline(
+      c,
+      i,
+      signal?.timeoutS ?? (typeof w.for_s === "number" ? w.for_s : null),
+      until !== null,
+    );
     return {
       ...base,
       kind: "wait",
@@ -96,3 +102,26 @@ export const waitStep: StepKindCompiler<"wait"> = {
     };
   },
 };
+
+/**
+ * A wait that can outlast the run's deadline ends the run `timeout` first (the deadline holds
+ * whatever a step waits for): a warning, with what to raise. `seconds`: a signal's `timeout_s`
+ * or a sleep's `for_s`; `until`: a sleep until a time, which can be any time away.
+ */
+function warnPastDeadline(c: StepCompileContext, i: number, seconds: number | null, until: boolean): void {
+  const deadline = c.deadline;
+  if (deadline === null) return;
+  const label = c.label(i);
+  const raise = "raise `model_policy.timeout_s` (at most 86400) or wait less";
+  if (seconds !== null && seconds > deadline.s) {
+    c.warn(
+      stepPath(i, "wait"),
+      `${label} can wait ${seconds} s, longer than the run's deadline (\`model_policy.timeout_s\` = ${deadline.s}): the run ends \`timeout\` first; ${raise}`,
+    );
+  } else if (until && !deadline.set) {
+    c.warn(
+      stepPath(i, "wait", "until"),
+      `${label} sleeps until a time that can be later than the run's deadline (the default 300 s: \`model_policy.timeout_s\` is not set): the run would end \`timeout\` first; ${raise}`,
+    );
+  }
+}

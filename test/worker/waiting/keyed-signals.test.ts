@@ -76,4 +76,14 @@ describe("keyed signals", () => {
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { code: string }).code).toBe("workflow_not_found");
   });
+
+  it("answers 404 unknown_signal for a name no wait of the workflow declares, keeping nothing", async () => {
+    const typo = await call(`/workflows/wait-keyed/signals/piad/${crypto.randomUUID()}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(typo.status).toBe(404);
+    expect(((await typo.json()) as { code: string }).code).toBe("unknown_signal");
+  });
 });

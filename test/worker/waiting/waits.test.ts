@@ -102,6 +102,18 @@ describe("wait for a signal", () => {
     expect(await codeOf(unknown)).toBe("run_not_found");
   });
 
+  it("answers 404 unknown_signal for a name no wait of the run declares (a typo is not kept), also once it has finished", async () => {
+    const runId = await start("wait-signal", { key: uniqueKey("wait-typo"), before_ms: 700 });
+    const typo = await signal(runId, "payment_receive", { amount: 1 });
+    expect(typo.status).toBe(404);
+    expect(await codeOf(typo)).toBe("unknown_signal");
+    // Nothing was kept: the real signal is still the first of its name.
+    const early = await signal(runId, "payment_received", { amount: 7 });
+    expect(early.status).toBe(202);
+    await call(`/runs/${runId}/cancel`, { method: "POST" });
+    expect(await codeOf(await signal(runId, "payment_receive", {}))).toBe("unknown_signal");
+  });
+
   it("delivers a signal to a run whose object was evicted while it waited", async () => {
     const key = uniqueKey("wait-evict");
     const runId = await start("wait-signal", { key });
