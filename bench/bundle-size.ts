@@ -9,6 +9,7 @@
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { parse } from "smol-toml";
 import { compileProject } from "../src/compiler/index.ts";
 import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
 import { percentile } from "./latency.ts";
@@ -48,12 +49,18 @@ export interface BundleSize {
 }
 
 function deployConfig(bundlePath: string): string {
+  // Built as the project deploys it: its own minify and keep_names settings.
+  const project = parse(readFileSync(join(ROOT, "wrangler.toml"), "utf8")) as {
+    minify?: boolean;
+    keep_names?: boolean;
+  };
   return [
     'name = "workflow-edge"',
     `main = ${JSON.stringify(join(ROOT, "src/index.ts"))}`,
     'compatibility_date = "2026-10-20"',
     'compatibility_flags = ["nodejs_compat"]',
-    "keep_names = false",
+    `keep_names = ${project.keep_names ?? true}`,
+    `minify = ${project.minify ?? false}`,
     "[[durable_objects.bindings]]",
     'name = "RUNS"',
     'class_name = "RunObject"',
