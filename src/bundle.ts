@@ -55,6 +55,8 @@ export interface CompiledWorkflow {
   };
   /** In pipeline order. The run's output is the output of the last one. */
   steps: CompiledStep[];
+  /** `cancel_on:` (root workflows): keyed signals that cancel the runs invoked with their key. */
+  cancelOn?: CompiledCancelOn[];
   /** `notify:` (root workflows): where to hear about finished runs (docs/file-format.md); [] when absent. */
   notify?: CompiledNotify[];
   /**
@@ -128,7 +130,30 @@ export interface CompiledInvoke {
   response: CompiledResponse | null;
   rateLimit: CompiledRateLimit | null;
   /** `invoke.concurrency` (docs/triggers.md); absent or null: no limit. */
-  concurrency?: { limit: number; key: Template | null } | null;
+  concurrency?: CompiledConcurrency | null;
+  /** `invoke.throttle`: at most `limit` starts per key in any `periodMs` window. */
+  throttle?: { limit: number; periodMs: number; key: Template | null } | null;
+  /** `invoke.debounce`: invokes of a key within `periodMs` of each other make one run. */
+  debounce?: { periodMs: number; maxWaitMs: number; key: Template | null } | null;
+  /** `invoke.batch`: invokes of a key collected into one run (`params.items`). */
+  batch?: { maxItems: number; maxWaitMs: number; key: Template | null } | null;
+  /** `invoke.priority`: reads `params` and `request`; an integer -100..100 (clamped), anything else 0. */
+  priority?: Template | null;
+}
+
+export interface CompiledConcurrency {
+  /** 1..100 runs of one key active at once. */
+  limit: number;
+  key: Template | null;
+  /** What an invoke finding the key full does (absent: `queue`). */
+  onFull?: "queue" | "skip" | "replace";
+}
+
+/** A `cancel_on` entry: a keyed signal of this name cancels the runs invoked with that key. */
+export interface CompiledCancelOn {
+  signal: string;
+  /** Rendered from each invoke's params and request; null: one key for the workflow. */
+  key: Template | null;
 }
 
 export interface CompiledResponse {

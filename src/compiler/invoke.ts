@@ -8,6 +8,7 @@
  */
 import type {
   CompiledAuth,
+  CompiledCancelOn,
   CompiledInvoke,
   CompiledNotify,
   CompiledRateLimit,
@@ -21,6 +22,7 @@ import { isObject } from "../common/guards.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { compileAuth, signatureHeaders } from "./invoke-auth.ts";
 import type { InvokeContext, TriggerTemplate } from "./invoke-context.ts";
+import { compileCancelOn, compileFlowControl } from "./invoke-flow.ts";
 import { compileNotify } from "./invoke-notify.ts";
 import { compileSchedules } from "./invoke-schedule.ts";
 import { compileTemplate } from "./templates.ts";
@@ -32,6 +34,7 @@ export interface CompiledTriggers {
   invoke: CompiledInvoke;
   schedule: CompiledSchedule[];
   notify: CompiledNotify[];
+  cancelOn: CompiledCancelOn[];
   /** Checks a `request…` path read by an expression of this workflow, reported at `path`. */
   checkRequestRead(read: string[], path: DataPath, where: string): void;
 }
@@ -206,8 +209,8 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     };
   }
 
-  /** `invoke.<field>.key`: a template over `params` and `request` (what an invoke brings). */
-  const invokeKey = (value: unknown, field: "rate_limit" | "concurrency"): Template | null =>
+  /** `invoke.rate_limit.key`: a template over `params` and `request` (what an invoke brings). */
+  const invokeKey = (value: unknown, field: "rate_limit"): Template | null =>
     typeof value === "string"
       ? template(value, ["invoke", field, "key"], `\`invoke.${field}.key\``, ["params", "request"])
       : null;
@@ -234,24 +237,17 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     };
   }
 
-  // ---- concurrency (docs/triggers.md) ---------------------------------------------------------------
-  let concurrency: CompiledInvoke["concurrency"] = null;
-  if (isObject(invoke.concurrency) && typeof invoke.concurrency.limit === "number") {
-    const cc = invoke.concurrency;
-    concurrency = {
-      limit: cc.limit as number,
-      key: invokeKey(cc.key, "concurrency"),
-    };
-  }
-
+  const flow = compileFlowControl(invoke, err, template);
+  const cancelOn = compileCancelOn(d, ctx, err, template);
   const schedule = compileSchedules(d, ctx, err);
   const notify = compileNotify(d, ctx, err, template);
 
   return {
     auth,
-    invoke: { headers, response, rateLimit, ...(concurrency ? { concurrency } : {}) },
+    invoke: { headers, response, rateLimit, ...flow },
     schedule,
     notify,
+    cancelOn,
     checkRequestRead,
   };
 }

@@ -398,6 +398,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     invoke: triggers.invoke,
     schedule: triggers.schedule,
     ...(triggers.notify.length > 0 ? { notify: triggers.notify } : {}),
+    ...(triggers.cancelOn.length > 0 ? { cancelOn: triggers.cancelOn } : {}),
     policy: { costBudgetUsd, timeoutS, timeoutSet },
     steps: compiled,
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),
