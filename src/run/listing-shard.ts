@@ -19,8 +19,8 @@ const SWEEP_BATCH = 40;
 /** When every run of a sweep failed to answer, the sweep tries again this much later. */
 const SWEEP_RETRY_MS = 60_000;
 
-/** Statuses a later write may still change; a finished run's entry is final. */
-const ACTIVE = "('pending', 'running')";
+/** Statuses a later write may still change (a queued run starts, an active one ends); a finished run's entry is final. */
+const ACTIVE = "('queued', 'pending', 'running')";
 
 interface PendingWrite {
   rows: IndexRow[];

@@ -97,4 +97,31 @@ describe("invoke.concurrency", () => {
     const bad = await call("/runs?workflow=conc-keyed&status=queued");
     expect(bad.status).toBe(200);
   });
+
+  it("lists a queued run running, then with its final status, within 10 s of each (the status filter agrees)", async () => {
+    const group = `conc-list-${crypto.randomUUID()}`;
+    const first = await start(group, 2500);
+    const second = await start(group, 2500);
+    const listed = async (status: string) => {
+      const page = (await (await call(`/runs?workflow=conc-keyed&status=${status}&limit=100`)).json()) as {
+        runs: Array<{ run_id: string }>;
+      };
+      return page.runs.some((r) => r.run_id === second);
+    };
+    const within = async (status: string, ms: number) => {
+      const t0 = Date.now();
+      while (Date.now() - t0 < ms) {
+        if (await listed(status)) return true;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      return false;
+    };
+    expect(await within("queued", 10_000)).toBe(true);
+    await waitForRun(first, {}, 20_000);
+    expect(await within("running", 10_000)).toBe(true);
+    expect(await status(second)).toBe("running");
+    await waitForRun(second, {}, 20_000);
+    expect(await within("complete", 10_000)).toBe(true);
+    expect(await listed("queued")).toBe(false);
+  }, 40_000);
 });

@@ -1,5 +1,5 @@
 /**
- * The rules of a flow key (src/run/flow-key.ts) on a virtual clock, over the in-memory store:
+ * The rules of a flow key (src/run/flow-key-rules.ts) on a virtual clock, over the in-memory store:
  * throttle windows, debounce groups and their max_wait_s, batches flushed by size and by time,
  * priority order, on_full skip and replace, cancel_on, the 10,000-run queue, and a key object
  * rebuilt from its storage (an eviction) in the middle of each.
@@ -8,10 +8,10 @@ import { describe, expect, it } from "vitest";
 import {
   type AdmitRequest,
   type FlowEffects,
-  FlowKey,
+  FlowKeyRules,
   type FlowSettings,
   MAX_QUEUED,
-} from "../../src/run/flow-key.ts";
+} from "../../src/run/flow-key-rules.ts";
 import { memoryKv } from "../../src/run/memory-kv.ts";
 import type { KvPort } from "../../src/run/run-store.ts";
 
@@ -35,7 +35,7 @@ function key(settings: Partial<FlowSettings>, kv: KvPort = memoryKv()) {
       kv.delete(k);
     },
   };
-  let k = new FlowKey(counted);
+  let k = new FlowKeyRules(counted);
   const begun: string[] = [];
   const canceled: string[] = [];
   const take = (e: FlowEffects) => {
@@ -81,7 +81,7 @@ function key(settings: Partial<FlowSettings>, kv: KvPort = memoryKv()) {
     nextWake: (now: number) => k.nextWake(now),
     /** An eviction: a new key object over the same storage. */
     evict() {
-      k = new FlowKey(counted);
+      k = new FlowKeyRules(counted);
     },
     get queued() {
       return k.queued;

@@ -5,8 +5,8 @@
  * runs a `cancel_on` signal of that key cancels. Every setting whose key renders to this key lives
  * here: one object per workflow and key, not one per feature.
  *
- * Pure over a KvPort and a clock (test/run/flow-key.test.ts drives it on a virtual one): the
- * Durable Object (flow-keys.ts) gives it its SQLite-backed KV and performs what it returns —
+ * Pure over a KvPort and a clock (test/run/flow-key-rules.test.ts drives it on a virtual one): the
+ * Durable Object (flow-keys.ts, `FlowKey`) gives it its SQLite-backed KV and performs what it returns —
  * begin runs whose turn came, cancel runs, wake at the next due time. Rows: `q/<rank>/<seq>` a
  * queued run (higher priority ranks first, then invoke order), `g/<run>` an open or closed group
  * (debounce: its latest params; batch: its items in `b/<run>/<n>`), `w/<run>` a run `cancel_on`
@@ -98,7 +98,7 @@ const pad = (n: number, w: number) => String(n).padStart(w, "0");
 /** Higher priority first: rank 000 is priority 100. */
 const rank = (priority: number) => pad(100 - Math.max(-100, Math.min(100, Math.round(priority))), 3);
 
-export class FlowKey {
+export class FlowKeyRules {
   private readonly kv: KvPort;
   private settings: FlowSettings | null = null;
   private shared: Shared;
