@@ -35,7 +35,7 @@ interface BenchEnv {
 
 /** The payload every pipeline transforms: a few order lines, each step bumps `n`. */
 // Per-key concurrency and keyed signals, as deployed (npm run bench:concurrency measures the first).
-export { ConcurrencyKey } from "../src/run/concurrency-keys.ts";
+export { FlowKey } from "../src/run/flow-keys.ts";
 export { SignalKey } from "../src/run/signal-keys.ts";
 
 export interface Item {

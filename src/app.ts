@@ -22,15 +22,16 @@ import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/ra
 import { invokeResponse } from "./http/triggers/response.ts";
 import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
+import { flowKeyName } from "./run/flow-key-rpc.ts";
 import { forgetRun } from "./run/listing.ts";
 import { RunRefusal } from "./run/refusal.ts";
 import { type Deployed, rerun, rerunMany } from "./run/reruns.ts";
 import { pinDefinition } from "./run/run-doc.ts";
 import { declaredSignals } from "./run/run-graph.ts";
 import { recordRequest } from "./run/run-request.ts";
-import { type RunRpc, runStub } from "./run/run-rpc.ts";
+import { flowKeyStub, type RunRpc, runStub } from "./run/run-rpc.ts";
 import { signalKeyStub } from "./run/signal-key-rpc.ts";
-import { checkRunInputs, concurrencyOf, startRun } from "./run/start-run.ts";
+import { checkRunInputs, startRun } from "./run/start-run.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
 const bundle: Bundle = workflowBundle;
@@ -79,11 +80,17 @@ app.post("/invoke/:name", async (c) => {
     // A sender's redelivery carries the same delivery id: it reaches the same run.
     idempotencyKey: runKey,
     rateLimit: runKey === null ? null : slot,
-    concurrency: concurrencyOf(wf, { params, request }),
     waitS,
     origin: new URL(c.req.url).origin,
   });
   if (result.outcome === "rate_limited") throw rateLimited(wf);
+  // Burst shaping (docs/triggers.md): a full queue is the only refusal; a skipped invoke is a 2xx.
+  if (result.outcome === "queue_full") {
+    throw new HttpProblem("queue_full", `${wf.name}'s queue for this key holds 10,000 runs; retry later`, {
+      headers: { "retry-after": String(result.retryAfterS) },
+    });
+  }
+  if (result.outcome === "skipped") return c.json({ run_id: result.runId, status: "skipped" }, 202);
   if (result.outcome === "conflict") {
     throw new HttpProblem(
       "idempotency_conflict",
@@ -97,7 +104,8 @@ app.post("/invoke/:name", async (c) => {
   if (result.envelope && waitS > 0) {
     return c.json(result.envelope, 200, { location, "preference-applied": `wait=${waitS}` });
   }
-  return c.json({ run_id: result.runId, status: "accepted" }, 202, { location });
+  const queued = result.outcome === "joined" || ("queued" in result && result.queued === true);
+  return c.json({ run_id: result.runId, status: queued ? "queued" : "accepted" }, 202, { location });
 });
 
 async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Request } }) {
@@ -206,19 +214,28 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   if (!SIGNAL_NAME.test(name))
     throw new HttpProblem("not_found", "a signal name is 1 to 64 of a-z, 0-9, _ and -");
   const body = await signalBody(wf, c.req.raw, c.env as unknown as Record<string, unknown>);
-  if (!signalsOf(key).has(name)) throw unknownSignal(name);
-  const result = await signalKeyStub(c.env, wf.name, name, c.req.param("key")).send(
-    body,
-    name,
-    c.req.param("key"),
-  );
-  if (result.outcome === "delivered") return c.json({ delivered: result.runs.length, runs: result.runs });
+  const waits = signalsOf(key).has(name);
+  const cancels = (wf.cancelOn ?? []).filter((x) => x.signal === name);
+  if (!waits && cancels.length === 0) throw unknownSignal(name);
+  const urlKey = c.req.param("key");
+  // cancel_on first (docs/triggers.md): the runs of that key active now are canceled; a run that
+  // also waits for the signal ends canceled rather than taking it.
+  const keyObjects = new Set(cancels.map((x) => flowKeyName(wf.name, x.key ? urlKey : "")));
+  const canceledRuns = (await Promise.all([...keyObjects].map((n) => flowKeyStub(c.env, n).cancelFor(name))))
+    .flat()
+    .sort();
+  const canceled = cancels.length > 0 ? { canceled: canceledRuns.length, canceled_runs: canceledRuns } : {};
+  if (!waits) return c.json({ delivered: 0, runs: [], ...canceled });
+  const result = await signalKeyStub(c.env, wf.name, name, urlKey).send(body, name, urlKey);
+  if (result.outcome === "delivered")
+    return c.json({ delivered: result.runs.length, runs: result.runs, ...canceled });
+  if (canceledRuns.length > 0) return c.json({ delivered: 0, runs: [], ...canceled });
   if (result.outcome === "invalid") {
     throw new HttpProblem("invalid_signal", "the signal does not match the waiting runs' schema", {
       errors: result.errors,
     });
   }
-  return c.json({ delivered: 0, kept: true }, 202);
+  return c.json({ delivered: 0, kept: true, ...canceled }, 202);
 });
 
 /** 404 `unknown_signal`: no wait declares the name (a typo is refused, never kept). */

@@ -5,7 +5,7 @@
 import { app } from "./app.ts";
 import { runSchedules } from "./schedules/schedule.ts";
 
-export { ConcurrencyKey } from "./run/concurrency-keys.ts";
+export { FlowKey } from "./run/flow-keys.ts";
 export { RunIndex } from "./run/run-index.ts";
 export { RunObject } from "./run/run-object.ts";
 export { SignalKey } from "./run/signal-keys.ts";

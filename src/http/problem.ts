@@ -31,6 +31,7 @@ export const PROBLEMS = {
   approval_not_found: [404, "Approval not found"],
   approval_already_decided: [409, "Approval already decided"],
   rate_limited: [429, "Too many requests"],
+  queue_full: [429, "Queue full"],
   run_failed: [500, "Run failed"],
   response_failed: [500, "Response failed"],
   server_misconfigured: [500, "Server misconfigured"],

@@ -32,6 +32,10 @@ export interface Envelope {
     tool_calls: number;
   };
   budget_usd: number | null;
+  /** How many invokes the run stands for: 1, or its debounce group's or batch's size. */
+  coalesced: number;
+  /** While it is queued: why it waits (concurrency, throttle, debounce, batch) and when it is expected to start. */
+  queue: { reason: string; starts_at: string | null } | null;
   deadline: string;
   created_at: string;
   finished_at: string | null;
@@ -108,8 +112,20 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
     output: doc.status === "complete" ? (steps[steps.length - 1]?.output ?? null) : null,
     totals,
     budget_usd: wf.policy.costBudgetUsd,
+    coalesced: doc.coalesced ?? 1,
+    queue: queueOf(doc),
     deadline: doc.deadline,
     created_at: doc.created_at,
     finished_at: doc.finished_at,
   };
+}
+
+/** Why a queued run waits and when it is expected to start, as its flow key last said (null: not queued). */
+function queueOf(doc: RunDoc): Envelope["queue"] {
+  if (doc.status !== "queued") return null;
+  const flow = doc.flow;
+  const reason = flow?.reason ?? (doc.concurrency ? "concurrency" : null);
+  if (!reason) return null;
+  const at = flow?.startsAt ?? null;
+  return { reason, starts_at: at === null ? null : new Date(at).toISOString() };
 }

@@ -14,7 +14,7 @@
  * so an eviction between closing and beginning loses nothing (the run asks again: `turn`).
  */
 import type { JsonObject } from "../bundle.ts";
-import type { KvPort } from "./run-store.ts";
+import type { KvPort } from "./kv-port.ts";
 
 export interface FlowSettings {
   throttle: { limit: number; periodMs: number } | null;
@@ -31,6 +31,8 @@ export const MAX_QUEUED = 10_000;
 export const MAX_BATCH_CHARS = 1024 * 1024;
 
 export interface AdmitRequest {
+  /** This key's name (`<workflow>\n<key>`): a run begun here is told which of its keys said so. */
+  gate: string;
   /** The id a new run gets (the invoke's own). */
   runId: string;
   settings: FlowSettings;
@@ -79,6 +81,8 @@ interface Group {
   params?: JsonObject;
   /** Batch: closed before its time (full, or the next item would not fit). */
   closed?: true;
+  /** Its place in the queue once it closes: the last invoke's priority (debounce), the first's (batch). */
+  priority?: number;
   /** Batch: JSON length of its items so far (memory only). */
   chars?: number;
   /** Its begin is on its way to the run (memory only: after an eviction it is sent again). */
@@ -86,6 +90,8 @@ interface Group {
 }
 
 interface Shared {
+  /** This key's name. */
+  gate?: string;
   /** The settings of the latest invoke (a deploy may change them; a wake-up needs them). */
   settings?: FlowSettings;
   /** Runs active under `concurrency`, with their starts (oldest first). */
@@ -126,6 +132,16 @@ export class FlowKeyRules {
     for (const [key] of kv.list("w/")) this.watched.add(key.slice(2));
   }
 
+  /** This key's name (as its first admit gave it). */
+  get gate(): string {
+    return this.shared.gate ?? "";
+  }
+
+  /** `cancel_on` of a run whose other settings live in other keys: these signals of this key may cancel it. */
+  watchRun(runId: string, signals: string[]): void {
+    this.watch(runId, signals);
+  }
+
   /** Runs waiting in the queue (not counting open groups). */
   get queued(): number {
     return this.queue.length;
@@ -136,9 +152,10 @@ export class FlowKeyRules {
   /** A new invoke of this key: a new run that starts or waits, one joined to a group, or a refusal. */
   admit(req: AdmitRequest, now: number, fx: FlowEffects): AdmitVerdict {
     const s = req.settings;
-    if (JSON.stringify(s) !== JSON.stringify(this.settings)) {
+    if (JSON.stringify(s) !== JSON.stringify(this.settings) || this.shared.gate !== req.gate) {
       this.settings = s;
       this.shared.settings = s;
+      this.shared.gate = req.gate;
       this.saveShared();
     }
     if (req.cancelOn.length > 0) this.watch(req.runId, req.cancelOn);
@@ -224,7 +241,7 @@ export class FlowKeyRules {
         g.handing = true;
         fx.begin.push({ runId: g.runId, ...this.handover(g) });
       } else {
-        const q = this.enqueue(g.runId, 0, now, this.blockedBy(now));
+        const q = this.enqueue(g.runId, g.priority ?? 0, now, this.blockedBy(now));
         q.group = true;
         this.kv.put(q.key, JSON.stringify({ runId: q.runId, at: q.at, reason: q.reason, group: true }));
       }
@@ -285,8 +302,17 @@ export class FlowKeyRules {
             count: 1,
             due: Math.min(now + (s.debounce?.periodMs ?? 0), now + (s.debounce?.maxWaitMs ?? 0)),
             params: req.params,
+            priority: req.priority,
           }
-        : { runId: req.runId, kind, firstAt: now, count: 1, due: now + (s.batch?.maxWaitMs ?? 0), chars: 0 };
+        : {
+            runId: req.runId,
+            kind,
+            firstAt: now,
+            count: 1,
+            due: now + (s.batch?.maxWaitMs ?? 0),
+            chars: 0,
+            priority: req.priority,
+          };
     this.groups.set(req.runId, g);
     this.putGroup(g);
     if (kind === "batch") this.addItem(g, req.params);
@@ -299,6 +325,7 @@ export class FlowKeyRules {
     if (g.kind === "debounce" && s.debounce) {
       g.count += 1;
       g.params = req.params;
+      g.priority = req.priority;
       g.due = Math.min(now + s.debounce.periodMs, g.firstAt + s.debounce.maxWaitMs);
       this.putGroup(g);
       return true;

@@ -9,7 +9,7 @@
  * lifecycle in memory on a virtual clock. Step statuses are written by src/engine/step-status.ts
  * alone; the run's status by `setStatus` here alone.
  */
-import type { CompiledWorkflow, Json } from "../bundle.ts";
+import type { CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createMasker, type Masker } from "../engine/mask.ts";
 import { RunAbort } from "../engine/run-host.ts";
 import { collectSecrets } from "../engine/secrets.ts";
@@ -18,20 +18,37 @@ import type { RunStatus, StepRecord } from "../engine/types.ts";
 import { type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
 import type { Envelope } from "./envelope.ts";
 import type { RunEvent } from "./events.ts";
+import type { BeginPayload } from "./flow-key-rpc.ts";
+import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
 import type { CancelResult, LifecycleOptions, RunShell, SignalResult } from "./lifecycle-io.ts";
 import { RunBooks } from "./run-books.ts";
-import { newRunDoc, noteRerun, type RunDoc, type RunError, type StartRun, workflowOf } from "./run-doc.ts";
+import {
+  flowOf,
+  newRunDoc,
+  noteRerun,
+  type RunDoc,
+  type RunError,
+  type StartRun,
+  workflowOf,
+} from "./run-doc.ts";
 import { RunDuties } from "./run-duties.ts";
 import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
+import { answerOf, askAt, passGate } from "./run-flow.ts";
 import { declaredSignals } from "./run-graph.ts";
 import { type EffectResult, expiresAt, isWorking, nextWakeAt, type RunEffect, runFacts } from "./run-plan.ts";
 import { isFinished, type RunStore } from "./run-store.ts";
-
 import { completedEventOf, envelopeOf, historyOf } from "./run-view.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
 import type { WaitRecord } from "./waits.ts";
 
 const NO_SHELL: RunShell = { wake: () => {}, perform: () => {} };
+
+export type CancelCode = "canceled" | "replaced" | "canceled_by_signal";
+const CANCELED: Record<CancelCode, string> = {
+  canceled: "the run was canceled",
+  replaced: "a newer run of its concurrency key replaced it (on_full: replace)",
+  canceled_by_signal: "a cancel_on signal of its key canceled it",
+};
 
 export class RunLifecycle {
   private doc: RunDoc | null = null;
@@ -41,6 +58,7 @@ export class RunLifecycle {
   private readonly engine = new EngineDriver();
   private endWaiters = new Set<() => void>();
   private readonly duties: RunDuties;
+  private cancelCode: CancelCode = "canceled";
 
   private readonly store: RunStore;
   private readonly runtime: LifecycleRuntime;
@@ -137,10 +155,16 @@ export class RunLifecycle {
       this.records = new Map(req.rerun.reused);
       this.store.reuse(req.rerun.reused);
     }
-    // A re-run was promised to the run it re-runs, and a run with a concurrency key holds a place
-    // in its key's object: both are written now, so the promise and the place are never orphaned.
-    // Any other run is written when something must outlive this incarnation (run-store.ts).
-    if (req.rerun || req.concurrency) this.store.persist();
+    // A re-run was promised to the run it re-runs, and a run with flow keys holds a place in them:
+    // both are written now, so the promise and the place are never orphaned. Any other run is
+    // written when something must outlive this incarnation (run-store.ts).
+    if (req.rerun || req.flow) this.store.persist();
+    // Passed its first key and waits at the next: it asks there at once.
+    const ask =
+      doc.status === "queued" && req.flow && !req.flow.admitted
+        ? askAt(req.flow, doc.params as JsonObject)
+        : null;
+    if (ask) this.shell.perform([ask]);
     this.resume();
     // A run not written yet is woken by a timer (a written one armed its alarm with its first write).
     if (!this.store.isStored) this.duties.rearm();
@@ -172,8 +196,9 @@ export class RunLifecycle {
     }
     this.store.persist();
     const effects: RunEffect[] = [];
-    if (doc.status === "queued" && doc.concurrency)
-      effects.push({ type: "ask_turn", gate: doc.concurrency.gate, limit: doc.concurrency.limit });
+    const flow = doc.status === "queued" ? flowOf(doc) : null;
+    const ask = flow && askAt(flow, doc.params as JsonObject);
+    if (ask) effects.push(ask);
     this.wakeSteps(now);
     if (!this.active) return; // the deadline ended it: finish() set what comes next
     if (!this.duties.listedAs(doc.status)) effects.push({ type: "list" });
@@ -182,11 +207,26 @@ export class RunLifecycle {
     else this.duties.rearm();
   }
 
-  /** A queued run's turn came: it starts now, its timeout counted from now. False: it cannot (ended). */
-  begin(): boolean {
+  /**
+   * A flow key said go (`payload.gate`; a debounce's or batch's params and size with it): the run
+   * passes it and asks its next key, or, having passed them all, starts now, its timeout counted
+   * from now. False: it cannot (it has ended).
+   */
+  begin(payload: BeginPayload | null = null): boolean {
     const doc = this.doc;
     if (!doc || isFinished(doc)) return false;
     if (doc.status !== "queued") return true;
+    const flow = flowOf(doc);
+    const step = flow ? passGate(flow, payload?.gate) : "start";
+    if (step === "stale") return true;
+    if (payload?.params) doc.params = this.masker.maskJson(payload.params);
+    if (payload?.coalesced) doc.coalesced = payload.coalesced;
+    if (step === "next" && flow) {
+      this.store.saveDoc(doc);
+      const ask = askAt(flow, doc.params as JsonObject);
+      if (ask) this.shell.perform([ask]);
+      return true;
+    }
     const now = this.runtime.clock.now();
     doc.deadline = new Date(now + this.rootWorkflow().policy.timeoutS * 1000).toISOString();
     this.setStatus("pending");
@@ -203,9 +243,11 @@ export class RunLifecycle {
     return outcome;
   }
 
-  cancel(): CancelResult {
+  /** Cancels the run (`code`: `canceled` by a caller, `replaced` by a newer run of its key, `canceled_by_signal`). */
+  cancel(code: CancelCode = "canceled"): CancelResult {
     if (!this.doc) return { outcome: "not_found" };
     if (isFinished(this.doc)) return { outcome: "not_active" };
+    this.cancelCode = code;
     this.engine.abort(new RunAbort("canceled"), (e) => this.engineEnded(e));
     return { outcome: "canceled", envelope: this.envelope() };
   }
@@ -252,12 +294,8 @@ export class RunLifecycle {
    */
   reported(r: EffectResult): void {
     if (!this.doc) return;
-    if (r.type === "ask_turn") {
-      if (r.verdict === "start") this.begin();
-      else this.duties.rearm();
-      return;
-    }
-    this.duties.reported(r);
+    if (r.type === "ask_turn") this.keyAnswered(r.gate, r.verdict);
+    else this.duties.reported(r);
   }
 
   // ---- retention ---------------------------------------------------------------------------
@@ -326,6 +364,25 @@ export class RunLifecycle {
     if (!doc || isFinished(doc)) return null;
     const working = () => isWorking(doc, this.rootWorkflow(), this.records);
     return nextWakeAt(doc, this.books.nextDue(doc), this.options.heartbeatMs, working, now);
+  }
+
+  /** The key a queued run waits at answered `ask_turn`: go on, wait (noting why), or refused. */
+  private keyAnswered(gate: string, verdict: AdmitVerdict | TurnVerdict): void {
+    const doc = this.doc;
+    const flow = doc && doc.status === "queued" ? flowOf(doc) : null;
+    if (!doc || !flow || flow.gates[flow.at]?.name !== gate) return;
+    const answer = answerOf(flow, verdict);
+    if ("go" in answer && answer.go) {
+      this.begin({ gate, params: answer.params, coalesced: answer.coalesced });
+      return;
+    }
+    // Its next key has no slot and does not queue (on_full: skip): it cannot start.
+    if ("refused" in answer && answer.refused === "skipped") {
+      this.cancel("replaced");
+      return;
+    }
+    if ("changed" in answer && answer.changed) this.store.saveDoc(doc);
+    this.duties.rearm();
   }
 
   // ---- decisions ---------------------------------------------------------------------------
@@ -402,7 +459,7 @@ export class RunLifecycle {
     else if (end.how === "canceled")
       this.finish(
         "canceled",
-        { code: "canceled", message: "the run was canceled", step: null },
+        { code: this.cancelCode, message: CANCELED[this.cancelCode], step: null },
         "run_canceled",
       );
     else this.finish("failed", deadlineError(this.rootWorkflow(), this.records));

@@ -2,7 +2,7 @@
  * A key-value port in memory: the workflow-test runner's storage, and the Node tests' stand-in
  * for a Durable Object's SQLite-backed KV (run-store.ts says what a run writes to it).
  */
-import type { KvPort } from "./run-store.ts";
+import type { KvPort } from "./kv-port.ts";
 
 /** A KvPort in memory (the workflow-test runner's storage). */
 export function memoryKv(): KvPort {

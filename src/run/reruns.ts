@@ -13,7 +13,7 @@ import { RunRefusal } from "./refusal.ts";
 import { planRerun } from "./rerun.ts";
 import type { RunRpc, StartResult } from "./run-rpc.ts";
 import { runStub } from "./run-rpc.ts";
-import { checkRunInputs, concurrencyOf, startRun } from "./start-run.ts";
+import { checkRunInputs, startRun } from "./start-run.ts";
 
 export interface RerunRequest {
   from: string | null;
@@ -90,7 +90,8 @@ export async function rerun(
     origin: o.origin,
     definition: req.definition === "pinned" ? source.def : null,
     rerun: { of: oldRunId, reused: plan.reused },
-    concurrency: concurrencyOf(wf, { params, request: source.request }),
+    // A re-run takes its place in its flow keys like an invoke, but joins no group or batch.
+    coalesce: false,
   });
   if (result.outcome !== "started") throw new RunRefusal("internal_error", "the re-run could not start");
   return { runId, result: { ...result, outcome: "started" } };

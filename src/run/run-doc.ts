@@ -5,6 +5,8 @@
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
+import type { FlowGate } from "./flow-key-rpc.ts";
+import type { QueueReason } from "./flow-key-rules.ts";
 
 export interface RunError {
   code: string;
@@ -36,8 +38,12 @@ export interface RunDoc {
   origin?: string | null;
   /** The run this one re-runs (docs/http-api.md, "Re-runs"); absent for a plain invoke. */
   rerun_of?: string | null;
-  /** `invoke.concurrency`: the key's object (`<workflow>\n<key>`) and the limit (docs/triggers.md). */
+  /** Runs written before flow keys: `invoke.concurrency`'s key object and limit (read as `flow`). */
   concurrency?: { gate: string; limit: number } | null;
+  /** The flow keys the run passes (docs/triggers.md, "Shaping bursts"); absent: none. */
+  flow?: RunFlow | null;
+  /** How many invokes the run stands for (a debounce group's or a batch's size); absent: 1. */
+  coalesced?: number;
   /** Runs started as re-runs of this one (so a bulk re-run takes each failed run once). */
   reruns?: string[];
 }
@@ -69,7 +75,23 @@ export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
   };
 }
 
-/** What a new run is started from (its admission verdict made: `concurrency.queued`). */
+/** A run's way through its flow keys (flow-gates.ts makes it, the keys' answers move it on). */
+export interface RunFlow {
+  gates: FlowGate[];
+  /** The key the run waits at: every key before it said go (`gates.length`: it may start). */
+  at: number;
+  /** The key at `at` knows the run (it asks `turn`, not `admit`). */
+  admitted: boolean;
+  /** -100..100, what the keys order their queues by. */
+  priority: number;
+  /** Keys where only the run's `cancel_on` lives. */
+  watches: string[];
+  /** Why it waits and when it is expected to start, as its key last said. */
+  reason: QueueReason | null;
+  startsAt: number | null;
+}
+
+/** What a new run is started from (its admission verdict made: `flow`). */
 export interface StartRun {
   runId: string;
   /** The deployed bundle; the run pins its own slice of it. */
@@ -82,8 +104,8 @@ export interface StartRun {
   origin: string | null;
   /** A re-run: the run it re-runs, and the records it reuses from it (see rerun.ts). */
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
-  /** `invoke.concurrency`: the run's key; `queued` when admission found no free slot. */
-  concurrency?: { gate: string; limit: number; queued: boolean } | null;
+  /** Its flow keys, and how far it got through them at its invoke (`at < gates.length`: queued). */
+  flow?: RunFlow | null;
 }
 
 /**
@@ -96,7 +118,7 @@ export function newRunDoc(req: StartRun, now: number): RunDoc {
   const doc: RunDoc = {
     run_id: req.runId,
     workflow_key: req.workflowKey,
-    status: req.concurrency?.queued ? "queued" : "pending",
+    status: req.flow && req.flow.at < req.flow.gates.length ? "queued" : "pending",
     error: null,
     params: req.params,
     request: req.request,
@@ -110,7 +132,7 @@ export function newRunDoc(req: StartRun, now: number): RunDoc {
     origin: req.origin,
   };
   if (req.rerun) doc.rerun_of = req.rerun.of;
-  if (req.concurrency) doc.concurrency = { gate: req.concurrency.gate, limit: req.concurrency.limit };
+  if (req.flow) doc.flow = req.flow;
   return doc;
 }
 
@@ -131,4 +153,40 @@ export function noteRerun(doc: RunDoc, runId: string, once: boolean): "claimed" 
   // The latest few are enough to know it was re-run (and to follow it up by hand).
   doc.reruns = [...(doc.reruns ?? []), runId].slice(-20);
   return "claimed";
+}
+
+/**
+ * The run's flow keys (a run written before flow keys has only `concurrency`: its one key). Null
+ * when it passes none.
+ */
+export function flowOf(doc: RunDoc): RunFlow | null {
+  if (doc.flow) return doc.flow;
+  const cc = doc.concurrency;
+  if (!cc) return null;
+  const gate: FlowGate = {
+    name: cc.gate,
+    settings: {
+      throttle: null,
+      debounce: null,
+      batch: null,
+      concurrency: { limit: cc.limit, onFull: "queue" },
+    },
+    cancelOn: [],
+  };
+  doc.flow = {
+    gates: [gate],
+    at: doc.status === "queued" ? 0 : 1,
+    admitted: true,
+    priority: 0,
+    watches: [],
+    reason: doc.status === "queued" ? "concurrency" : null,
+    startsAt: null,
+  };
+  return doc.flow;
+}
+
+/** Every key that may hold something of the run (a slot, a place, a watch): what it gives back at its end. */
+export function flowKeys(flow: RunFlow | null): string[] {
+  if (!flow) return [];
+  return [...new Set([...flow.gates.map((g) => g.name), ...flow.watches])];
 }

@@ -18,8 +18,8 @@ import { checkOutboundUrl } from "../engine/net.ts";
 import { backoffDelay, isRetryableStatus, parseRetryAfter } from "../engine/retry.ts";
 import { declaredEnv } from "../engine/secrets.ts";
 import { renderUrl } from "../engine/substitute.ts";
+import type { KvPort } from "./kv-port.ts";
 import type { RunDoc } from "./run-doc.ts";
-import type { KvPort } from "./run-store.ts";
 
 export const NOTIFY_ATTEMPTS = 3;
 const ATTEMPT_TIMEOUT_MS = 10_000;

@@ -11,10 +11,10 @@ import workflowBundle from "workflow-bundle";
 import type { Json } from "../bundle.ts";
 import { admit } from "./admission.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
-import { concurrencyKeyStub } from "./concurrency-key-rpc.ts";
 import type { Envelope } from "./envelope.ts";
 import { EventHub } from "./events.ts";
-import { RunLifecycle } from "./lifecycle.ts";
+import type { BeginPayload } from "./flow-key-rpc.ts";
+import { type CancelCode, RunLifecycle } from "./lifecycle.ts";
 import type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import { retentionMs } from "./listing-layout.ts";
 import { ListingWriter } from "./listing-sync.ts";
@@ -23,7 +23,7 @@ import { finishedRunLog } from "./run-log.ts";
 import { RunNotifier } from "./run-notifications.ts";
 import { HEARTBEAT_MS, type RunEffect, type Wake } from "./run-plan.ts";
 import { rerunSourceOf, viewOf } from "./run-reads.ts";
-import type { RerunSource, StartRequest, StartResult } from "./run-rpc.ts";
+import { flowKeyStub, type RerunSource, type StartRequest, type StartResult } from "./run-rpc.ts";
 import { RunStore } from "./run-store.ts";
 import { signalKeyStub } from "./signal-key-rpc.ts";
 import { objectKv, workerRuntime } from "./worker-runtime.ts";
@@ -87,12 +87,12 @@ export class RunObject extends DurableObject<Env> {
       if (doc.body_hash !== req.bodyHash || doc.workflow_key !== req.workflowKey) {
         return { outcome: "conflict", runId };
       }
-      return { outcome: "existing", runId, envelope: await this.waitFinished(req.waitMs) };
+      const envelope = await this.waitFinished(req.waitMs);
+      return { outcome: "existing", runId, envelope, queued: this.run.current?.status === "queued" };
     }
     const env = this.env;
-    const verdict = await admit(req, runId, {
+    const verdict = await admit(req, {
       takeRateLimitSlot: (slot) => takeRateLimitSlot(slot, env as unknown as Record<string, unknown>),
-      askTurn: (gate, id, limit) => concurrencyKeyStub(env, gate).admit(id, limit),
     });
     if (verdict === "rate_limited") return { outcome: "rate_limited", runId };
     // The run is pinned to this deployment's definition (this module's own copy of the bundle).
@@ -106,9 +106,11 @@ export class RunObject extends DurableObject<Env> {
       idempotencyKey: req.idempotencyKey,
       origin: req.origin ?? null,
       rerun: req.rerun ?? null,
-      concurrency: req.concurrency ? { ...req.concurrency, queued: verdict === "queued" } : null,
+      flow: req.flow ?? null,
     });
-    return { outcome: "started", runId, envelope: await this.waitFinished(req.waitMs) };
+    const envelope = await this.waitFinished(req.waitMs);
+    const queued = (this.run.current as { status: string } | null)?.status === "queued";
+    return { outcome: "started", runId, envelope, queued };
   }
 
   /** The envelope once the run has finished, or null if it is still active after `ms` (then it is written first). */
@@ -136,14 +138,15 @@ export class RunObject extends DurableObject<Env> {
     return viewOf(this.run);
   }
 
-  async cancel(): Promise<CancelResult> {
+  async cancel(code?: CancelCode): Promise<CancelResult> {
     await this.dropIfExpired();
-    return this.run.cancel();
+    return this.run.cancel(code);
   }
 
-  async begin(): Promise<boolean> {
+  /** A flow key says the queued run may go on (with a debounce's or batch's params). */
+  async begin(payload?: BeginPayload): Promise<boolean> {
     await this.dropIfExpired();
-    return this.run.begin();
+    return this.run.begin(payload ?? null);
   }
 
   async rerunSource(): Promise<RerunSource> {
@@ -245,18 +248,24 @@ export class RunObject extends DurableObject<Env> {
         await this.notifier.deliver();
         return this.run.reported({ type: "notify", next: this.notifier.nextAttempt() });
       case "release": {
-        const ok = await concurrencyKeyStub(this.env, e.gate)
-          .release(this.ctx.id.toString())
-          .then(
-            () => true,
-            () => false,
-          );
+        const id = this.ctx.id.toString();
+        const ok = await Promise.all(e.gates.map((g) => flowKeyStub(this.env, g).release(id))).then(
+          () => true,
+          () => false,
+        );
         return this.run.reported({ type: "release", ok });
       }
       case "ask_turn": {
-        const gate = concurrencyKeyStub(this.env, e.gate);
-        const verdict = await gate.admit(this.ctx.id.toString(), e.limit).catch(() => "queued" as const);
-        return this.run.reported({ type: "ask_turn", verdict });
+        const key = flowKeyStub(this.env, e.gate.name);
+        const runId = this.ctx.id.toString();
+        const { name, settings, cancelOn } = e.gate;
+        const ask = e.admit
+          ? key.admit({ gate: name, runId, settings, priority: e.priority, params: e.params, cancelOn })
+          : key.turn(runId);
+        // Unreachable now: the run's heartbeat asks again.
+        const verdict = await ask.catch(() => null);
+        if (verdict) this.run.reported({ type: "ask_turn", gate: name, verdict });
+        return;
       }
       case "register_wait": {
         const box = signalKeyStub(this.env, this.run.rootWorkflow().name, e.name, e.key);

@@ -13,9 +13,11 @@
  * wait, heartbeat) and no later than the listing's next try. A finished run keeps one alarm only
  * while its listing entry, notifications or slot release are owed, and none after.
  */
-import type { CompiledWorkflow } from "../bundle.ts";
+import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
-import type { RunDoc } from "./run-doc.ts";
+import type { FlowGate } from "./flow-key-rpc.ts";
+import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
+import { flowKeys, flowOf, type RunDoc } from "./run-doc.ts";
 import { runGraph } from "./run-graph.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
@@ -38,12 +40,12 @@ export const LISTING_RETRY_MAX_MS = 5_000;
 export type RunEffect =
   /** Report the run's status to the run listing (answer: `listed`). */
   | { type: "list" }
-  /** Give the run's slot of its concurrency key back (answer: `released`). */
-  | { type: "release"; gate: string }
+  /** Give back what the run holds in its flow keys: a slot, a place, a cancel_on watch (answer: `release`). */
+  | { type: "release"; gates: string[] }
   /** Send the notifications due now (answer: `notified`, with when the next attempt is due). */
   | { type: "notify" }
-  /** A queued run asks its key's object again whether it may start (answer: `turn`). */
-  | { type: "ask_turn"; gate: string; limit: number }
+  /** A queued run asks the flow key it waits at whether it may go on (answer: `ask_turn`). */
+  | { type: "ask_turn"; gate: FlowGate; admit: boolean; priority: number; params: JsonObject }
   /** A keyed wait registers with its key's object, which may hand it a kept signal. */
   | { type: "register_wait"; name: string; key: string }
   /** Write the run's one `run.finished` log line. */
@@ -56,7 +58,7 @@ export type EffectResult =
   | { type: "list"; status: RunStatus; ok: boolean }
   | { type: "release"; ok: boolean }
   | { type: "notify"; next: number | null }
-  | { type: "ask_turn"; verdict: "start" | "queued" };
+  | { type: "ask_turn"; gate: string; verdict: AdmitVerdict | TurnVerdict };
 
 /** A wake-up: by the object's alarm (`durable`, in the commit of the run's writes) or, before the run is written, a timer. */
 export interface Wake {
@@ -73,8 +75,8 @@ export interface RunFacts {
   stored: boolean;
   /** The run's own next wake-up (deadline, approvals, waits, heartbeat), or null. */
   next: number | null;
-  /** Its concurrency key's object, or null. */
-  gate: string | null;
+  /** Its flow keys (released at its end); none: []. */
+  gates: string[];
   /** It has notifications to send for its final status. */
   notifies: boolean;
 }
@@ -90,7 +92,7 @@ export function runFacts(doc: RunDoc, wf: CompiledWorkflow, stored: boolean, nex
     deadlineMs: Date.parse(doc.deadline),
     stored,
     next,
-    gate: doc.concurrency?.gate ?? null,
+    gates: flowKeys(flowOf(doc)),
     notifies: TERMINAL.has(status) && (wf.notify ?? []).some((n) => n.on.includes(status as "complete")),
   };
 }
@@ -212,7 +214,7 @@ export class RunPlan {
     if (first) out.push({ type: "log" });
     if (!this.listedAs(f.status)) out.push({ type: "list" });
     if (f.notifies) out.push({ type: "notify" });
-    if (f.gate !== null && !this.released) out.push({ type: "release", gate: f.gate });
+    if (f.gates.length > 0 && !this.released) out.push({ type: "release", gates: f.gates });
     return out;
   }
 
@@ -235,7 +237,7 @@ export class RunPlan {
    */
   afterRunWake(f: RunFacts, now: number): Wake | null {
     let next = f.notifies ? this.notifyNext : null;
-    const stillOwed = !this.listedAs(f.status) || (f.gate !== null && !this.released);
+    const stillOwed = !this.listedAs(f.status) || (f.gates.length > 0 && !this.released);
     if (stillOwed) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listingRetryMs());
     return next === null ? null : { at: Math.max(next, now), durable: true };
   }

@@ -6,8 +6,10 @@ import type { Bundle, Json, JsonObject } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { Envelope } from "./envelope.ts";
+import type { BeginPayload, FlowKeyRpc } from "./flow-key-rpc.ts";
 import type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import type { RateLimitSlot } from "./rate-limit.ts";
+import type { RunFlow } from "./run-doc.ts";
 
 export type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 
@@ -28,8 +30,8 @@ export interface StartRequest {
   definition?: Bundle | null;
   /** A re-run: the run it re-runs and the records it reuses (src/run/rerun.ts). */
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
-  /** `invoke.concurrency`: the key's object (`<workflow>\n<key>`) and its limit (docs/triggers.md). */
-  concurrency?: { gate: string; limit: number } | null;
+  /** Its flow keys and how far its invoke got through them (start-run.ts asked the first). */
+  flow?: RunFlow | null;
 }
 
 /** What a re-run needs of the run it re-runs. */
@@ -46,7 +48,8 @@ export type RerunSource =
     };
 
 export type StartResult =
-  | { outcome: "started" | "existing"; runId: string; envelope: Envelope | null }
+  /** `queued`: the run waits to start (its flow keys' answer), at the moment of the answer. */
+  | { outcome: "started" | "existing"; runId: string; envelope: Envelope | null; queued?: boolean }
   | { outcome: "conflict"; runId: string }
   | { outcome: "rate_limited"; runId: string };
 
@@ -67,7 +70,9 @@ export function runStub(env: Env, runId: string): RunRpc | null {
 export interface RunRpc {
   start(req: StartRequest): Promise<StartResult>;
   view(): Promise<RunView | null>;
-  cancel(): Promise<CancelResult>;
+  cancel(code?: "canceled" | "replaced" | "canceled_by_signal"): Promise<CancelResult>;
+  /** The envelope once the run has finished, or null if it is still active after `ms`. */
+  waitFinished(ms: number): Promise<Envelope | null>;
   remove(): Promise<"deleted" | "active" | "not_found">;
   relist(): Promise<void>;
   expire(): Promise<"deleted" | "kept" | "gone">;
@@ -76,8 +81,8 @@ export interface RunRpc {
   rerunSource(): Promise<RerunSource>;
   /** Notes that `runId` re-runs this run; with `once`, refuses if it was re-run before. */
   rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active">;
-  /** A queued run's slot came free: it begins (false: it has ended meanwhile). */
-  begin(): Promise<boolean>;
+  /** A flow key says the queued run may go on, with a debounce's or batch's params (false: it has ended). */
+  begin(payload?: BeginPayload): Promise<boolean>;
   /** A signal for the run's wait for `name` (with `key`: only a wait with that key). */
   signal(name: string, body: Json, key?: string | null): Promise<SignalResult>;
   /** Every approval of the run (null: no such run). */
@@ -88,4 +93,10 @@ export interface RunRpc {
     decision: "approved" | "rejected",
     comment: string | null,
   ): Promise<DecideResult>;
+}
+
+/** The flow key object named `name` (`<workflow>\n<key>`: flow-key-rpc.ts). */
+export function flowKeyStub(env: Env, name: string): FlowKeyRpc {
+  const ns = env.FLOW_KEYS;
+  return ns.get(ns.idFromName(name)) as unknown as FlowKeyRpc;
 }

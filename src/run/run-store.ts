@@ -28,17 +28,10 @@
 import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord } from "./approvals.ts";
+import type { KvPort } from "./kv-port.ts";
 import type { RunDoc } from "./run-doc.ts";
 import { StepNews } from "./step-news.ts";
 import type { WaitRecord } from "./waits.ts";
-
-/** A synchronous key-value store (a SQLite-backed object's `ctx.storage.kv`, or memory). */
-export interface KvPort {
-  get(key: string): string | undefined;
-  put(key: string, value: string): void;
-  delete(key: string): void;
-  list(prefix: string): Iterable<[string, string]>;
-}
 
 /** A run as stored: its document, its finished steps, its approvals and its waits. */
 export interface StoredRun {

@@ -1,17 +1,22 @@
 /**
- * Creating a run, shared by every trigger (an invoke, a cron schedule): the run's Durable Object
- * is a fresh unique one, or, with an idempotency key, the one named by workflow + key, so a
- * replay (a client's retry, a sender's redelivery, the same scheduled time twice) reaches the
- * run that exists instead of making a second one.
+ * Creating a run, shared by every trigger (an invoke, a cron schedule, a re-run): the run's
+ * Durable Object is a fresh unique one, or, with an idempotency key, the one named by workflow +
+ * key, so a replay (a client's retry, a sender's redelivery, the same scheduled time twice)
+ * reaches the run that exists instead of making a second one. A workflow that shapes bursts
+ * (flow-gates.ts) asks its first flow key before any run exists: the key may join the invoke to a
+ * run that waits already (debounce, batch), refuse it (`on_full: skip`, a full queue), or let it
+ * make a run that starts now or waits; a workflow that declares none contacts no key.
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { createMasker } from "../engine/mask.ts";
 import { validateJson } from "../engine/schema.ts";
 import { collectSecrets } from "../engine/secrets.ts";
-import { renderInvokeKey } from "./invoke-keys.ts";
+import type { Envelope } from "./envelope.ts";
+import { flowPlan } from "./flow-gates.ts";
 import type { RateLimitSlot } from "./rate-limit.ts";
 import { RunRefusal } from "./refusal.ts";
-import type { RunRpc, StartRequest, StartResult } from "./run-rpc.ts";
+import type { RunFlow } from "./run-doc.ts";
+import { flowKeyStub, type RunRpc, runStub, type StartRequest, type StartResult } from "./run-rpc.ts";
 
 export interface StartOptions {
   params: JsonObject;
@@ -27,23 +32,16 @@ export interface StartOptions {
   runId?: string;
   definition?: StartRequest["definition"];
   rerun?: StartRequest["rerun"];
-  concurrency?: StartRequest["concurrency"];
+  /** Re-runs and schedules pass the keys but never join a debounce group or a batch. */
+  coalesce?: boolean;
 }
 
-/**
- * `invoke.concurrency` of `wf` for these inputs: its key's object (`<workflow>\n<key>`, the key
- * rendered from params and request; absent: one key for the workflow) and the limit.
- */
-export function concurrencyOf(
-  wf: CompiledWorkflow,
-  seen: { params: JsonObject; request: JsonObject },
-): StartRequest["concurrency"] {
-  const cc = wf.invoke.concurrency;
-  if (!cc) return null;
-  // A key that renders to nothing: the workflow's common key.
-  const key = cc.key ? renderInvokeKey(cc.key, seen) : "";
-  return { gate: `${wf.name}\n${key}`, limit: cc.limit };
-}
+/** What starting a run gave: the run's answer, or one of the flow keys' (a joined run, a refusal). */
+export type StartOutcome =
+  | (StartResult & { queued?: boolean })
+  | { outcome: "joined"; runId: string; envelope: Envelope | null }
+  | { outcome: "skipped"; runId: string }
+  | { outcome: "queue_full"; runId: string; retryAfterS: number };
 
 /**
  * What every new run's inputs must pass before it is created: `params.schema` (422
@@ -79,7 +77,7 @@ export async function startRun(
   workflowKey: string,
   wf: CompiledWorkflow,
   o: StartOptions,
-): Promise<StartResult> {
+): Promise<StartOutcome> {
   const ns = env.RUNS;
   const id =
     o.runId !== undefined
@@ -88,7 +86,7 @@ export async function startRun(
         ? ns.newUniqueId()
         : ns.idFromName(`${wf.name}\n${o.idempotencyKey}`);
   const stub = ns.get(id) as unknown as RunRpc;
-  return stub.start({
+  const req: StartRequest = {
     workflowKey,
     params: o.params,
     request: o.request,
@@ -99,8 +97,54 @@ export async function startRun(
     rateLimit: o.rateLimit ?? null,
     definition: o.definition ?? null,
     rerun: o.rerun ?? null,
-    concurrency: o.concurrency ?? null,
-  });
+  };
+  const plan = flowPlan(wf, { params: o.params, request: o.request }, o.coalesce ?? true);
+  // No flow keys, or a replay of a run that exists (its object answers it as ever).
+  if (!plan || (o.idempotencyKey !== null && (await stub.view()) !== null)) return stub.start(req);
+  const runId = id.toString();
+  const first = plan.gates[0];
+  let flow: RunFlow;
+  if (first) {
+    const verdict = await flowKeyStub(env, first.name).admit({
+      gate: first.name,
+      runId,
+      settings: first.settings,
+      priority: plan.priority,
+      params: o.params,
+      cancelOn: first.cancelOn,
+    });
+    if (verdict.outcome === "queue_full")
+      return { outcome: "queue_full", runId, retryAfterS: verdict.retryAfterS };
+    if (verdict.outcome === "skipped") return { outcome: "skipped", runId: verdict.runId };
+    if (verdict.outcome === "joined") {
+      const joined = runStub(env, verdict.runId);
+      const envelope = joined && o.waitS > 0 ? await joined.waitFinished(o.waitS * 1000) : null;
+      return { outcome: "joined", runId: verdict.runId, envelope };
+    }
+    const go = verdict.outcome === "start";
+    flow = {
+      gates: plan.gates,
+      at: go ? 1 : 0,
+      admitted: !go,
+      priority: plan.priority,
+      watches: plan.watches.map((w) => w.name),
+      reason: verdict.outcome === "queued" ? verdict.reason : null,
+      startsAt: verdict.outcome === "queued" ? verdict.startsAt : null,
+    };
+  } else {
+    flow = {
+      gates: [],
+      at: 0,
+      admitted: false,
+      priority: 0,
+      watches: plan.watches.map((w) => w.name),
+      reason: null,
+      startsAt: null,
+    };
+  }
+  // A cancel_on whose key no other setting shares watches from its own key object.
+  await Promise.all(plan.watches.map((w) => flowKeyStub(env, w.name).watch(runId, w.signals)));
+  return stub.start({ ...req, flow });
 }
 
 /** Canonical JSON (sorted keys) so that equal bodies hash equal whatever their key order. */

@@ -7,9 +7,9 @@
 import { systemClock } from "../engine/clock.ts";
 import type { RunHost } from "../engine/run-host.ts";
 import { executors } from "../steps/index.ts";
+import type { KvPort } from "./kv-port.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "./outbound.ts";
 import type { LifecycleRuntime } from "./run-engine.ts";
-import type { KvPort } from "./run-store.ts";
 import { mcpToolHost } from "./tool-host.ts";
 
 /** A Durable Object's SQLite-backed KV as the run store's port (run-store.ts decides what is written). */

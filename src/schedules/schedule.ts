@@ -10,7 +10,7 @@ import workflowBundle from "workflow-bundle";
 import type { Bundle } from "../bundle.ts";
 import { collectSecrets } from "../engine/secrets.ts";
 import { recordRequest } from "../run/run-request.ts";
-import { concurrencyOf, startRun } from "../run/start-run.ts";
+import { startRun } from "../run/start-run.ts";
 
 const bundle: Bundle = workflowBundle;
 
@@ -47,10 +47,8 @@ export async function runSchedules(event: ScheduledEvent, env: Env): Promise<num
           idempotencyKey,
           waitS: 0,
           origin,
-          concurrency: concurrencyOf(wf, {
-            params: entry.params,
-            request: recordRequest(wf.invoke.headers, new Headers()),
-          }),
+          // A scheduled run takes its place in its flow keys, but joins no group or batch.
+          coalesce: false,
         }),
       );
     }

@@ -122,7 +122,10 @@ export async function runCase(
         );
       if (e.type === "release") queueMicrotask(() => run.reported({ type: "release", ok: true }));
       if (e.type === "notify") queueMicrotask(() => run.reported({ type: "notify", next: null }));
-      if (e.type === "ask_turn") queueMicrotask(() => run.reported({ type: "ask_turn", verdict: "start" }));
+      if (e.type === "ask_turn")
+        queueMicrotask(() =>
+          run.reported({ type: "ask_turn", gate: e.gate.name, verdict: { outcome: "start" } }),
+        );
     }
   };
   // The masker exists once the run has started; executors read it when they run.

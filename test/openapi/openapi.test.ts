@@ -135,6 +135,8 @@ describe("OpenAPI document", () => {
         "output",
         "totals",
         "budget_usd",
+        "coalesced",
+        "queue",
         "deadline",
         "created_at",
         "finished_at",

@@ -12,8 +12,8 @@ import {
   type FlowSettings,
   MAX_QUEUED,
 } from "../../src/run/flow-key-rules.ts";
+import type { KvPort } from "../../src/run/kv-port.ts";
 import { memoryKv } from "../../src/run/memory-kv.ts";
-import type { KvPort } from "../../src/run/run-store.ts";
 
 const T0 = Date.parse("2026-11-25T12:00:00Z");
 const NONE: FlowSettings = { throttle: null, debounce: null, batch: null, concurrency: null };
@@ -52,7 +52,15 @@ function key(settings: Partial<FlowSettings>, kv: KvPort = memoryKv()) {
     admit(now: number, over: Partial<AdmitRequest> = {}) {
       const e = fx();
       const v = k.admit(
-        { runId: over.runId ?? `r${++n}`, settings: s, priority: 0, params: {}, cancelOn: [], ...over },
+        {
+          gate: "w\nk",
+          runId: over.runId ?? `r${++n}`,
+          settings: s,
+          priority: 0,
+          params: {},
+          cancelOn: [],
+          ...over,
+        },
         now,
         e,
       );

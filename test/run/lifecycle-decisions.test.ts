@@ -9,6 +9,7 @@ import type { Bundle, Json } from "../../src/bundle.ts";
 import type { Clock } from "../../src/engine/clock.ts";
 import type { Executors } from "../../src/engine/run-host.ts";
 import type { StepContext } from "../../src/engine/types.ts";
+import type { KvPort } from "../../src/run/kv-port.ts";
 import { RunLifecycle } from "../../src/run/lifecycle.ts";
 import type { RunShell } from "../../src/run/lifecycle-io.ts";
 import { memoryKv } from "../../src/run/memory-kv.ts";
@@ -20,7 +21,7 @@ import {
   type RunEffect,
   type Wake,
 } from "../../src/run/run-plan.ts";
-import { type KvPort, RunStore } from "../../src/run/run-store.ts";
+import { RunStore } from "../../src/run/run-store.ts";
 import { compileFiles, removeProjects } from "../compiler/temp-project.ts";
 
 afterAll(removeProjects);
@@ -164,19 +165,65 @@ describe("the lifecycle's decisions", () => {
     expect(rec.wakes.at(-1)).toEqual({ at: clock.t + LISTING_RETRY_MS, durable: true });
   });
 
-  it("starts a queued run when its key gives it a turn, its timeout counted from then", async () => {
+  it("starts a queued run when its key gives it a turn, its timeout counted from then, and gives the key back at its end", async () => {
     const { run, rec, clock } = setup(async () => ({ status: 200 }));
-    run.start({ ...start(true), concurrency: { gate: "plan\n", limit: 1, queued: true } });
+    const gate = {
+      name: "plan\n",
+      settings: {
+        throttle: null,
+        debounce: null,
+        batch: null,
+        concurrency: { limit: 1, onFull: "queue" as const },
+      },
+      cancelOn: [],
+    };
+    const flow = {
+      gates: [gate],
+      at: 0,
+      admitted: true,
+      priority: 0,
+      watches: [],
+      reason: "concurrency" as const,
+      startsAt: null,
+    };
+    run.start({ ...start(true), flow });
     expect(run.current?.status).toBe("queued");
     clock.t += 5_000;
     run.alarm(clock.t);
     expect(rec.effects).toEqual(["ask_turn", "list"]);
-    run.reported({ type: "ask_turn", verdict: "start" });
+    run.reported({ type: "ask_turn", gate: gate.name, verdict: { outcome: "start" } });
     expect(run.current?.deadline).toBe(new Date(clock.t + 300_000).toISOString());
     await run.ended();
     expect(run.current?.status).toBe("complete");
     // The slot is owed back to the key after the run.
     expect(rec.effects).toContain("release");
+  });
+
+  it("passes its keys in order: a go from the first asks the next, a go from a key passed already changes nothing", () => {
+    const { run, rec } = setup(never);
+    const key = (name: string) => ({
+      name,
+      settings: { throttle: { limit: 1, periodMs: 1000 }, debounce: null, batch: null, concurrency: null },
+      cancelOn: [],
+    });
+    const flow = {
+      gates: [key("a"), key("b")],
+      at: 0,
+      admitted: true,
+      priority: 0,
+      watches: [],
+      reason: null,
+      startsAt: null,
+    };
+    run.start({ ...start(true), flow });
+    expect(run.begin({ gate: "a" })).toBe(true);
+    expect(run.current?.status).toBe("queued");
+    expect(rec.effects.at(-1)).toBe("ask_turn");
+    expect(run.begin({ gate: "a" })).toBe(true);
+    expect(run.current?.status).toBe("queued");
+    run.begin({ gate: "b", params: { call: true }, coalesced: 4 });
+    expect(run.current?.status).not.toBe("queued");
+    expect(run.envelope().coalesced).toBe(4);
   });
 
   it("keeps a finished run until its retention has passed, then asks for its storage to go", async () => {

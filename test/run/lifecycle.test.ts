@@ -9,10 +9,11 @@ import type { Bundle, Json } from "../../src/bundle.ts";
 import { systemClock } from "../../src/engine/clock.ts";
 import type { Executors } from "../../src/engine/run-host.ts";
 import type { StepContext } from "../../src/engine/types.ts";
+import type { KvPort } from "../../src/run/kv-port.ts";
 import { RunLifecycle } from "../../src/run/lifecycle.ts";
 import { memoryKv } from "../../src/run/memory-kv.ts";
 import type { LifecycleRuntime } from "../../src/run/run-engine.ts";
-import { type KvPort, RunStore } from "../../src/run/run-store.ts";
+import { RunStore } from "../../src/run/run-store.ts";
 import { compileFiles, removeProjects } from "../compiler/temp-project.ts";
 
 afterAll(removeProjects);

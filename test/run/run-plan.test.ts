@@ -21,7 +21,7 @@ function facts(over: Partial<RunFacts> = {}): RunFacts {
     deadlineMs: T0 + 300_000,
     stored: true,
     next: T0 + 60_000,
-    gate: null,
+    gates: [],
     notifies: false,
     ...over,
   };
@@ -79,7 +79,7 @@ describe("a finished run", () => {
 
   it("owes its log line once, its listing, its notifications and its slot; then nothing, and its alarm goes", () => {
     const plan = new RunPlan();
-    const f = facts({ status: "failed", notifies: true, gate: "w\nk" });
+    const f = facts({ status: "failed", notifies: true, gates: ["w\nk"] });
     const owed = plan.owedAfterRun(f, true);
     expect(owed.map((e) => e.type)).toEqual(["log", "list", "notify", "release"]);
     expect(plan.owe(owed)).toBe(true);
@@ -95,7 +95,7 @@ describe("a finished run", () => {
 
   it("keeps its alarm for the next notification attempt, and comes back soon while the listing or the slot is owed", () => {
     const plan = new RunPlan();
-    const f = facts({ status: "failed", notifies: true, gate: "w\nk" });
+    const f = facts({ status: "failed", notifies: true, gates: ["w\nk"] });
     plan.listResult("failed", true);
     plan.releaseResult(true);
     plan.notifyResult(T0 + 300_000);
@@ -105,7 +105,7 @@ describe("a finished run", () => {
     expect(unlisted.afterRunWake(f, T0)).toEqual({ at: T0 + LISTING_RETRY_MS, durable: true });
     const unreleased = new RunPlan();
     unreleased.listResult("failed", true);
-    expect(unreleased.afterRunWake(facts({ status: "failed", gate: "w\nk" }), T0)?.at).toBe(
+    expect(unreleased.afterRunWake(facts({ status: "failed", gates: ["w\nk"] }), T0)?.at).toBe(
       T0 + LISTING_RETRY_MS,
     );
   });

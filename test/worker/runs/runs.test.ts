@@ -26,6 +26,8 @@ describe("envelope", () => {
         "output",
         "totals",
         "budget_usd",
+        "coalesced",
+        "queue",
         "deadline",
         "created_at",
         "finished_at",

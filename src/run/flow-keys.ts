@@ -1,0 +1,132 @@
+/**
+ * One Durable Object per workflow and flow key (docs/triggers.md, "Shaping bursts"): it holds what
+ * flow-key-rules.ts decides over its SQLite-backed KV, and performs it — tells runs whose turn came
+ * to begin (a debounce's or batch's with its params), cancels runs (`replaced`,
+ * `canceled_by_signal`), and wakes at the next due time. Only workflows that declare
+ * `concurrency`, `throttle`, `debounce`, `batch` or `cancel_on` ever reach one.
+ *
+ * Its storage outlives eviction and a killed process: a queued run's own heartbeat asks again
+ * (`turn`), so a begin that never arrived is not lost. Keys written by the object that kept
+ * per-key concurrency before (the class it was renamed from: `active/<run>`, `queue/<seq>`) are
+ * read once into this layout.
+ */
+import { DurableObject } from "cloudflare:workers";
+import {
+  type AdmitRequest,
+  type AdmitVerdict,
+  type FlowEffects,
+  FlowKeyRules,
+  type TurnVerdict,
+} from "./flow-key-rules.ts";
+import { runStub } from "./run-rpc.ts";
+import { objectKv } from "./worker-runtime.ts";
+
+export class FlowKey extends DurableObject<Env> {
+  private readonly rules: FlowKeyRules;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    moveLegacyRows(ctx.storage);
+    this.rules = new FlowKeyRules(objectKv(ctx.storage));
+  }
+
+  async admit(req: AdmitRequest): Promise<AdmitVerdict> {
+    const fx = effects();
+    const verdict = this.rules.admit(req, Date.now(), fx);
+    this.after(fx);
+    return verdict;
+  }
+
+  async turn(runId: string): Promise<TurnVerdict> {
+    const fx = effects();
+    const verdict = this.rules.turn(runId, Date.now(), fx);
+    this.after(fx);
+    return verdict;
+  }
+
+  async release(runId: string): Promise<void> {
+    const fx = effects();
+    this.rules.release(runId, Date.now(), fx);
+    this.after(fx);
+  }
+
+  async cancelFor(signal: string): Promise<string[]> {
+    const fx = effects();
+    const ids = this.rules.cancelFor(signal, fx);
+    // The answer says which runs were canceled: they are, by the time it leaves.
+    await this.perform(fx);
+    return ids;
+  }
+
+  async watch(runId: string, signals: string[]): Promise<void> {
+    this.rules.watchRun(runId, signals);
+  }
+
+  override async alarm(): Promise<void> {
+    const fx = effects();
+    this.rules.wake(Date.now(), fx);
+    await this.after(fx);
+  }
+
+  /** Arms the next wake-up (same turn as the writes), then performs the effects. */
+  private after(fx: FlowEffects): Promise<void> {
+    const next = this.rules.nextWake(Date.now());
+    if (next === null) void this.ctx.storage.deleteAlarm();
+    else void this.ctx.storage.setAlarm(next);
+    return this.perform(fx);
+  }
+
+  private async perform(fx: FlowEffects): Promise<void> {
+    const gate = this.rules.gate;
+    await Promise.all([
+      ...fx.begin.map(async (b) => {
+        const stub = runStub(this.env, b.runId);
+        const ok = await stub?.begin({ gate, params: b.params, coalesced: b.coalesced }).catch(() => null);
+        if (ok === true) {
+          if (b.params) this.rules.begun(b.runId);
+        } else if (ok === false || !stub) {
+          // A run that cannot begin any more (canceled, deleted) gives its place back.
+          await this.release(b.runId);
+        } else if (b.params) {
+          // Not reached: the next wake-up sends it again (the run's heartbeat asks too).
+          this.rules.handoverFailed(b.runId);
+          void this.ctx.storage.setAlarm(Date.now() + 5_000);
+        }
+      }),
+      ...fx.cancel.map((c) =>
+        runStub(this.env, c.runId)
+          ?.cancel(c.code)
+          .catch(() => null),
+      ),
+    ]);
+  }
+}
+
+function effects(): FlowEffects {
+  return { begin: [], cancel: [] };
+}
+
+/** The per-key concurrency object's rows, before it became a flow key: active runs and a FIFO queue. */
+function moveLegacyRows(storage: DurableObjectStorage): void {
+  const kv = storage.kv;
+  const active = [...kv.list<number>({ prefix: "active/" })];
+  const queued = [...kv.list<string>({ prefix: "queue/" })];
+  if (active.length === 0 && queued.length === 0) return;
+  const limit = kv.get<number>("limit") ?? 1;
+  const shared = {
+    settings: { throttle: null, debounce: null, batch: null, concurrency: { limit, onFull: "queue" } },
+    active: active.map(([k, at]) => [k.slice("active/".length), at]),
+    starts: [],
+  };
+  kv.put("s", JSON.stringify(shared));
+  for (const [k, runId] of queued) {
+    kv.put(
+      `q/100/${k.slice("queue/".length)}`,
+      JSON.stringify({ runId, at: Date.now(), reason: "concurrency" }),
+    );
+    kv.delete(k);
+  }
+  for (const [k] of active) kv.delete(k);
+  kv.delete("limit");
+  kv.delete("seq");
+}
