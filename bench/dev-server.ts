@@ -126,7 +126,7 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
       RUNS_NOLOG: { className: "NoLogRunObject", useSQLite: true },
       RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
       BARE_RUNS: { className: "BareRunObject", useSQLite: true },
-      FLOW_KEYS: { className: "FlowKey", useSQLite: true },
+      FLOW_KEYS: { className: "CountingFlowKey", useSQLite: true },
       SIGNAL_KEYS: { className: "SignalKey", useSQLite: true },
     },
     workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },

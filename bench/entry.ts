@@ -18,6 +18,7 @@
  */
 import { DurableObject, WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { app } from "../src/app.ts";
+import { FlowKey } from "../src/run/flow-keys.ts";
 import { type IndexRow, recordRun } from "../src/run/listing.ts";
 import { BUCKET_MS, type ShardRef } from "../src/run/listing-layout.ts";
 import { RunIndex } from "../src/run/run-index.ts";
@@ -34,8 +35,7 @@ interface BenchEnv {
 }
 
 /** The payload every pipeline transforms: a few order lines, each step bumps `n`. */
-// Per-key concurrency and keyed signals, as deployed (npm run bench:concurrency measures the first).
-export { FlowKey } from "../src/run/flow-keys.ts";
+// Keyed signals as deployed; flow keys counted (npm run bench:bursts reads what they write).
 export { SignalKey } from "../src/run/signal-keys.ts";
 
 export interface Item {
@@ -87,6 +87,14 @@ function countWrites(ctx: DurableObjectState): WriteCount {
     count.byStatement[k] = (count.byStatement[k] ?? 0) + 1;
     put(key, value);
   };
+  const del = kv.delete.bind(kv);
+  kv.delete = (key) => {
+    // A delete is a row written, as billed.
+    count.rows += 1;
+    const k = `kv.delete ${key.split("/")[0]}`;
+    count.byStatement[k] = (count.byStatement[k] ?? 0) + 1;
+    return del(key);
+  };
   const setAlarm = ctx.storage.setAlarm.bind(ctx.storage);
   ctx.storage.setAlarm = (time, options) => {
     count.alarms += 1;
@@ -99,6 +107,19 @@ export class CountingRunObject extends RunObject {
   private readonly writes: WriteCount;
   constructor(ctx: DurableObjectState, env: Env) {
     // The counter must be in place before the constructor creates its tables.
+    const writes = countWrites(ctx);
+    super(ctx, env);
+    this.writes = writes;
+  }
+  async benchWrites(): Promise<WriteCount> {
+    return this.writes;
+  }
+}
+
+/** The flow key object as deployed, with a counter of the rows it writes (npm run bench:bursts). */
+export class CountingFlowKey extends FlowKey {
+  private readonly writes: WriteCount;
+  constructor(ctx: DurableObjectState, env: Env) {
     const writes = countWrites(ctx);
     super(ctx, env);
     this.writes = writes;
@@ -322,6 +343,11 @@ async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Respon
   const writes = /^\/bench\/writes\/([0-9a-f]{64})$/.exec(url.pathname);
   if (writes?.[1]) {
     const stub = env.RUNS.get(env.RUNS.idFromString(writes[1])) as unknown as CountingRunObject;
+    return Response.json(await stub.benchWrites());
+  }
+  if (url.pathname === "/bench/flow-writes") {
+    const ns = (env as unknown as { FLOW_KEYS: DurableObjectNamespace }).FLOW_KEYS;
+    const stub = ns.get(ns.idFromName(url.searchParams.get("name") ?? "")) as unknown as CountingFlowKey;
     return Response.json(await stub.benchWrites());
   }
   if (url.pathname === "/bench/index-stats") return Response.json(indexStats);

@@ -24,13 +24,23 @@ export const BENCH_PARAMS = {
   ],
 };
 
-/** The 10-step pipeline with `invoke.concurrency` (a limit no bench reaches: it measures the key's object). */
-export const KEYED_PIPELINE = "bench-10-keyed";
+/**
+ * The 10-step pipeline with each burst-shaping setting (npm run bench:bursts, docs/triggers.md):
+ * the name, and the lines of its `invoke:` block. Limits no bench reaches where the setting would
+ * delay a run; the burst pipeline's throttle is the one that shapes its 10,000 invokes.
+ */
+export const FLOW_PIPELINES: Record<string, string[]> = {
+  "bench-10-concurrency": ['  concurrency: { limit: 100, key: "{{ params.items[0].id }}" }'],
+  "bench-10-throttle": ['  throttle: { limit: 10000, period_s: 60, key: "{{ params.items[0].id }}" }'],
+  "bench-10-debounce": ['  debounce: { period_s: 3600, key: "{{ params.items[0].id }}" }'],
+  "bench-10-batch": ['  batch: { max_items: 1000, max_wait_s: 3600, key: "{{ params.items[0].id }}" }'],
+  "bench-1-burst": ["  throttle: { limit: 100, period_s: 1 }"],
+};
 
-export function pipelineYaml(steps: number, keyed = false): string {
+export function pipelineYaml(steps: number, flow?: { name: string; invoke: string[] }): string {
   const lines = [
     "kind: workflow",
-    `name: ${keyed ? KEYED_PIPELINE : pipelineName(steps)}`,
+    `name: ${flow ? flow.name : pipelineName(steps)}`,
     "version: 1.0.0",
     `description: ${steps} transform steps in a chain (npm run bench).`,
     "params:",
@@ -44,7 +54,7 @@ export function pipelineYaml(steps: number, keyed = false): string {
     "          type: object",
     "          required: [id, n]",
     "          properties: { id: { type: string }, n: { type: integer } }",
-    ...(keyed ? ["invoke:", '  concurrency: { limit: 100, key: "{{ params.items[0].id }}" }'] : []),
+    ...(flow ? ["invoke:", ...flow.invoke] : []),
     "pipeline:",
   ];
   for (let i = 1; i <= steps; i++) {
@@ -67,7 +77,10 @@ export function buildBenchBundle(dir: string): { bundlePath: string; bundle: Bun
   mkdirSync(wfDir, { recursive: true });
   for (const n of PIPELINE_SIZES)
     writeFileSync(join(wfDir, `${pipelineName(n)}.workflow.yaml`), pipelineYaml(n));
-  writeFileSync(join(wfDir, `${KEYED_PIPELINE}.workflow.yaml`), pipelineYaml(10, true));
+  for (const [name, invoke] of Object.entries(FLOW_PIPELINES)) {
+    const steps = Number(/^bench-(\d+)-/.exec(name)?.[1]);
+    writeFileSync(join(wfDir, `${name}.workflow.yaml`), pipelineYaml(steps, { name, invoke }));
+  }
   const result = compileProject(wfDir);
   const errors = result.diagnostics.filter((d) => d.severity === "error");
   if (!result.bundle || errors.length > 0) {

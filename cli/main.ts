@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError, type Connection, follow, request } from "./api.ts";
-import { duration, eventLine, painter, runSummary, status, table } from "./render.ts";
+import { duration, eventLine, painter, queueNote, runSummary, status, table } from "./render.ts";
 
 const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:VALUE]... [--json] <command>
 
@@ -148,10 +148,31 @@ async function runs(
         out.print(JSON.stringify(values.all ? { runs: all, next_cursor: null } : last, null, 2));
         return 0;
       }
-      const rows = [["RUN", "STATUS", "CREATED", "DURATION"]];
-      for (const r of all as Array<Record<string, string | null>>) {
+      const listed = all as Array<Record<string, string | null>>;
+      // A queued run's entry does not say why it waits: its envelope does (the first 20 of them).
+      const queued = listed.filter((r) => r.status === "queued").slice(0, 20);
+      const why = new Map(
+        await Promise.all(
+          queued.map(async (r) => {
+            const e = await request(conn, "GET", `/runs/${encodeURIComponent(String(r.run_id))}`).catch(
+              () => null,
+            );
+            return [String(r.run_id), e ? queueNote(e.body as Record<string, unknown>) : ""] as const;
+          }),
+        ),
+      );
+      const waiting = [...why.values()].some(Boolean);
+      const rows = [["RUN", "STATUS", "CREATED", "DURATION", ...(waiting ? ["WAITING"] : [])]];
+      for (const r of listed) {
         const d = r.finished_at ? Date.parse(r.finished_at) - Date.parse(String(r.created_at)) : null;
-        rows.push([String(r.run_id), status(out.paint, String(r.status)), String(r.created_at), duration(d)]);
+        const note = why.get(String(r.run_id)) ?? "";
+        rows.push([
+          String(r.run_id),
+          status(out.paint, String(r.status)),
+          String(r.created_at),
+          duration(d),
+          ...(waiting ? [out.paint("dim", note)] : []),
+        ]);
       }
       out.print(all.length === 0 ? "no runs" : table(rows));
       if (!values.all && last.next_cursor) out.print(out.paint("dim", "(more: --all)"));

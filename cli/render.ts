@@ -84,6 +84,10 @@ export function runSummary(paint: ReturnType<typeof painter>, e: Record<string, 
     `${paint("bold", String(e.workflow))} run ${e.run_id} ${status(paint, String(e.status))}` +
       (e.rerun_of ? paint("dim", ` (re-run of ${e.rerun_of})`) : ""),
   ];
+  const why = queueNote(e);
+  if (why) lines.push(paint("dim", `  ${why}`));
+  if (typeof e.coalesced === "number" && e.coalesced > 1)
+    lines.push(paint("dim", `  stands for ${e.coalesced} invokes (debounce or batch)`));
   const rows: string[][] = [];
   const walk = (steps: Step[], depth: number) => {
     for (const s of steps) {
@@ -136,4 +140,11 @@ export function eventLine(
   const took = d.started_at && d.finished_at ? ` ${duration(between(d.started_at, d.finished_at))}` : "";
   const err = d.error as { code: string } | null;
   return `${time} ${String(d.step ?? "")} ${status(paint, String(d.status ?? type))}${took}${err ? ` ${err.code}` : ""}`;
+}
+
+/** Why a queued run waits and when it is expected to start (docs/triggers.md, "Shaping bursts"); "" when it does not wait. */
+export function queueNote(e: Record<string, unknown>): string {
+  const q = e.queue as { reason?: string; starts_at?: string | null } | null | undefined;
+  if (!q?.reason) return "";
+  return `queued by ${q.reason}, ${q.starts_at ? `expected to start ${q.starts_at}` : "until a run of its key ends"}`;
 }

@@ -126,7 +126,12 @@ export class FlowKeyRules {
     this.queue.sort((a, b) => (a.key < b.key ? -1 : 1));
     for (const [key, json] of kv.list("g/")) {
       const g = JSON.parse(json) as Group;
-      if (g.kind === "batch") g.chars = [...kv.list(`b/${g.runId}/`)].reduce((n, [, v]) => n + v.length, 0);
+      if (g.kind === "batch") {
+        // The group's row is written when it opens and closes; its items are the truth of its size.
+        const items = kv.list(`b/${g.runId}/`);
+        g.count = items.length;
+        g.chars = items.reduce((n, [, v]) => n + v.length + 1, 0);
+      }
       this.groups.set(key.slice(2), g);
     }
     for (const [key] of kv.list("w/")) this.watched.add(key.slice(2));

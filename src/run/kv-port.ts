@@ -9,5 +9,6 @@ export interface KvPort {
   get(key: string): string | undefined;
   put(key: string, value: string): void;
   delete(key: string): void;
-  list(prefix: string): Iterable<[string, string]>;
+  /** The rows under `prefix`, in key order (byte order), as a snapshot taken now. */
+  list(prefix: string): Array<[string, string]>;
 }

@@ -54,3 +54,11 @@ export interface RunView {
   envelope: Envelope;
   graph: GraphNode[];
 }
+
+/** Why a run was canceled: by a caller, by a newer run of its key (`on_full: replace`), by a `cancel_on` signal. */
+export type CancelCode = "canceled" | "replaced" | "canceled_by_signal";
+export const CANCELED: Record<CancelCode, string> = {
+  canceled: "the run was canceled",
+  replaced: "a newer run of its concurrency key replaced it (on_full: replace)",
+  canceled_by_signal: "a cancel_on signal of its key canceled it",
+};

@@ -7,127 +7,24 @@
  * (what to perform: run-plan.ts). It uses no Worker API: the Durable Object (run-object.ts)
  * performs what it decides; the workflow-test runner (src/testing/run-case.ts) drives the same
  * lifecycle in memory on a virtual clock. Step statuses are written by src/engine/step-status.ts
- * alone; the run's status by `setStatus` here alone.
+ * alone; the run's status by `setStatus` (lifecycle-core.ts) alone. The state and the decisions
+ * every input leads to are `RunCore` (lifecycle-core.ts); this class is the inputs.
  */
-import type { CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
-import { createMasker, type Masker } from "../engine/mask.ts";
+import type { Json, JsonObject } from "../bundle.ts";
 import { RunAbort } from "../engine/run-host.ts";
-import { collectSecrets } from "../engine/secrets.ts";
-import { inFlightStarts, restoreInFlight } from "../engine/step-records.ts";
-import type { RunStatus, StepRecord } from "../engine/types.ts";
-import { type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
-import type { Envelope } from "./envelope.ts";
-import type { RunEvent } from "./events.ts";
+import { restoreInFlight } from "../engine/step-records.ts";
+import type { DecideResult } from "./approvals.ts";
 import type { BeginPayload } from "./flow-key-rpc.ts";
 import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
-import type { CancelResult, LifecycleOptions, RunShell, SignalResult } from "./lifecycle-io.ts";
-import { RunBooks } from "./run-books.ts";
-import {
-  flowOf,
-  newRunDoc,
-  noteRerun,
-  type RunDoc,
-  type RunError,
-  type StartRun,
-  workflowOf,
-} from "./run-doc.ts";
-import { RunDuties } from "./run-duties.ts";
-import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
-import { answerOf, askAt, passGate } from "./run-flow.ts";
+import { RunCore } from "./lifecycle-core.ts";
+import type { CancelCode, CancelResult, SignalResult } from "./lifecycle-io.ts";
+import { flowKeys, flowOf, newRunDoc, noteRerun, type RunDoc, type StartRun } from "./run-doc.ts";
+import { answerOf, askAt, passGate, rekeyAfterGroup } from "./run-flow.ts";
 import { declaredSignals } from "./run-graph.ts";
-import { type EffectResult, expiresAt, isWorking, nextWakeAt, type RunEffect, runFacts } from "./run-plan.ts";
-import { isFinished, type RunStore } from "./run-store.ts";
-import { completedEventOf, envelopeOf, historyOf } from "./run-view.ts";
-import { deadlineError, failureError, settleRecords } from "./settle.ts";
-import type { WaitRecord } from "./waits.ts";
+import { type EffectResult, expiresAt, type RunEffect } from "./run-plan.ts";
+import { isFinished } from "./run-store.ts";
 
-const NO_SHELL: RunShell = { wake: () => {}, perform: () => {} };
-
-export type CancelCode = "canceled" | "replaced" | "canceled_by_signal";
-const CANCELED: Record<CancelCode, string> = {
-  canceled: "the run was canceled",
-  replaced: "a newer run of its concurrency key replaced it (on_full: replace)",
-  canceled_by_signal: "a cancel_on signal of its key canceled it",
-};
-
-export class RunLifecycle {
-  private doc: RunDoc | null = null;
-  private records = new Map<string, StepRecord>();
-  private books: RunBooks;
-  private masker: Masker = createMasker([]);
-  private readonly engine = new EngineDriver();
-  private endWaiters = new Set<() => void>();
-  private readonly duties: RunDuties;
-  private cancelCode: CancelCode = "canceled";
-
-  private readonly store: RunStore;
-  private readonly runtime: LifecycleRuntime;
-  private readonly shell: RunShell;
-  private readonly options: LifecycleOptions;
-
-  constructor(
-    store: RunStore,
-    runtime: LifecycleRuntime,
-    shell: RunShell = NO_SHELL,
-    options: LifecycleOptions = { heartbeatMs: null },
-  ) {
-    this.store = store;
-    this.runtime = runtime;
-    this.shell = shell;
-    this.options = options;
-    this.duties = new RunDuties(
-      shell,
-      () => runtime.clock.now(),
-      (now) => {
-        const doc = this.doc;
-        return doc && runFacts(doc, this.rootWorkflow(), store.isStored, this.nextWake(now));
-      },
-    );
-    this.books = new RunBooks({
-      store,
-      masker: () => this.masker,
-      now: () => runtime.clock.now(),
-      allowPrivate: runtime.allowPrivate,
-      notifyFetch: runtime.notifyFetch,
-      // Before a wait: what has finished is kept (docs/operations.md, "What a run writes").
-      waitingStarted: () => store.checkpoint(),
-      approvalRequested: (rec, created) => {
-        if (created) shell.approvalEvent?.("approval.requested", publicApproval(rec));
-        options.approvalRequested?.(rec, created);
-        this.duties.rearm();
-      },
-      approvalDecided: (rec) => shell.approvalEvent?.("approval.decided", publicApproval(rec)),
-      waitStarted: (rec) => this.waitStarted(rec),
-    });
-    // The run's first write arms its wake-up in the same commit.
-    store.onFirstWrite(() => this.duties.rearm());
-    store.trackInFlight(() => inFlightStarts(this.records));
-  }
-
-  // ---- state -------------------------------------------------------------------------------
-
-  /** The run's document (null: no run here). */
-  get current(): RunDoc | null {
-    return this.doc;
-  }
-
-  get active(): boolean {
-    return this.doc !== null && !isFinished(this.doc);
-  }
-
-  get stepRecords(): ReadonlyMap<string, StepRecord> {
-    return this.records;
-  }
-
-  get runMasker(): Masker {
-    return this.masker;
-  }
-
-  rootWorkflow(): CompiledWorkflow {
-    if (!this.doc) throw new Error("no run");
-    return workflowOf(this.doc.def, this.doc.workflow_key);
-  }
-
+export class RunLifecycle extends RunCore {
   // ---- inputs ------------------------------------------------------------------------------
 
   /** Loads the run kept in storage (if any) and resumes it if it was active. */
@@ -155,10 +52,12 @@ export class RunLifecycle {
       this.records = new Map(req.rerun.reused);
       this.store.reuse(req.rerun.reused);
     }
-    // A re-run was promised to the run it re-runs, and a run with flow keys holds a place in them:
-    // both are written now, so the promise and the place are never orphaned. Any other run is
+    // A re-run was promised to the run it re-runs, and a run that waits or holds something in a
+    // flow key (a slot, a place, a watch) must give it back: both are written now, so the promise
+    // and the place are never orphaned. Any other run (one that only passed a throttle, too) is
     // written when something must outlive this incarnation (run-store.ts).
-    if (req.rerun || req.flow) this.store.persist();
+    if (req.rerun || (req.flow && (doc.status === "queued" || flowKeys(req.flow).length > 0)))
+      this.store.persist();
     // Passed its first key and waits at the next: it asks there at once.
     const ask =
       doc.status === "queued" && req.flow && !req.flow.admitted
@@ -219,7 +118,14 @@ export class RunLifecycle {
     const flow = flowOf(doc);
     const step = flow ? passGate(flow, payload?.gate) : "start";
     if (step === "stale") return true;
-    if (payload?.params) doc.params = this.masker.maskJson(payload.params);
+    if (payload?.params) {
+      doc.params = this.masker.maskJson(payload.params);
+      if (flow)
+        rekeyAfterGroup(flow, this.rootWorkflow(), {
+          params: payload.params,
+          request: doc.request as JsonObject,
+        });
+    }
     if (payload?.coalesced) doc.coalesced = payload.coalesced;
     if (step === "next" && flow) {
       this.store.saveDoc(doc);
@@ -334,38 +240,6 @@ export class RunLifecycle {
     this.store.forget();
   }
 
-  // ---- views -------------------------------------------------------------------------------
-
-  /** Resolves once the run has ended (at once if it has). */
-  ended(): Promise<void> {
-    return this.active ? new Promise((resolve) => this.endWaiters.add(resolve)) : Promise.resolve();
-  }
-
-  /** Every approval of the run, public shape (null: no such run). */
-  approvals(): ApprovalRecord[] | null {
-    return this.doc && this.books.approvals(this.doc).list().map(publicApproval);
-  }
-
-  /** The run's envelope, masked (docs/http-api.md). */
-  envelope(): Envelope {
-    if (!this.doc) throw new Error("no run");
-    return envelopeOf(this.doc, this.records, this.books, this.masker, this.runtime.clock.now());
-  }
-
-  /** The run so far as events, for a new listener of its event stream (ends with run.completed once ended). */
-  history(): RunEvent[] {
-    if (!this.doc) return [];
-    return historyOf(this.doc, this.records, this.books, this.masker, this.runtime.clock.now());
-  }
-
-  /** When the active run must next be woken (run-plan.ts, `nextWakeAt`); null once it has ended. */
-  nextWake(now: number): number | null {
-    const doc = this.doc;
-    if (!doc || isFinished(doc)) return null;
-    const working = () => isWorking(doc, this.rootWorkflow(), this.records);
-    return nextWakeAt(doc, this.books.nextDue(doc), this.options.heartbeatMs, working, now);
-  }
-
   /** The key a queued run waits at answered `ask_turn`: go on, wait (noting why), or refused. */
   private keyAnswered(gate: string, verdict: AdmitVerdict | TurnVerdict): void {
     const doc = this.doc;
@@ -383,131 +257,5 @@ export class RunLifecycle {
     }
     if ("changed" in answer && answer.changed) this.store.saveDoc(doc);
     this.duties.rearm();
-  }
-
-  // ---- decisions ---------------------------------------------------------------------------
-
-  /** The one writer of the run's status while it is active; a listing that showed it queued or pending hears. */
-  private setStatus(status: RunStatus): void {
-    const doc = this.doc;
-    if (!doc || doc.status === status) return;
-    doc.status = status;
-    this.duties.statusChanged();
-  }
-
-  private waitStarted(rec: WaitRecord): void {
-    // A keyed wait registers with its key's object, which may hand it a signal kept there.
-    if (rec.kind === "signal" && rec.key !== null && rec.name !== null && rec.status === "waiting")
-      this.shell.perform([{ type: "register_wait", name: rec.name, key: rec.key }]);
-    this.duties.rearm();
-  }
-
-  /** Deadline, approval timeouts, waits that ended, a resumed run. */
-  private wakeSteps(now: number): void {
-    const doc = this.doc;
-    if (!doc || isFinished(doc) || doc.status === "queued") return;
-    if (now >= Date.parse(doc.deadline)) {
-      this.engine.abort(new RunAbort("timeout"), (e) => this.engineEnded(e));
-      return;
-    }
-    if (this.books.hasApprovals) this.books.approvals(doc).expire(now);
-    this.books.waits().expire();
-    this.resume();
-  }
-
-  // ---- the engine --------------------------------------------------------------------------
-
-  /** Runs (or, after an eviction, resumes) the pipeline unless it is already running. */
-  private resume(): void {
-    const doc = this.doc;
-    if (!doc || isFinished(doc) || doc.status === "queued" || this.engine.running) return;
-    // The deadline is enforced by wake-ups alone (the object's alarm, or its timer before the
-    // first write): an in-memory timer here would keep an idle object from being evicted.
-    if (this.records.size > 0 && this.runtime.clock.now() < Date.parse(doc.deadline))
-      this.setStatus("running");
-    const { store, shell } = this;
-    this.engine.start(
-      {
-        doc,
-        wf: this.rootWorkflow(),
-        records: this.records,
-        store,
-        books: this.books,
-        masker: this.masker,
-        runtime: this.runtime,
-        approvals: this.options.approvals,
-      },
-      {
-        running: () => {
-          if (doc.status === "pending") this.setStatus("running");
-        },
-        stepChanged: (path, rec) => shell.stepChanged?.(path, rec),
-        stepFinished: (path, rec, effect) => {
-          if (isFinished(doc)) return;
-          store.stepFinished(path, rec, effect);
-          shell.stepChanged?.(path, rec);
-        },
-        ended: (end) => this.engineEnded(end),
-      },
-    );
-  }
-
-  /** The pipeline ended, or the run was stopped (deadline, cancel) whatever its steps are doing. */
-  private engineEnded(end: EngineEnd): void {
-    if (end.how === "complete") this.finish("complete", null);
-    else if (end.how === "failed") this.finish("failed", failureError(end.error, this.masker));
-    else if (end.how === "canceled")
-      this.finish(
-        "canceled",
-        { code: this.cancelCode, message: CANCELED[this.cancelCode], step: null },
-        "run_canceled",
-      );
-    else this.finish("failed", deadlineError(this.rootWorkflow(), this.records));
-  }
-
-  private finish(
-    status: "complete" | "failed" | "canceled",
-    error: RunError | null,
-    skipReason = "run_failed",
-  ): void {
-    const doc = this.doc;
-    if (!doc || isFinished(doc)) return;
-    const now = this.runtime.clock.now();
-    // Whatever did not finish is settled here, so the stored envelope is final.
-    const finalRecords = settleRecords(
-      doc.def,
-      this.rootWorkflow(),
-      this.records,
-      now,
-      skipReason,
-      this.masker,
-    );
-    doc.status = status;
-    doc.error = error;
-    doc.finished_at = new Date(now).toISOString();
-    // Late results of aborted steps must not change the final record.
-    this.records = finalRecords;
-    // Steps settled here (canceled, skipped) are news to listeners.
-    for (const path of this.store.runFinished(doc, finalRecords)) {
-      const rec = finalRecords.get(path);
-      if (rec) this.shell.stepChanged?.(path, rec);
-    }
-    // Nobody will decide for a run that has ended.
-    if (this.books.hasApprovals) {
-      const book = this.books.approvals(doc);
-      for (const a of book.pending()) book.decide(a.id, "timeout", null);
-    }
-    this.engine.stop();
-    this.shell.ended?.(() => completedEventOf(this.envelope(), now));
-    // What the run owes after its answer, guarded by one alarm that rides in its last write's commit.
-    this.duties.ended(now);
-    for (const w of this.endWaiters) w();
-    this.endWaiters.clear();
-  }
-
-  private makeMasker(doc: RunDoc): Masker {
-    return createMasker(
-      collectSecrets(doc.def, workflowOf(doc.def, doc.workflow_key), this.runtime.env).values,
-    );
   }
 }

@@ -11,6 +11,7 @@ export function memoryKv(): KvPort {
     get: (key) => rows.get(key),
     put: (key, value) => void rows.set(key, value),
     delete: (key) => void rows.delete(key),
-    list: (prefix) => [...rows].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => a.localeCompare(b)),
+    list: (prefix) =>
+      [...rows].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
   };
 }

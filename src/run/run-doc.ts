@@ -185,8 +185,16 @@ export function flowOf(doc: RunDoc): RunFlow | null {
   return doc.flow;
 }
 
-/** Every key that may hold something of the run (a slot, a place, a watch): what it gives back at its end. */
+/**
+ * Every key that may hold something of the run, what it gives back at its end: a concurrency slot,
+ * a `cancel_on` watch, a place in a queue it has not passed. A key it only passed (a throttle
+ * window counts the start and forgets the run; a debounce group or batch goes when its run begins)
+ * holds nothing.
+ */
 export function flowKeys(flow: RunFlow | null): string[] {
   if (!flow) return [];
-  return [...new Set([...flow.gates.map((g) => g.name), ...flow.watches])];
+  const held = flow.gates.filter(
+    (g, i) => i >= flow.at || g.settings.concurrency !== null || g.cancelOn.length > 0,
+  );
+  return [...new Set([...held.map((g) => g.name), ...flow.watches])];
 }

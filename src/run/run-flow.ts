@@ -4,7 +4,8 @@
  * where it does), what a key's answer means (go on, wait, or refused), and which keys it gives
  * back at its end. The lifecycle applies them; the Durable Object performs the asking.
  */
-import type { JsonObject } from "../bundle.ts";
+import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
+import { flowPlan } from "./flow-gates.ts";
 import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
 import type { RunFlow } from "./run-doc.ts";
 import type { RunEffect } from "./run-plan.ts";
@@ -57,4 +58,19 @@ export function answerOf(flow: RunFlow, verdict: AdmitVerdict | TurnVerdict): Ke
     case "queue_full":
       return { refused: "queue_full" };
   }
+}
+
+/**
+ * A debounced run begins with its last invoke's params: the keys it passes after its group's are
+ * rendered from them (a batch run keeps its first invoke's). The gates already passed stay.
+ */
+export function rekeyAfterGroup(
+  flow: RunFlow,
+  wf: CompiledWorkflow,
+  seen: { params: JsonObject; request: JsonObject },
+): void {
+  if (!flow.gates[0]?.settings.debounce) return;
+  const plan = flowPlan(wf, seen);
+  if (!plan) return;
+  flow.gates = [...flow.gates.slice(0, flow.at), ...plan.gates.slice(flow.at)];
 }

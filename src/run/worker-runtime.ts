@@ -19,7 +19,9 @@ export function objectKv(storage: DurableObjectStorage): KvPort {
     get: (key) => kv.get<string>(key),
     put: (key, value) => kv.put(key, value),
     delete: (key) => void kv.delete(key),
-    list: (prefix) => kv.list<string>({ prefix }),
+    // A snapshot: the object's KV allows one open list iterator at a time, and callers write or
+    // list again while they walk the rows.
+    list: (prefix) => [...kv.list<string>({ prefix })],
   };
 }
 

@@ -61,6 +61,39 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
       code: "nothing_to_rerun",
     },
   },
+  "GET /runs?workflow=reindex": {
+    status: 200,
+    body: {
+      runs: [
+        {
+          run_id: "c".repeat(64),
+          status: "queued",
+          created_at: "2026-11-25T05:16:08.000Z",
+          finished_at: null,
+        },
+        {
+          run_id: "d".repeat(64),
+          status: "complete",
+          created_at: "2026-11-25T05:16:00.000Z",
+          finished_at: "2026-11-25T05:16:01.000Z",
+        },
+      ],
+      next_cursor: null,
+    },
+  },
+  [`GET /runs/${"c".repeat(64)}`]: {
+    status: 200,
+    body: {
+      run_id: "c".repeat(64),
+      workflow: "reindex",
+      status: "queued",
+      error: null,
+      steps: [],
+      coalesced: 3,
+      queue: { reason: "debounce", starts_at: "2026-11-25T05:16:38.000Z" },
+      totals: { duration_ms: 0, cost_usd: 0 },
+    },
+  },
 };
 
 let server: Server;
@@ -161,6 +194,18 @@ describe("against an HTTP server", () => {
       "  total 3 ms, cost $0.0000",
       '  output {"result":{"greeting":"Hello, Ada!"}}',
     ]);
+  });
+
+  it("runs list and runs get say why a queued run waits and when it is expected to start", async () => {
+    const list = await cli(["runs", "list", "--workflow", "reindex", "--url", url]);
+    expect(list.code, list.stderr).toBe(0);
+    const [head, queued, done] = list.stdout.trim().split("\n");
+    expect(head).toMatch(/^RUN +STATUS +CREATED +DURATION +WAITING$/);
+    expect(queued).toContain("queued by debounce, expected to start 2026-11-25T05:16:38.000Z");
+    expect(done).toMatch(/complete +2026-11-25T05:16:00.000Z +1.0 s\s*$/);
+    const get = await cli(["runs", "get", "c".repeat(64), "--url", url]);
+    expect(get.stdout).toContain("queued by debounce, expected to start 2026-11-25T05:16:38.000Z");
+    expect(get.stdout).toContain("stands for 3 invokes");
   });
 
   it("prints each of the problem's errors (where, and what to fix) on its own line under the error", async () => {

@@ -28,8 +28,10 @@ describe("workflows/ examples", () => {
       "order-events",
       "order-fulfilment",
       "order-saga",
+      "repo-reindex",
       "slack-app",
       "support-triage",
+      "tenant-events",
     ]);
   });
 
@@ -73,6 +75,16 @@ describe("workflows/ examples", () => {
     expect(payment?.kind === "wait" && payment.signal?.key).toEqual({ t: "expr", e: "params.order_id" });
     expect(wf?.steps.find((s) => s.id === "cool-down")).toMatchObject({ kind: "wait", forS: 10 });
     expect(wf?.invoke.concurrency).toMatchObject({ limit: 1 });
+  });
+
+  it("shape bursts: pushes debounced per repository, events batched per tenant", () => {
+    const reindex = bundle?.workflows["repo-reindex.workflow.yaml"]?.invoke;
+    expect(reindex?.debounce).toMatchObject({ periodMs: 30_000, maxWaitMs: 300_000 });
+    expect(reindex?.concurrency).toMatchObject({ limit: 1 });
+    expect(bundle?.workflows["tenant-events.workflow.yaml"]?.invoke.batch).toMatchObject({
+      maxItems: 100,
+      maxWaitMs: 10_000,
+    });
   });
 
   it("fan out and back in in order-events", () => {

@@ -289,6 +289,36 @@ cases:
     );
   });
 
+  it("checks a batch workflow's case params as its run gets them: items, each against params.schema", () => {
+    const p = compileFiles({
+      "b.workflow.yaml": `kind: workflow
+name: b
+params: {schema: {type: object, required: [n], properties: {n: {type: integer}}}}
+invoke: {batch: {max_items: 10}}
+pipeline:
+  - id: s
+    transform: {inputs: [{from: "{{ params.items }}"}]}
+`,
+      "tests/b.test.yaml": `kind: test
+workflow: b
+cases:
+  - name: one
+    params: {items: [{n: 1}, {n: "two"}]}
+`,
+    });
+    expect(p.errors.map((e) => e.message)).toEqual([
+      'params do not match `b`\'s params.schema: /items/1/n: Instance type "string" is invalid. Expected "integer".',
+    ]);
+    expectDiagnostic(
+      p,
+      "error",
+      "tests/b.test.yaml",
+      5,
+      34,
+      /^params do not match `b`'s params\.schema: \/items\/1\/n/,
+    );
+  });
+
   it("rejects a secret the Worker would refuse, warns on an env name the run cannot read", () => {
     const p = project(`kind: test
 workflow: t

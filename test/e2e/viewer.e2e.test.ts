@@ -227,3 +227,19 @@ describe("run list", () => {
     await page.locator('#run-status[data-status="complete"]').waitFor();
   });
 });
+
+describe("viewer of a run that waits to start", () => {
+  it("says why a queued run waits and when it starts, then how many invokes it stood for", async () => {
+    const first = await invoke("e2e-debounced", { n: 1 }, {}, false);
+    const second = await invoke("e2e-debounced", { n: 2 }, {}, false);
+    expect(second.run_id).toBe(first.run_id);
+    const page = await open(`/runs/${first.run_id}/view`);
+    const queued = page.locator('#summary [data-field="Queued"] dd');
+    await queued.waitFor();
+    expect(await queued.textContent()).toMatch(/^by debounce, expected to start /);
+    // The page follows the run to its end without a reload.
+    await page.locator('#run-status[data-status="complete"]').waitFor({ timeout: 10_000 });
+    expect(await page.locator('#summary [data-field="Coalesced"] dd').textContent()).toBe("2 invokes");
+    expect(await page.locator('#summary [data-field="Queued"]').count()).toBe(0);
+  });
+});

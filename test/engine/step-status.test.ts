@@ -29,7 +29,7 @@ function sources(dir: string): string[] {
 /** Assignments of a `.status` that are allowed, by file: what is assigned there, and why it is no step's. */
 const ALLOWED: Record<string, RegExp> = {
   "engine/step-status.ts": /^rec$/, // the writer itself
-  "run/lifecycle.ts": /^doc$/, // the run's status (setStatus, and the run's end)
+  "run/lifecycle-core.ts": /^doc$/, // the run's status (setStatus, and the run's end)
   "run/waits.ts": /^rec$/, // a wait's own record (signaled, slept, timeout), not a step's
   "http/problem.ts": /^this$/, // an HTTP status code
 };

@@ -206,6 +206,18 @@ describe("batch", () => {
     expect([...k.kv.list("b/")]).toEqual([]);
   });
 
+  it("keeps every item of an open batch when more arrive after an eviction, and still fills at max_items", () => {
+    const k = key({ batch: { maxItems: 4, maxWaitMs: 10_000 } });
+    k.admit(T0, { params: { a: 1 } });
+    k.admit(T0 + 1, { params: { a: 2 } });
+    k.evict();
+    k.admit(T0 + 2, { params: { a: 3 } });
+    const full = k.admit(T0 + 3, { params: { a: 4 } });
+    expect(full.e.begin).toEqual([
+      { runId: "r1", params: { items: [{ a: 1 }, { a: 2 }, { a: 3 }, { a: 4 }] }, coalesced: 4 },
+    ]);
+  });
+
   it("a batch behind concurrency waits in the queue with its items, and begins with them when a slot frees", () => {
     const k = key({ batch: { maxItems: 2, maxWaitMs: 10_000 }, concurrency: { limit: 1, onFull: "queue" } });
     k.admit(T0, { params: { b: 1 } });

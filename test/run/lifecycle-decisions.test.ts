@@ -226,6 +226,54 @@ describe("the lifecycle's decisions", () => {
     expect(run.envelope().coalesced).toBe(4);
   });
 
+  it("writes a run that only passed a throttle like a plain run (once, at its end) and gives nothing back", async () => {
+    const { run, puts, rec } = setup(never);
+    const throttle = {
+      name: "plan\n",
+      settings: { throttle: { limit: 5, periodMs: 1000 }, debounce: null, batch: null, concurrency: null },
+      cancelOn: [],
+    };
+    const flow = {
+      gates: [throttle],
+      at: 1,
+      admitted: false,
+      priority: 0,
+      watches: [],
+      reason: null,
+      startsAt: null,
+    };
+    run.start({ ...start(false), flow });
+    expect(puts).toEqual([]);
+    await run.ended();
+    expect(puts).toEqual(["run"]);
+    expect(rec.effects).not.toContain("release");
+  });
+
+  it("writes a run that holds a concurrency slot at its start, so the slot is always given back", () => {
+    const { run, puts } = setup(never);
+    const slot = {
+      name: "plan\n",
+      settings: {
+        throttle: null,
+        debounce: null,
+        batch: null,
+        concurrency: { limit: 1, onFull: "queue" as const },
+      },
+      cancelOn: [],
+    };
+    const flow = {
+      gates: [slot],
+      at: 1,
+      admitted: false,
+      priority: 0,
+      watches: [],
+      reason: null,
+      startsAt: null,
+    };
+    run.start({ ...start(true), flow });
+    expect(puts).toEqual(["def", "run"]);
+  });
+
   it("keeps a finished run until its retention has passed, then asks for its storage to go", async () => {
     const { run, rec, clock } = setup(never);
     run.start(start(false));

@@ -23,7 +23,11 @@ export function checkCaseInputs(
   err: Report,
   warn: Report,
 ): void {
-  for (const v of validateJson(w.paramsSchema, tc.params)) {
+  // A batch run's params are its invokes' params, each of which passed the schema.
+  const schema = w.invoke.batch
+    ? { type: "object", required: ["items"], properties: { items: { type: "array", items: w.paramsSchema } } }
+    : w.paramsSchema;
+  for (const v of validateJson(schema, tc.params)) {
     const segs = v.path
       .split("/")
       .slice(1)

@@ -1,7 +1,7 @@
 /**
  * Whoever opens a run first wants its outcome: the header says the workflow, the status, when it
- * ran, what it cost against its budget and the error if it failed, and offers what can be done
- * to the run in that state.
+ * ran, what it cost against its budget and the error if it failed, why a queued run waits and how
+ * many invokes a coalesced one stands for, and offers what can be done to the run in that state.
  */
 import { byId, el, formatMs, formatTime, formatUsd } from "../common.ts";
 import { renderActions } from "./actions.ts";
@@ -31,6 +31,16 @@ export function renderSummary() {
     ],
     ["Tokens in / out", `${t.tokens_in || 0} / ${t.tokens_out || 0}`],
     ["LLM calls", String(t.llm_calls || 0)],
+    // A run that stands for a debounce group or a batch, and one that waits its turn (docs/triggers.md).
+    ...(e.coalesced > 1 ? [["Coalesced", `${e.coalesced} invokes`]] : []),
+    ...(e.queue
+      ? [
+          [
+            "Queued",
+            `by ${e.queue.reason}${e.queue.starts_at ? `, expected to start ${formatTime(e.queue.starts_at)}` : ", until a run of its key ends"}`,
+          ],
+        ]
+      : []),
     [
       "Error",
       e.error ? `${e.error.code + (e.error.step ? ` at ${e.error.step}` : "")}: ${e.error.message}` : "none",
