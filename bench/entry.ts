@@ -116,16 +116,21 @@ export class CountingRunObject extends RunObject {
   }
 }
 
+/** Each flow key's counters, by object id, one per incarnation (workerd evicts an idle object). */
+const flowKeyWrites = new Map<string, WriteCount[]>();
+
 /** The flow key object as deployed, with a counter of the rows it writes (npm run bench:bursts). */
 export class CountingFlowKey extends FlowKey {
-  private readonly writes: WriteCount;
+  private readonly id: string;
   constructor(ctx: DurableObjectState, env: Env) {
     const writes = countWrites(ctx);
     super(ctx, env);
-    this.writes = writes;
+    this.id = ctx.id.toString();
+    flowKeyWrites.set(this.id, [...(flowKeyWrites.get(this.id) ?? []), writes]);
   }
-  async benchWrites(): Promise<WriteCount> {
-    return this.writes;
+  /** Rows written by every incarnation of this key so far. */
+  async benchWrites(): Promise<{ rows: number }> {
+    return { rows: (flowKeyWrites.get(this.id) ?? []).reduce((n, w) => n + w.rows, 0) };
   }
 }
 

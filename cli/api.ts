@@ -119,3 +119,33 @@ export async function follow(
     }
   }
 }
+
+/**
+ * A listing of the API (`GET /runs`, `GET /deliveries`): its first page, or with `all` every page
+ * (following `next_cursor`). `items` are the pages' `key` arrays in order; `json` is what `--json`
+ * prints: the page as the API answered it, or every item with no cursor left.
+ */
+export async function listPages(
+  conn: Connection,
+  path: string,
+  query: Record<string, string | undefined>,
+  key: string,
+  all: boolean,
+): Promise<{ items: unknown[]; json: Record<string, unknown>; more: boolean }> {
+  const items: unknown[] = [];
+  let cursor: string | null = null;
+  let last: Record<string, unknown> = {};
+  do {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v) q.set(k, v);
+    if (cursor) q.set("cursor", cursor);
+    last = (await request(conn, "GET", `${path}?${q}`)).body as Record<string, unknown>;
+    items.push(...((last[key] as unknown[]) ?? []));
+    cursor = all ? ((last.next_cursor as string | null) ?? null) : null;
+  } while (cursor);
+  return {
+    items,
+    json: all ? { [key]: items, next_cursor: null } : last,
+    more: !all && Boolean(last.next_cursor),
+  };
+}

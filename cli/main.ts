@@ -10,8 +10,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { ApiError, type Connection, follow, request } from "./api.ts";
+import { ApiError, type Connection, follow, listPages, request } from "./api.ts";
+import { deliveries } from "./deliveries.ts";
 import { duration, eventLine, painter, queueNote, runSummary, status, table } from "./render.ts";
+import { need, type Out, UsageError } from "./usage.ts";
 
 const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:VALUE]... [--json] <command>
 
@@ -27,6 +29,9 @@ commands:
   approve ID APPROVAL_ID [--comment C]
   reject ID APPROVAL_ID [--comment C]
   signal ID NAME [--data JSON | --data @FILE]
+  deliveries list --workflow NAME [--state S] [--limit N] [--all]
+  deliveries retry ID
+  deliveries recover --workflow NAME --since T
   validate | build                 the project's npm scripts
   test [FILE|DIR]...               the workflow tests (npm run test:workflows)
   init NAME                        writes workflows/NAME.workflow.yaml and its test
@@ -34,15 +39,7 @@ commands:
 --url defaults to $WORKFLOW_EDGE_URL, else http://localhost:8787; --token to $WORKFLOW_EDGE_TOKEN
 (sent as Authorization: Bearer).`;
 
-class UsageError extends Error {}
-
 const FINISHED_BAD = new Set(["failed", "canceled"]);
-
-interface Out {
-  json: boolean;
-  paint: ReturnType<typeof painter>;
-  print(text: string): void;
-}
 
 /** `--wait` takes an optional number: `--wait`, `--wait 30`, `--wait=30`. */
 function splitWait(argv: string[]): { argv: string[]; wait: number | null } {
@@ -89,12 +86,6 @@ function readData(raw: string | undefined): unknown {
   return value;
 }
 
-function need(args: string[], n: number, what: string): string[] {
-  if (args.length < n) throw new UsageError(`missing ${what}`);
-  if (args.length > n) throw new UsageError(`unexpected argument "${args[n]}"`);
-  return args;
-}
-
 /** Prints a run (or its JSON) and returns the exit status its outcome means. */
 function showRun(out: Out, e: Record<string, unknown>): number {
   out.print(out.json ? JSON.stringify(e, null, 2) : runSummary(out.paint, e));
@@ -132,23 +123,18 @@ async function runs(
     case "list": {
       need(positionals, 0, "argument");
       if (!values.workflow) throw new UsageError("runs list needs --workflow NAME");
-      const all: unknown[] = [];
-      let cursor: string | null = null;
-      let last: Record<string, unknown> = {};
-      do {
-        const q = new URLSearchParams({ workflow: values.workflow });
-        if (values.status) q.set("status", values.status);
-        if (values.limit) q.set("limit", values.limit);
-        if (cursor) q.set("cursor", cursor);
-        last = (await request(conn, "GET", `/runs?${q}`)).body as Record<string, unknown>;
-        all.push(...((last.runs as unknown[]) ?? []));
-        cursor = values.all ? ((last.next_cursor as string | null) ?? null) : null;
-      } while (cursor);
+      const { items, json, more } = await listPages(
+        conn,
+        "/runs",
+        { workflow: values.workflow, status: values.status, limit: values.limit },
+        "runs",
+        values.all === true,
+      );
       if (out.json) {
-        out.print(JSON.stringify(values.all ? { runs: all, next_cursor: null } : last, null, 2));
+        out.print(JSON.stringify(json, null, 2));
         return 0;
       }
-      const listed = all as Array<Record<string, string | null>>;
+      const listed = items as Array<Record<string, string | null>>;
       // A queued run's entry does not say why it waits: its envelope does (the first 20 of them).
       const queued = listed.filter((r) => r.status === "queued").slice(0, 20);
       const why = new Map(
@@ -174,8 +160,8 @@ async function runs(
           ...(waiting ? [out.paint("dim", note)] : []),
         ]);
       }
-      out.print(all.length === 0 ? "no runs" : table(rows));
-      if (!values.all && last.next_cursor) out.print(out.paint("dim", "(more: --all)"));
+      out.print(listed.length === 0 ? "no runs" : table(rows));
+      if (more) out.print(out.paint("dim", "(more: --all)"));
       return 0;
     }
     case "get":
@@ -297,6 +283,8 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         data: { type: "string" },
         "idempotency-key": { type: "string" },
         comment: { type: "string" },
+        state: { type: "string" },
+        since: { type: "string" },
       },
     });
     json = values.json === true;
@@ -324,6 +312,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       approve: ["comment"],
       reject: ["comment"],
       signal: ["data"],
+      deliveries: ["workflow", "state", "since", "limit", "all"],
     };
     const global = new Set(["url", "token", "header", "json", "help"]);
     for (const k of Object.keys(values)) {
@@ -352,6 +341,8 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       }
       case "runs":
         return await runs(conn, out, args, values as Options, waited.wait);
+      case "deliveries":
+        return await deliveries(conn, out, args, values as Options & { state?: string; since?: string });
       case "approvals": {
         const [id] = need(args, 1, "run ID");
         const body = (await request(conn, "GET", `/runs/${encodeURIComponent(id as string)}/approvals`))

@@ -13,15 +13,17 @@ import { hint as didYouMean } from "./common/did-you-mean.ts";
 import { authenticatedBody, requireReader } from "./http/auth.ts";
 import { readParams } from "./http/body.ts";
 import { readDecision } from "./http/decision.ts";
+import { deliveryListPage, parseSince, recoverDeliveries } from "./http/deliveries.ts";
 import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
-import { runListPage, workflowParam } from "./http/run-list.ts";
+import { runListPage, single, workflowParam } from "./http/run-list.ts";
 import { decodeParams } from "./http/triggers/body.ts";
 import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
 import { invokeResponse } from "./http/triggers/response.ts";
 import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
+import { deliveryRunId } from "./run/deliveries.ts";
 import { flowKeyName } from "./run/flow-key-rpc.ts";
 import { forgetRun } from "./run/listing.ts";
 import { RunRefusal } from "./run/refusal.ts";
@@ -127,6 +129,12 @@ app.get("/runs/:id/graph", async (c) => {
 app.get("/runs/:id/events", async (c) => {
   const { stub } = await viewRun(c);
   return stub.fetch(c.req.raw);
+});
+
+/** The run's deliveries with their attempts (the viewer shows them). */
+app.get("/runs/:id/deliveries", async (c) => {
+  const { stub } = await viewRun(c);
+  return c.json({ deliveries: (await stub.deliveries()) ?? [] });
 });
 
 app.post("/runs/:id/cancel", async (c) => {
@@ -334,6 +342,34 @@ app.get("/runs", async (c) => {
   const { wf } = invocable(workflowParam(query), "");
   await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   return c.json(await runListPage(c.env, wf.name, query));
+});
+
+/** A workflow's deliveries (docs/http-api.md, "Deliveries"), for whoever holds its credentials. */
+app.get("/deliveries", async (c) => {
+  const query = new URL(c.req.url).searchParams;
+  const { wf } = invocable(workflowParam(query), "");
+  await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  return c.json(await deliveryListPage(c.env, wf.name, query));
+});
+
+app.post("/deliveries/recover", async (c) => {
+  const query = new URL(c.req.url).searchParams;
+  const { wf } = invocable(workflowParam(query), "");
+  await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  const since = parseSince(single(query, "since"));
+  return c.json({ recovered: await recoverDeliveries(c.env, wf.name, since) });
+});
+
+app.post("/deliveries/:id/retry", async (c) => {
+  const id = c.req.param("id");
+  const runId = deliveryRunId(id);
+  const stub = runId ? runStub(c.env, runId) : null;
+  const view = stub ? await stub.view() : null;
+  if (!stub || !view) throw new HttpProblem("delivery_not_found", "no delivery with this id");
+  await requireReader(view.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  const delivery = await stub.retryDelivery(id);
+  if (!delivery) throw new HttpProblem("delivery_not_found", "no delivery with this id");
+  return c.json({ id: delivery.id, state: delivery.state }, 202);
 });
 
 mountViewer(app);

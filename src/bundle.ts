@@ -74,6 +74,8 @@ export interface CompiledNotify {
   on: Array<"complete" | "failed" | "canceled">;
   /** Standard Webhooks signing; the env var holds `whsec_<base64 key>`. */
   sign: { secretEnv: string } | null;
+  /** `retry.schedule_s`: the wait before each attempt (absent: the default schedule, docs/triggers.md). */
+  retry?: { scheduleS: number[] } | null;
 }
 
 /** `invoke.auth`: a credential header (`raw`, `bearer`) or a sender's signature scheme. */

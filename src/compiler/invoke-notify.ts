@@ -1,7 +1,8 @@
 /**
  * Compiles `notify` (docs/file-format.md, "Run notifications"): where to hear about finished
- * runs, each entry's URL (a literal or `{{ env.NAME }}`), the statuses it hears of, and its
- * Standard Webhooks signing secret. Root workflows only.
+ * runs, each entry's URL (a literal or `{{ env.NAME }}`), the statuses it hears of, its
+ * Standard Webhooks signing secret and its retry schedule (docs/triggers.md, "Deliveries"). Root
+ * workflows only.
  */
 import type { CompiledNotify } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
@@ -50,7 +51,13 @@ export function compileNotify(
             ["complete", "failed", "canceled"].includes(x),
           )
         : ["failed" as const];
-      notify.push({ url, on, sign });
+      // Ranges (1..20 waits of 0..86,400 s) are the schema's.
+      const schedule = isObject(entry.retry) ? entry.retry.schedule_s : undefined;
+      const retry =
+        Array.isArray(schedule) && schedule.length > 0 && schedule.every((x) => typeof x === "number")
+          ? { scheduleS: schedule as number[] }
+          : null;
+      notify.push({ url, on, sign, ...(retry ? { retry } : {}) });
     });
   }
 

@@ -30,6 +30,7 @@ export const PROBLEMS = {
   invalid_decision: [400, "Invalid decision"],
   approval_not_found: [404, "Approval not found"],
   approval_already_decided: [409, "Approval already decided"],
+  delivery_not_found: [404, "Delivery not found"],
   rate_limited: [429, "Too many requests"],
   queue_full: [429, "Queue full"],
   run_failed: [500, "Run failed"],

@@ -30,7 +30,7 @@ interface CursorBody {
   i: string;
 }
 
-function bad(detail: string): HttpProblem {
+export function bad(detail: string): HttpProblem {
   return new HttpProblem("invalid_query", detail);
 }
 
@@ -63,14 +63,14 @@ export function parseStatus(raw: string | null): RunStatus | null {
   return raw as RunStatus;
 }
 
-function base64url(bytes: Uint8Array): string {
+export function base64url(bytes: Uint8Array): string {
   return btoa(String.fromCharCode(...bytes))
     .replace(/\+/g, "-")
     .replace(/\//g, "_")
     .replace(/=+$/, "");
 }
 
-function fromBase64url(text: string): Uint8Array | null {
+export function fromBase64url(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
   try {
     const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
@@ -80,11 +80,9 @@ function fromBase64url(text: string): Uint8Array | null {
   }
 }
 
-async function checksum(payload: string): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(`run-list-cursor\n${payload}`),
-  );
+/** A cursor's checksum; `domain` keeps one listing's cursors out of another's. */
+export async function checksum(payload: string, domain = "run-list-cursor"): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${domain}\n${payload}`));
   return base64url(new Uint8Array(digest).slice(0, 12));
 }
 

@@ -6,8 +6,9 @@
  */
 import type { Bundle, JsonObject, JsonSchema } from "../bundle.ts";
 import { problem, sharedSchemas } from "./components.ts";
+import { addDeliveryRoutes } from "./delivery-routes.ts";
 import { addInvokeOperations } from "./invoke-operations.ts";
-import { addSharedRoutes } from "./shared-routes.ts";
+import { addSharedRoutes, readerSecurity } from "./shared-routes.ts";
 
 export interface OpenApiOptions {
   /** `info.title`; default `workflow-edge`. */
@@ -51,6 +52,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
   const names = Object.keys(bundle.invocable).sort();
   const anyPublic = addInvokeOperations(bundle, names, paths, schemas, securitySchemes, anyWorkflowSecurity);
   addSharedRoutes(names, paths, securitySchemes, anyWorkflowSecurity, anyPublic);
+  addDeliveryRoutes(names, paths, readerSecurity(anyWorkflowSecurity, anyPublic));
 
   documentMethodNotAllowed(paths);
   return {
@@ -66,6 +68,10 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
     tags: [
       { name: "workflows", description: "One operation per invocable workflow." },
       { name: "runs", description: "Runs, with the credentials of the run's workflow." },
+      {
+        name: "deliveries",
+        description: "Notifications and approval requests the Worker sends, and their replay.",
+      },
       { name: "operations" },
     ],
     paths,

@@ -7,19 +7,19 @@ import type { JsonObject } from "../bundle.ts";
 import { json, problem, ref } from "./components.ts";
 import { PREFER_WAIT } from "./invoke-operations.ts";
 
-const LIMIT = {
+export const LIMIT = {
   name: "limit",
   in: "query",
   required: false,
   schema: { type: "integer", minimum: 1, maximum: 100, default: 20 },
 };
 
-function cursorParam(description: string) {
+export function cursorParam(description: string) {
   return { name: "cursor", in: "query", required: false, schema: { type: "string" }, description };
 }
 
 /** The `workflow` query of the run list and the bulk re-run: one of the invocable names. */
-function workflowQuery(names: string[]) {
+export function workflowQuery(names: string[]) {
   return { name: "workflow", in: "query", required: true, schema: { type: "string", enum: names } };
 }
 
@@ -30,13 +30,18 @@ function statusQuery(statuses: string[], byDefault?: string): JsonObject {
   return { name: "status", in: "query", required: false, schema };
 }
 
-const RUN_ID = {
+export const RUN_ID = {
   name: "run_id",
   in: "path",
   required: true,
   description: "The run id returned by the invoke (64 hex digits).",
   schema: { type: "string", pattern: "^[0-9a-f]{64}$" },
 };
+
+/** Who may read a workflow's runs: its own credentials, the admin token, none for a public one. */
+export function readerSecurity(anyWorkflowSecurity: JsonObject[], anyPublic: boolean): JsonObject[] {
+  return [...anyWorkflowSecurity, { admin: [] }, ...(anyPublic ? [{}] : [])];
+}
 
 /**
  * Adds the run API, `/` and `/health` to `paths` and the admin scheme to `securitySchemes`; the run
@@ -55,7 +60,7 @@ export function addSharedRoutes(
     scheme: "bearer",
     description: "The Worker's ADMIN_TOKEN secret (when set): reads the runs of every workflow.",
   };
-  const runSecurity = [...anyWorkflowSecurity, { admin: [] }, ...(anyPublic ? [{}] : [])];
+  const runSecurity = readerSecurity(anyWorkflowSecurity, anyPublic);
   const runProblems = {
     "401": problem("`unauthorized`: the run's workflow needs credentials."),
     "404": problem("`run_not_found`."),

@@ -6,14 +6,11 @@
  * finds its approval — decided or still pending — instead of creating a second one.
  *
  * What is stored and shown is masked (arguments can hold a secret passed to a tool server). The
- * notification POST carries the approval and an absolute `decide_url`; it is signed like a
- * webhook step's `sign` when the policy gives a key.
+ * notification POST (a delivery of the run: deliveries.ts) carries the approval and an absolute
+ * `decide_url`; it is signed like a webhook step's `sign` when the policy gives a key.
  */
-import type { Json, JsonObject } from "../bundle.ts";
-import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
+import type { Json } from "../bundle.ts";
 import type { Masker } from "../engine/mask.ts";
-import { checkOutboundUrl } from "../engine/net.ts";
-import { retryHttp } from "../engine/retry.ts";
 import type { ApprovalOutcome, ApprovalRequest, ApprovalStatus, ApprovalWaiting } from "../engine/types.ts";
 
 export interface ApprovalRecord {
@@ -33,6 +30,8 @@ export interface ApprovalRecord {
   expires_at: string;
   /** True when `expires_at` is the approval's own timeout (not the run's deadline). */
   own_timeout?: boolean;
+  /** Where its notification goes (kept for the delivery: deliveries.ts); never shown. */
+  notify?: { url: string; sign_secret: string | null };
 }
 
 /** What the run object gives the book: storage, clock, masking, and what to do on changes. */
@@ -48,10 +47,6 @@ export interface ApprovalHooks {
   deadline: number;
   masker: Masker;
   now(): number;
-  /** Origin of the invoke that started the run (for `decide_url`), or null. */
-  origin: string | null;
-  allowPrivate: boolean;
-  fetch: (input: string | Request, init?: RequestInit) => Promise<Response>;
   /** A step waits for `rec`; `created` is false when a resumed step found it again. */
   requested(rec: ApprovalRecord, created: boolean): void;
   decided(rec: ApprovalRecord): void;
@@ -62,9 +57,9 @@ export type DecideResult =
   | { outcome: "not_found" }
   | { outcome: "already_decided"; approval: ApprovalRecord };
 
-/** The public shape (the `own_timeout` bookkeeping flag left out). */
+/** The public shape (the `own_timeout` flag and the notification's target left out). */
 export function publicApproval(rec: ApprovalRecord): ApprovalRecord {
-  const { own_timeout: _own, ...rest } = rec;
+  const { own_timeout: _own, notify: _notify, ...rest } = rec;
   return rest;
 }
 
@@ -82,9 +77,6 @@ export function decideUrl(origin: string | null, runId: string, id: string): str
 function outcomeOf(rec: ApprovalRecord): ApprovalOutcome {
   return { id: rec.id, status: rec.status as ApprovalOutcome["status"], comment: rec.comment };
 }
-
-const NOTIFY_ATTEMPTS = 3;
-const NOTIFY_TIMEOUT_MS = 10_000;
 
 export class ApprovalBook {
   private readonly store: ApprovalStore;
@@ -134,9 +126,10 @@ export class ApprovalBook {
         decided_at: null,
         expires_at: new Date(expires).toISOString(),
         own_timeout: own < this.hooks.deadline,
+        // Its notification is a delivery of the run (deliveries.ts), sent after this row is written.
+        ...(req.notify ? { notify: { url: req.notify.url, sign_secret: req.notify.signSecret } } : {}),
       };
       this.store.put(rec);
-      if (req.notify) this.notify(rec, req.notify);
     }
     if (rec.status !== "pending") return outcomeOf(rec);
     const waitingFor = rec;
@@ -203,53 +196,5 @@ export class ApprovalBook {
       if (next === null || t < next) next = t;
     }
     return next;
-  }
-
-  /** POSTs the approval to the policy's `notify.url` (best effort: it never fails the step). */
-  private notify(rec: ApprovalRecord, target: { url: string; signSecret: string | null }): void {
-    const { hooks } = this;
-    const send = async () => {
-      const url = checkOutboundUrl(target.url, hooks.allowPrivate);
-      if (!(url instanceof URL)) return;
-      const body = JSON.stringify({
-        ...(publicApproval(rec) as unknown as JsonObject),
-        decide_url: decideUrl(hooks.origin, hooks.runId, rec.id),
-      });
-      const key = target.signSecret ? await importSigningKey(target.signSecret) : null;
-      const messageId = `msg_${rec.id}`;
-      const controller = new AbortController();
-      await retryHttp(
-        async (signal) => {
-          const headers: Record<string, string> = {
-            "content-type": "application/json",
-            "user-agent": "workflow-edge",
-            "idempotency-key": `${hooks.runId}:${rec.id}`,
-          };
-          if (key) {
-            for (const [name, value] of await standardWebhookHeaders(key, messageId, Date.now(), body)) {
-              headers[name] = value;
-            }
-          }
-          const res = await hooks.fetch(url.href, {
-            method: "POST",
-            headers,
-            body,
-            redirect: "manual",
-            signal,
-          });
-          await res.body?.cancel().catch(() => {});
-          return res;
-        },
-        {
-          attempts: NOTIFY_ATTEMPTS,
-          perAttemptTimeoutMs: NOTIFY_TIMEOUT_MS,
-          deadline: hooks.deadline,
-          signal: controller.signal,
-        },
-      );
-    };
-    send().catch(() => {
-      // A notification that cannot be delivered leaves the approval pending and listed.
-    });
   }
 }

@@ -36,6 +36,8 @@ export interface Envelope {
   coalesced: number;
   /** While it is queued: why it waits (concurrency, throttle, debounce, batch) and when it is expected to start. */
   queue: { reason: string; starts_at: string | null } | null;
+  /** Its deliveries (notifications, approval requests) and their states; [] when none. */
+  deliveries: Array<{ id: string; type: string; state: string }>;
   deadline: string;
   created_at: string;
   finished_at: string | null;
@@ -80,7 +82,12 @@ function full(rec: StepRecord, steps: StepRecord[]): StepRecord {
   };
 }
 
-export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepRecord>, now: number): Envelope {
+export function buildEnvelope(
+  doc: RunDoc,
+  records: ReadonlyMap<string, StepRecord>,
+  now: number,
+  deliveries: Envelope["deliveries"] = [],
+): Envelope {
   const wf = doc.def.workflows[doc.workflow_key];
   if (!wf) throw new Error(`run ${doc.run_id}: workflow ${doc.workflow_key} missing from its definition`);
   const steps = nest(doc.def, wf, "", records);
@@ -114,6 +121,7 @@ export function buildEnvelope(doc: RunDoc, records: ReadonlyMap<string, StepReco
     budget_usd: wf.policy.costBudgetUsd,
     coalesced: doc.coalesced ?? 1,
     queue: queueOf(doc),
+    deliveries,
     deadline: doc.deadline,
     created_at: doc.created_at,
     finished_at: doc.finished_at,

@@ -11,6 +11,7 @@ import { collectSecrets } from "../engine/secrets.ts";
 import { inFlightStarts } from "../engine/step-records.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 import { type ApprovalRecord, publicApproval } from "./approvals.ts";
+import type { DeliveryTarget } from "./deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import type { RunEvent } from "./events.ts";
 import { CANCELED, type CancelCode, type LifecycleOptions, type RunShell } from "./lifecycle-io.ts";
@@ -56,7 +57,7 @@ export abstract class RunCore {
       () => runtime.clock.now(),
       (now) => {
         const doc = this.doc;
-        return doc && runFacts(doc, this.rootWorkflow(), store.isStored, this.nextWake(now));
+        return doc && runFacts(doc, store.isStored, this.nextWake(now), this.deliverySummary());
       },
     );
     this.books = new RunBooks({
@@ -70,6 +71,8 @@ export abstract class RunCore {
       approvalRequested: (rec, created) => {
         if (created) shell.approvalEvent?.("approval.requested", publicApproval(rec));
         options.approvalRequested?.(rec, created);
+        // Its notification is a delivery, made once its row is written.
+        if (created && rec.notify) shell.perform([{ type: "deliver" }]);
         this.duties.rearm();
       },
       approvalDecided: (rec) => shell.approvalEvent?.("approval.decided", publicApproval(rec)),
@@ -119,7 +122,11 @@ export abstract class RunCore {
   /** The run's envelope, masked (docs/http-api.md). */
   envelope(): Envelope {
     if (!this.doc) throw new Error("no run");
-    return envelopeOf(this.doc, this.records, this.books, this.masker, this.runtime.clock.now());
+    const targets = this.deliveryTargets();
+    const deliveries = this.books.deliveries
+      .records(targets)
+      .map((r, i) => ({ id: r.id, type: (targets[i] as DeliveryTarget).type, state: r.state }));
+    return envelopeOf(this.doc, this.records, this.books, this.masker, this.runtime.clock.now(), deliveries);
   }
 
   /** The run so far as events, for a new listener of its event stream (ends with run.completed once ended). */
@@ -133,7 +140,24 @@ export abstract class RunCore {
     const doc = this.doc;
     if (!doc || isFinished(doc)) return null;
     const working = () => isWorking(doc, this.rootWorkflow(), this.records);
-    return nextWakeAt(doc, this.books.nextDue(doc), this.options.heartbeatMs, working, now);
+    const due = this.books.nextDue(doc);
+    const delivery = this.books.hasApprovals
+      ? this.books.deliveries.nextAttempt(this.deliveryTargets())
+      : null;
+    const next = due === null ? delivery : delivery === null ? due : Math.min(due, delivery);
+    return nextWakeAt(doc, next, this.options.heartbeatMs, working, now);
+  }
+
+  /** The run's deliveries so far (deliveries.ts); most runs have none, and read nothing for them. */
+  protected deliveryTargets(): DeliveryTarget[] {
+    const doc = this.doc;
+    return doc ? this.books.deliveryTargets(doc, this.rootWorkflow(), this.runtime.env) : [];
+  }
+
+  /** How many deliveries the run has and how many failed (null: none). */
+  deliverySummary(): { total: number; failed: number } | null {
+    const targets = this.deliveryTargets();
+    return targets.length === 0 ? null : this.books.deliveries.summary(targets);
   }
 
   // ---- decisions ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import type { Json, JsonObject } from "../bundle.ts";
 import { RunAbort } from "../engine/run-host.ts";
 import { restoreInFlight } from "../engine/step-records.ts";
 import type { DecideResult } from "./approvals.ts";
+import type { PublicDelivery } from "./deliveries.ts";
 import type { BeginPayload } from "./flow-key-rpc.ts";
 import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
 import { RunCore } from "./lifecycle-core.ts";
@@ -21,7 +22,7 @@ import type { CancelCode, CancelResult, SignalResult } from "./lifecycle-io.ts";
 import { flowKeys, flowOf, newRunDoc, noteRerun, type RunDoc, type StartRun } from "./run-doc.ts";
 import { answerOf, askAt, passGate, rekeyAfterGroup } from "./run-flow.ts";
 import { declaredSignals } from "./run-graph.ts";
-import { type EffectResult, expiresAt, type RunEffect } from "./run-plan.ts";
+import { type EffectResult, expiresAt, listKey, type RunEffect } from "./run-plan.ts";
 import { isFinished } from "./run-store.ts";
 
 export class RunLifecycle extends RunCore {
@@ -100,7 +101,13 @@ export class RunLifecycle extends RunCore {
     if (ask) effects.push(ask);
     this.wakeSteps(now);
     if (!this.active) return; // the deadline ended it: finish() set what comes next
-    if (!this.duties.listedAs(doc.status)) effects.push({ type: "list" });
+    if (!this.duties.listedAs(listKey(doc.status, null))) effects.push({ type: "list" });
+    // An approval request's delivery whose attempt is due.
+    if (
+      this.books.hasApprovals &&
+      (this.books.deliveries.nextAttempt(this.deliveryTargets()) ?? now + 1) <= now
+    )
+      effects.push({ type: "deliver" });
     // Each effect's result arms the next wake-up; without any, it is armed now.
     if (effects.length > 0) this.shell.perform(effects);
     else this.duties.rearm();
@@ -204,12 +211,44 @@ export class RunLifecycle extends RunCore {
     else this.duties.reported(r);
   }
 
+  // ---- deliveries --------------------------------------------------------------------------
+
+  /** Makes the delivery attempts due now (the shell's `deliver` effect), then reports when the next is due. */
+  async deliver(): Promise<void> {
+    const targets = this.deliveryTargets();
+    if (targets.length > 0) await this.books.deliveries.pass(targets);
+    if (this.doc)
+      this.reported({ type: "deliver", next: this.books.deliveries.nextAttempt(this.deliveryTargets()) });
+  }
+
+  /** The run's deliveries, as the API shows them (null: no run). */
+  deliveries(): PublicDelivery[] | null {
+    const doc = this.doc;
+    if (!doc) return null;
+    return this.books.deliveries.list(this.deliveryTargets(), doc, this.rootWorkflow().name, this.masker);
+  }
+
+  /** One attempt more of delivery `id`, now; null: the run has no such delivery. */
+  retryDelivery(id: string): PublicDelivery | null {
+    const granted = this.doc ? this.books.deliveries.grant(id, this.deliveryTargets()) : null;
+    if (!granted) return null;
+    this.shell.perform([{ type: "deliver" }]);
+    return this.deliveries()?.find((d) => d.id === id) ?? null;
+  }
+
+  /** Every failed delivery created at or after `since` is attempted once more; how many. */
+  recoverDeliveries(since: number): number {
+    const n = this.doc ? this.books.deliveries.recover(since, this.deliveryTargets()) : 0;
+    if (n > 0) this.shell.perform([{ type: "deliver" }]);
+    return n;
+  }
+
   // ---- retention ---------------------------------------------------------------------------
 
-  /** Whether the run has finished and passed its retention (gone for every reader). */
+  /** Whether the run has finished and passed its retention (gone for every reader); a pending delivery keeps it. */
   expired(now: number): boolean {
     const at = this.doc && expiresAt(this.doc, this.options.retentionMs ?? null);
-    return at != null && now >= at;
+    return at != null && now >= at && this.books.deliveries.nextAttempt(this.deliveryTargets()) === null;
   }
 
   /**
@@ -220,8 +259,10 @@ export class RunLifecycle extends RunCore {
   expire(now: number): "delete" | "kept" | "gone" {
     if (!this.doc) return "gone";
     const at = expiresAt(this.doc, this.options.retentionMs ?? null);
-    if (at !== null && now >= at) return "delete";
-    if (at !== null) this.duties.arm({ at, durable: true });
+    // A delivery still pending keeps its run (and its row) until it is delivered or has failed.
+    const pending = this.books.deliveries.nextAttempt(this.deliveryTargets());
+    if (at !== null && now >= at && pending === null) return "delete";
+    if (at !== null) this.duties.arm({ at: Math.max(at, pending ?? at), durable: true });
     return "kept";
   }
 

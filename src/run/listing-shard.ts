@@ -9,7 +9,7 @@
  * those answers until the commit is durable, so an acknowledged entry is never lost).
  */
 import type { RunStatus } from "../engine/types.ts";
-import { directoryStub, type IndexRow, type Position } from "./listing.ts";
+import { type DeliveryFilter, directoryStub, type IndexRow, type Position } from "./listing.ts";
 import { bucketExpiresMs, FLUSH_MS, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
 import { runStub } from "./run-rpc.ts";
 
@@ -60,14 +60,22 @@ export class ListingShard {
       // One synchronous block: one implicit transaction, one commit for the whole batch.
       for (const w of batch) {
         for (const r of w.rows) {
+          // A finished run's status is final; its deliveries' counts still change (a delivery
+          // that fails a day later, one recovered).
           sql.exec(
-            `INSERT INTO listing (created_ms, run_id, status, finished_ms) VALUES (?, ?, ?, ?)
-             ON CONFLICT (created_ms, run_id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms
-             WHERE listing.status IN ${ACTIVE}`,
+            `INSERT INTO listing (created_ms, run_id, status, finished_ms, deliveries, failed_deliveries)
+             VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT (created_ms, run_id) DO UPDATE SET
+               status = CASE WHEN listing.status IN ${ACTIVE} THEN excluded.status ELSE listing.status END,
+               finished_ms = CASE WHEN listing.status IN ${ACTIVE} THEN excluded.finished_ms ELSE listing.finished_ms END,
+               deliveries = excluded.deliveries, failed_deliveries = excluded.failed_deliveries
+             WHERE listing.status != 'deleted'`,
             r.created_ms,
             r.run_id,
             r.status,
             r.finished_ms,
+            r.deliveries ?? 0,
+            r.failed_deliveries ?? 0,
           );
         }
       }
@@ -95,17 +103,28 @@ export class ListingShard {
     status: RunStatus | null,
     limit: number,
     finishedAfter: number,
+    deliveries: DeliveryFilter = null,
   ): Promise<IndexRow[]> {
     if (!hasTable(this.ctx, "listing")) return [];
+    this.ensureEntries();
     const t = after ? after.t : Number.MAX_SAFE_INTEGER;
     const id = after ? after.id : "";
-    const filter = status === null ? "" : "AND status = ?";
+    let filter = status === null ? "" : "AND status = ?";
+    if (deliveries === "any") filter += " AND deliveries > 0";
+    if (deliveries === "failed") filter += " AND failed_deliveries > 0";
     const args: Array<string | number> = [t, t, id, finishedAfter];
     if (status !== null) args.push(status);
     args.push(limit);
     return this.ctx.storage.sql
-      .exec<{ run_id: string; created_ms: number; status: RunStatus; finished_ms: number | null }>(
-        `SELECT run_id, created_ms, status, finished_ms FROM listing
+      .exec<{
+        run_id: string;
+        created_ms: number;
+        status: RunStatus;
+        finished_ms: number | null;
+        deliveries: number;
+        failed_deliveries: number;
+      }>(
+        `SELECT run_id, created_ms, status, finished_ms, deliveries, failed_deliveries FROM listing
          WHERE (created_ms < ? OR (created_ms = ? AND run_id < ?))
            AND status != 'deleted' AND (finished_ms IS NULL OR finished_ms > ?) ${filter}
          ORDER BY created_ms DESC, run_id DESC LIMIT ?`,
@@ -179,11 +198,20 @@ export class ListingShard {
 
   private ensureEntries(): void {
     if (this.entriesReady) return;
-    this.ctx.storage.sql.exec(
+    const sql = this.ctx.storage.sql;
+    sql.exec(
       `CREATE TABLE IF NOT EXISTS listing (
          created_ms INTEGER NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, finished_ms INTEGER,
+         deliveries INTEGER NOT NULL DEFAULT 0, failed_deliveries INTEGER NOT NULL DEFAULT 0,
          PRIMARY KEY (created_ms, run_id)) WITHOUT ROWID`,
     );
+    // A shard made before deliveries were listed gets their columns once.
+    const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('listing')").toArray();
+    if (!columns.some((c) => c.name === "deliveries"))
+      sql.exec(
+        `ALTER TABLE listing ADD COLUMN deliveries INTEGER NOT NULL DEFAULT 0;
+         ALTER TABLE listing ADD COLUMN failed_deliveries INTEGER NOT NULL DEFAULT 0`,
+      );
     this.entriesReady = true;
   }
 

@@ -1,25 +1,35 @@
 /**
- * A run reports its own status to the run listing (listing.ts), never on the invoke's path: one
- * write at a time, and a write asked for while one is in flight goes after it, with the status of
- * that moment. Each write's outcome is reported to the lifecycle, which decides what comes next
+ * A run reports its own status (and once it has ended, its deliveries' counts) to the run listing
+ * (listing.ts), never on the invoke's path: one write at a time, and a write asked for while one
+ * is in flight goes after it, with the status of that moment. Each write's outcome is reported to the lifecycle, which decides what comes next
  * (run-plan.ts: retries, the run's alarm).
  */
-import type { RunStatus } from "../engine/types.ts";
 import { type ListedRun, recordRun } from "./listing.ts";
 import type { RunDoc } from "./run-doc.ts";
+import { listKey } from "./run-plan.ts";
+
+/** The run as the listing should show it now. */
+export interface ListingSubject {
+  doc: RunDoc;
+  /** The name it is listed under. */
+  workflow: string;
+  /** Its deliveries' counts (null: none). */
+  deliveries: { total: number; failed: number } | null;
+}
 
 export class ListingWriter {
   private inFlight: Promise<void> | null = null;
   private again = false;
   private readonly env: () => Env;
-  /** The run as it is now (null once deleted), and the name it is listed under. */
-  private readonly current: () => { doc: RunDoc; workflow: string } | null;
-  private readonly report: (status: RunStatus, ok: boolean) => void;
+  /** The run as it is now (null once deleted). */
+  private readonly current: () => ListingSubject | null;
+  /** What the listing now says of the run (`listKey`), or that the write failed. */
+  private readonly report: (key: string, ok: boolean) => void;
 
   constructor(
     env: () => Env,
-    current: () => { doc: RunDoc; workflow: string } | null,
-    report: (status: RunStatus, ok: boolean) => void,
+    current: () => ListingSubject | null,
+    report: (key: string, ok: boolean) => void,
   ) {
     this.env = env;
     this.current = current;
@@ -38,13 +48,13 @@ export class ListingWriter {
         const now = this.current();
         if (!now) return;
         const { doc } = now;
-        const status = doc.status;
-        const ok = await recordRun(this.env(), listedRun(doc, now.workflow)).then(
+        const key = listKey(doc.status, now.deliveries);
+        const ok = await recordRun(this.env(), listedRun(now)).then(
           () => true,
           () => false,
         );
         // A run deleted meanwhile (and perhaps created anew under the same id) is not this one.
-        if (this.current()?.doc === doc) this.report(status, ok);
+        if (this.current()?.doc === doc) this.report(key, ok);
       } while (this.again);
     };
     this.inFlight = run().finally(() => {
@@ -54,12 +64,13 @@ export class ListingWriter {
   }
 }
 
-function listedRun(doc: RunDoc, workflow: string): ListedRun {
+function listedRun({ doc, workflow, deliveries }: ListingSubject): ListedRun {
   return {
     run_id: doc.run_id,
     workflow,
     status: doc.status,
     created_at: doc.created_at,
     finished_at: doc.finished_at,
+    ...(deliveries ? { deliveries } : {}),
   };
 }

@@ -26,6 +26,8 @@ export interface ListedRun {
   status: RunStatus;
   created_at: string;
   finished_at: string | null;
+  /** How many deliveries the run has and how many failed (absent: none); not shown by `GET /runs`. */
+  deliveries?: { total: number; failed: number };
 }
 
 /** A place in the newest-first order: entries strictly older than (t, id) come after it. */
@@ -40,7 +42,12 @@ export interface ListQuery {
   limit: number;
   /** Continue after this position (from a cursor); null for the newest runs. */
   after: Position | null;
+  /** Only runs that have deliveries (`any`), or failed ones (`failed`); null: every run. */
+  deliveries?: DeliveryFilter;
 }
+
+/** Which runs a read of the listing is about, by their deliveries. */
+export type DeliveryFilter = "any" | "failed" | null;
 
 export interface ListPage {
   runs: ListedRun[];
@@ -54,6 +61,9 @@ export interface IndexRow {
   created_ms: number;
   status: RunStatus;
   finished_ms: number | null;
+  /** The run's deliveries, and how many of them failed (0 and 0: none). */
+  deliveries?: number;
+  failed_deliveries?: number;
 }
 
 /** The RPC surface of RunIndex objects (typed plainly: the generated stub types are too deep). */
@@ -65,6 +75,7 @@ export interface ShardRpc {
     status: RunStatus | null,
     limit: number,
     finishedAfter: number,
+    deliveries?: DeliveryFilter,
   ): Promise<IndexRow[]>;
 }
 export interface DirectoryRpc {
@@ -88,6 +99,8 @@ function rowOf(run: ListedRun): IndexRow {
     created_ms: Date.parse(run.created_at),
     status: run.status,
     finished_ms: run.finished_at === null ? null : Date.parse(run.finished_at),
+    deliveries: run.deliveries?.total ?? 0,
+    failed_deliveries: run.deliveries?.failed ?? 0,
   };
 }
 
@@ -155,6 +168,7 @@ export async function listRuns(env: Env, q: ListQuery): Promise<ListPage> {
           q.status,
           q.limit + 1,
           now - retention,
+          q.deliveries ?? null,
         ),
       ),
     );

@@ -1,12 +1,14 @@
 /**
- * A run's approvals, waits and kept signals: the rows loaded from storage (run-store.ts), and the
- * books over them (approvals.ts, waits.ts), made once per incarnation of the run's object. The
+ * A run's approvals, waits, kept signals and deliveries: the rows loaded from storage
+ * (run-store.ts), and the books over them (approvals.ts, waits.ts, deliveries.ts), made once per
+ * incarnation of the run's object. The
  * lifecycle asks them when the run must wake (an approval's timeout, a wait's end), hands them
  * decisions and signals, and hears from them when a step starts waiting (a checkpoint first).
  */
-import type { Json } from "../bundle.ts";
+import type { CompiledWorkflow, Json } from "../bundle.ts";
 import type { Masker } from "../engine/mask.ts";
 import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
+import { type DeliveryTarget, deliveryTargets, RunDeliveries } from "./deliveries.ts";
 import type { SignalResult } from "./lifecycle-io.ts";
 import type { RunDoc } from "./run-doc.ts";
 import type { RunStore, StoredRun } from "./run-store.ts";
@@ -27,6 +29,8 @@ export interface BookHost {
 }
 
 export class RunBooks {
+  /** The run's deliveries (its notifications, its approval requests). */
+  readonly deliveries: RunDeliveries;
   private approvalRows = new Map<string, ApprovalRecord>();
   private waitRows = new Map<string, WaitRecord>();
   private kept = new Map<string, Json>();
@@ -36,6 +40,19 @@ export class RunBooks {
 
   constructor(host: BookHost) {
     this.host = host;
+    this.deliveries = new RunDeliveries({
+      store: host.store,
+      now: () => host.now(),
+      random: Math.random,
+      fetch: (input, init) => host.notifyFetch(input, init),
+      allowPrivate: host.allowPrivate,
+    });
+  }
+
+  /** Every delivery of the run so far (deliveries.ts): a run without any reads nothing for them. */
+  deliveryTargets(doc: RunDoc, workflow: CompiledWorkflow, env: Record<string, unknown>): DeliveryTarget[] {
+    const approvals = this.hasApprovals ? [...this.approvalRows.values()] : [];
+    return deliveryTargets({ doc, workflow, env, masker: this.host.masker(), approvals });
   }
 
   /** The rows of a run read back from storage. */
@@ -111,9 +128,6 @@ export class RunBooks {
         deadline: Date.parse(doc.deadline),
         masker: host.masker(),
         now: () => host.now(),
-        origin: doc.origin ?? null,
-        allowPrivate: host.allowPrivate,
-        fetch: host.notifyFetch,
         requested: (rec, created) => {
           host.waitingStarted();
           host.approvalRequested(rec, created);
@@ -177,6 +191,7 @@ export class RunBooks {
 
   /** After the run's storage was cleared. */
   forget(): void {
+    this.deliveries.reset();
     this.approvalRows = new Map();
     this.waitRows = new Map();
     this.kept = new Map();

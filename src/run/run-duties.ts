@@ -4,9 +4,15 @@
  * same one twice: each arming is a storage write), sends what a finished run owes after its
  * answer and, once all of it has reported back, arms its last wake-up or none.
  */
-import type { RunStatus } from "../engine/types.ts";
 import type { RunShell } from "./lifecycle-io.ts";
-import { type EffectResult, isTerminal, type RunFacts, RunPlan, type Wake } from "./run-plan.ts";
+import {
+  type EffectResult,
+  isTerminal,
+  type RunEffect,
+  type RunFacts,
+  RunPlan,
+  type Wake,
+} from "./run-plan.ts";
 
 export class RunDuties {
   private readonly plan = new RunPlan();
@@ -21,8 +27,9 @@ export class RunDuties {
     this.facts = facts;
   }
 
-  listedAs(status: RunStatus): boolean {
-    return this.plan.listedAs(status);
+  /** Whether the listing says this of the run (run-plan.ts, `listKey`). */
+  listedAs(key: string): boolean {
+    return this.plan.listedAs(key);
   }
 
   /** The run's status changed while it is active. */
@@ -67,7 +74,7 @@ export class RunDuties {
     if (effects.length > 0) this.shell.perform(effects);
   }
 
-  /** A listing, release or notification result. */
+  /** A listing, release or delivery result. */
   reported(r: Exclude<EffectResult, { type: "ask_turn" }>): void {
     this.plan.record(r);
     const now = this.now();
@@ -75,7 +82,15 @@ export class RunDuties {
     if (!f) return;
     if (!isTerminal(f.status)) {
       if (r.type === "list") this.rearm(true);
-    } else if (this.plan.paidFor(r.type)) this.arm(this.plan.afterRunWake(f, now));
+      return;
+    }
+    // A delivery that failed (or was recovered) changes what the listing says: it hears now.
+    if (r.type === "deliver" && !this.plan.listedAs(f.listKey)) {
+      const list: RunEffect[] = [{ type: "list" }];
+      this.plan.owe(list);
+      this.shell.perform(list);
+    }
+    if (this.plan.paidFor(r.type)) this.arm(this.plan.afterRunWake(f, now));
   }
 
   /** The listing asks the run to report itself again. */

@@ -11,6 +11,7 @@ import workflowBundle from "workflow-bundle";
 import type { Json } from "../bundle.ts";
 import { admit } from "./admission.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
+import type { PublicDelivery } from "./deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import { EventHub } from "./events.ts";
 import type { BeginPayload } from "./flow-key-rpc.ts";
@@ -20,7 +21,6 @@ import { retentionMs } from "./listing-layout.ts";
 import { ListingWriter } from "./listing-sync.ts";
 import { takeRateLimitSlot } from "./rate-limit.ts";
 import { finishedRunLog } from "./run-log.ts";
-import { RunNotifier } from "./run-notifications.ts";
 import { HEARTBEAT_MS, type RunEffect, type Wake } from "./run-plan.ts";
 import { rerunSourceOf, viewOf } from "./run-reads.ts";
 import { flowKeyStub, type RerunSource, type StartRequest, type StartResult } from "./run-rpc.ts";
@@ -32,7 +32,6 @@ export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
   private readonly hub = new EventHub();
   private readonly listing: ListingWriter;
-  private readonly notifier: RunNotifier;
   /** The wake-up of a run not written yet (it has no alarm). */
   private timer: ReturnType<typeof setTimeout> | null = null;
   /** Effects under way: an alarm or an RPC that started them waits for them. */
@@ -40,10 +39,9 @@ export class RunObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    const port = objectKv(ctx.storage);
     const runtime = workerRuntime(env);
     this.run = new RunLifecycle(
-      new RunStore(port),
+      new RunStore(objectKv(ctx.storage)),
       runtime,
       {
         wake: (w) => this.arm(w),
@@ -54,24 +52,15 @@ export class RunObject extends DurableObject<Env> {
     );
     const current = () => {
       const doc = this.run.current;
-      return doc ? { doc, workflow: this.run.rootWorkflow().name } : null;
+      return doc
+        ? { doc, workflow: this.run.rootWorkflow().name, deliveries: this.run.deliverySummary() }
+        : null;
     };
     this.listing = new ListingWriter(
       () => this.env,
       current,
-      (status, ok) => this.run.reported({ type: "list", status, ok }),
+      (key, ok) => this.run.reported({ type: "list", key, ok }),
     );
-    this.notifier = new RunNotifier({
-      kv: port,
-      env: () => this.env as unknown as Record<string, unknown>,
-      run: () => {
-        const doc = this.run.current;
-        return doc ? { doc, workflow: this.run.rootWorkflow(), masker: this.run.runMasker } : null;
-      },
-      fetch: (input, init) => fetch(input, init),
-      allowPrivate: runtime.allowPrivate,
-      now: () => Date.now(),
-    });
     // No schema to create: the synchronous KV API keeps one row per key (DDL on a fresh database
     // was the largest fixed cost per run).
     ctx.blockConcurrencyWhile(async () => this.run.load());
@@ -179,6 +168,24 @@ export class RunObject extends DurableObject<Env> {
     return this.run.decide(target, decision, comment);
   }
 
+  /** The run's deliveries (null: no such run). */
+  async deliveries(): Promise<PublicDelivery[] | null> {
+    await this.dropIfExpired();
+    return this.run.deliveries();
+  }
+
+  /** One attempt more of delivery `id`, now (null: the run has no such delivery). */
+  async retryDelivery(id: string): Promise<PublicDelivery | null> {
+    await this.dropIfExpired();
+    return this.run.retryDelivery(id);
+  }
+
+  /** Each failed delivery created at or after `since` (epoch ms) is attempted once more; how many. */
+  async recoverDeliveries(since: number): Promise<number> {
+    await this.dropIfExpired();
+    return this.run.recoverDeliveries(since);
+  }
+
   async remove(): Promise<"deleted" | "active" | "not_found"> {
     await this.dropIfExpired();
     if (!this.run.current) return "not_found";
@@ -244,9 +251,8 @@ export class RunObject extends DurableObject<Env> {
     switch (e.type) {
       case "list":
         return this.listing.write();
-      case "notify":
-        await this.notifier.deliver();
-        return this.run.reported({ type: "notify", next: this.notifier.nextAttempt() });
+      case "deliver":
+        return this.run.deliver();
       case "release": {
         const id = this.ctx.id.toString();
         const ok = await Promise.all(e.gates.map((g) => flowKeyStub(this.env, g).release(id))).then(
@@ -304,6 +310,5 @@ export class RunObject extends DurableObject<Env> {
   private async deleteRun(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.run.forget();
-    this.notifier.reset();
   }
 }

@@ -1,6 +1,6 @@
 /**
  * What a run's Durable Object must do besides running steps, and when: list the run, give its
- * concurrency slot back, send its notifications, register a keyed wait, log its line, wake up
+ * concurrency slot back, make its deliveries, register a keyed wait, log its line, wake up
  * (deadline, heartbeat, listing retries, the first write), and go when its retention passes.
  * These used to be decided inside the object; here they are pure rules over the run's facts and
  * the clock, so they are tested in Node (test/run/run-plan.test.ts) and the object only performs
@@ -11,7 +11,7 @@
  * deadline or when the listing is due to see the run (FIRST_WRITE_MS after it started), whichever
  * is first. A written active run's alarm comes at its next wake-up (deadline, approval timeout,
  * wait, heartbeat) and no later than the listing's next try. A finished run keeps one alarm only
- * while its listing entry, notifications or slot release are owed, and none after.
+ * while its listing entry, deliveries or slot release are owed, and none after.
  */
 import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
@@ -42,8 +42,8 @@ export type RunEffect =
   | { type: "list" }
   /** Give back what the run holds in its flow keys: a slot, a place, a cancel_on watch (answer: `release`). */
   | { type: "release"; gates: string[] }
-  /** Send the notifications due now (answer: `notified`, with when the next attempt is due). */
-  | { type: "notify" }
+  /** Make the delivery attempts due now (answer: `deliver`, with when the next one is due). */
+  | { type: "deliver" }
   /** A queued run asks the flow key it waits at whether it may go on (answer: `ask_turn`). */
   | { type: "ask_turn"; gate: FlowGate; admit: boolean; priority: number; params: JsonObject }
   /** A keyed wait registers with its key's object, which may hand it a kept signal. */
@@ -55,9 +55,9 @@ export type RunEffect =
 
 /** What an effect reported back. */
 export type EffectResult =
-  | { type: "list"; status: RunStatus; ok: boolean }
+  | { type: "list"; key: string; ok: boolean }
   | { type: "release"; ok: boolean }
-  | { type: "notify"; next: number | null }
+  | { type: "deliver"; next: number | null }
   | { type: "ask_turn"; gate: string; verdict: AdmitVerdict | TurnVerdict };
 
 /** A wake-up: by the object's alarm (`durable`, in the commit of the run's writes) or, before the run is written, a timer. */
@@ -77,14 +77,24 @@ export interface RunFacts {
   next: number | null;
   /** Its flow keys (released at its end); none: []. */
   gates: string[];
-  /** It has notifications to send for its final status. */
-  notifies: boolean;
+  /** It has deliveries (notifications for its final status, approval requests). */
+  delivers: boolean;
+  /** What its listing entry should say: its status, and once it has ended its deliveries' counts. */
+  listKey: string;
 }
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
 
-/** The facts of a run (`next`: its own next wake-up, from the lifecycle). */
-export function runFacts(doc: RunDoc, wf: CompiledWorkflow, stored: boolean, next: number | null): RunFacts {
+/**
+ * The facts of a run (`next`: its own next wake-up, from the lifecycle; `deliveries`: how many it
+ * has and how many failed, null when it has none).
+ */
+export function runFacts(
+  doc: RunDoc,
+  stored: boolean,
+  next: number | null,
+  deliveries: { total: number; failed: number } | null,
+): RunFacts {
   const status = doc.status;
   return {
     status,
@@ -93,8 +103,14 @@ export function runFacts(doc: RunDoc, wf: CompiledWorkflow, stored: boolean, nex
     stored,
     next,
     gates: flowKeys(flowOf(doc)),
-    notifies: TERMINAL.has(status) && (wf.notify ?? []).some((n) => n.on.includes(status as "complete")),
+    delivers: deliveries !== null,
+    listKey: listKey(status, deliveries),
   };
+}
+
+/** What a listing entry says of a run: its status, and once it has ended its deliveries (listing.ts). */
+export function listKey(status: RunStatus, deliveries: { total: number; failed: number } | null): string {
+  return TERMINAL.has(status) && deliveries ? `${status} ${deliveries.total} ${deliveries.failed}` : status;
 }
 
 /** When a finished run's storage goes (null: it is active, or kept for ever). */
@@ -125,34 +141,34 @@ export function nextWakeAt(
 }
 
 export class RunPlan {
-  /** The status the run listing has acknowledged (memory only: after a wake-up it is sent again). */
-  private listed: RunStatus | null = null;
+  /** What the run listing has acknowledged (`listKey`; memory only: after a wake-up it is sent again). */
+  private listed: string | null = null;
   private listFailures = 0;
   private released = false;
-  /** When the next notification attempt is due (null: none left, or none known yet). */
-  private notifyNext: number | null = null;
+  /** When the next delivery attempt is due (null: none left, or none known yet). */
+  private deliverNext: number | null = null;
   /** After-run effects performed and not reported yet. */
-  private owed = new Set<"list" | "notify" | "release">();
+  private owed = new Set<"list" | "deliver" | "release">();
   /** The wake-up the object has armed (null: none, or unknown after an eviction). */
   private armed: Wake | null = null;
 
-  /** Whether the listing has this status of the run. */
-  listedAs(status: RunStatus): boolean {
-    return this.listed === status;
+  /** Whether the listing says this of the run (`listKey`). */
+  listedAs(key: string): boolean {
+    return this.listed === key;
   }
 
   // ---- results of effects -----------------------------------------------------------------
 
-  /** A listing, release or notification result. */
+  /** A listing, release or delivery result. */
   record(r: Exclude<EffectResult, { type: "ask_turn" }>): void {
-    if (r.type === "list") this.listResult(r.status, r.ok);
+    if (r.type === "list") this.listResult(r.key, r.ok);
     else if (r.type === "release") this.releaseResult(r.ok);
-    else this.notifyResult(r.next);
+    else this.deliverResult(r.next);
   }
 
-  listResult(status: RunStatus, ok: boolean): void {
+  listResult(key: string, ok: boolean): void {
     if (ok) {
-      this.listed = status;
+      this.listed = key;
       this.listFailures = 0;
     } else {
       this.listFailures += 1;
@@ -163,8 +179,8 @@ export class RunPlan {
     if (ok) this.released = true;
   }
 
-  notifyResult(next: number | null): void {
-    this.notifyNext = next;
+  deliverResult(next: number | null): void {
+    this.deliverNext = next;
   }
 
   /** How long until the next try of a listing write that failed. */
@@ -184,7 +200,7 @@ export class RunPlan {
     if (!f.stored) return { at: Math.min(f.deadlineMs, f.createdMs + FIRST_WRITE_MS), durable: false };
     if (f.next === null) return null;
     let at = f.next;
-    if (!this.listedAs(f.status)) {
+    if (!this.listedAs(f.listKey)) {
       const retry =
         listingTried && this.listFailures > 0 ? now + this.listingRetryMs() : f.createdMs + FIRST_WRITE_MS;
       at = Math.min(at, retry);
@@ -208,12 +224,12 @@ export class RunPlan {
     return { at: now + LISTING_RETRY_MS, durable: true };
   }
 
-  /** What a finished run owes after its answer: the log line (`first`), its listing, notifications, slot. */
+  /** What a finished run owes after its answer: the log line (`first`), its listing, deliveries, slot. */
   owedAfterRun(f: RunFacts, first: boolean): RunEffect[] {
     const out: RunEffect[] = [];
     if (first) out.push({ type: "log" });
-    if (!this.listedAs(f.status)) out.push({ type: "list" });
-    if (f.notifies) out.push({ type: "notify" });
+    if (!this.listedAs(f.listKey)) out.push({ type: "list" });
+    if (f.delivers) out.push({ type: "deliver" });
     if (f.gates.length > 0 && !this.released) out.push({ type: "release", gates: f.gates });
     return out;
   }
@@ -221,23 +237,23 @@ export class RunPlan {
   /** After-run effects go out; each reports back through its result. False: nothing is owed. */
   owe(effects: readonly RunEffect[]): boolean {
     for (const e of effects)
-      if (e.type === "list" || e.type === "notify" || e.type === "release") this.owed.add(e.type);
+      if (e.type === "list" || e.type === "deliver" || e.type === "release") this.owed.add(e.type);
     return this.owed.size > 0;
   }
 
   /** An after-run effect reported back; true when it was the last one owed. */
-  paidFor(type: "list" | "notify" | "release"): boolean {
+  paidFor(type: "list" | "deliver" | "release"): boolean {
     return this.owed.delete(type) && this.owed.size === 0;
   }
 
   /**
-   * Once everything owed after the run has reported: the next notification attempt, and a retry
+   * Once everything owed after the run has reported: the next delivery attempt, and a retry
    * soon while the listing or the slot is still owed; null when nothing more is due (the alarm is
    * deleted: the listing's shard ends the run's retention).
    */
   afterRunWake(f: RunFacts, now: number): Wake | null {
-    let next = f.notifies ? this.notifyNext : null;
-    const stillOwed = !this.listedAs(f.status) || (f.gates.length > 0 && !this.released);
+    let next = f.delivers ? this.deliverNext : null;
+    const stillOwed = !this.listedAs(f.listKey) || (f.gates.length > 0 && !this.released);
     if (stillOwed) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listingRetryMs());
     return next === null ? null : { at: Math.max(next, now), durable: true };
   }
@@ -265,7 +281,7 @@ export class RunPlan {
     this.listed = null;
     this.listFailures = 0;
     this.released = false;
-    this.notifyNext = null;
+    this.deliverNext = null;
     this.owed.clear();
     this.armed = null;
   }

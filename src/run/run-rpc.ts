@@ -5,6 +5,7 @@
 import type { Bundle, Json, JsonObject } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
+import type { PublicDelivery } from "./deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import type { BeginPayload, FlowKeyRpc } from "./flow-key-rpc.ts";
 import type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
@@ -93,6 +94,12 @@ export interface RunRpc {
     decision: "approved" | "rejected",
     comment: string | null,
   ): Promise<DecideResult>;
+  /** The run's deliveries (null: no such run). */
+  deliveries(): Promise<PublicDelivery[] | null>;
+  /** One attempt more of delivery `id`, now (null: the run has no such delivery). */
+  retryDelivery(id: string): Promise<PublicDelivery | null>;
+  /** Each failed delivery created at or after `since` (epoch ms) is attempted once more; how many. */
+  recoverDeliveries(since: number): Promise<number>;
 }
 
 /** The flow key object named `name` (`<workflow>\n<key>`: flow-key-rpc.ts). */

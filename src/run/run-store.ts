@@ -20,6 +20,8 @@
  *   its own row too, since one stored value has a size limit.
  * - `approval/<id>`, `checkpoint/<path>` (an agent's conversation while it runs), `wait/<path>`
  *   (a wait step's wait) and `signal/<name>` (a signal kept for a wait not reached yet).
+ * - `delivery/<id>`: a delivery's state and attempts, written once per attempt, never on the
+ *   answer's path (deliveries.ts); read only by a run that has deliveries.
  * A 10- or 50-step transform run that finishes before its answer leaves writes 1 row, `run`
  * with its definition inside, at the end; answered while still active, 3 (`def` and `run` then,
  * `run` at the end). After an eviction, recomputable steps finished since the last `run` write
@@ -28,6 +30,7 @@
 import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord } from "./approvals.ts";
+import type { DeliveryRecord } from "./delivery-rules.ts";
 import type { KvPort } from "./kv-port.ts";
 import type { RunDoc } from "./run-doc.ts";
 import { StepNews } from "./step-news.ts";
@@ -52,6 +55,9 @@ const APPROVAL_PREFIX = "approval/";
 const CHECKPOINT_PREFIX = "checkpoint/";
 const WAIT_PREFIX = "wait/";
 const KEPT_PREFIX = "signal/";
+const DELIVERY_PREFIX = "delivery/";
+/** Where run notifications kept their outcomes before they were deliveries (one row, by entry index). */
+const LEGACY_NOTIFY_KEY = "notify";
 
 /** A rider whose JSON is longer gets its own row. */
 const RIDER_MAX_CHARS = 64 * 1024;
@@ -238,6 +244,21 @@ export class RunStore {
 
   dropKeptSignal(name: string): void {
     this.kv.delete(KEPT_PREFIX + name);
+  }
+
+  /** The deliveries attempted so far (a run notified before deliveries existed: its entries by index). */
+  deliveries(): { records: DeliveryRecord[]; legacy: Record<string, { done: boolean }> | null } {
+    const records = this.kv.list(DELIVERY_PREFIX).map(([, json]) => JSON.parse(json) as DeliveryRecord);
+    const legacy = this.kv.get(LEGACY_NOTIFY_KEY);
+    return {
+      records,
+      legacy: legacy === undefined ? null : (JSON.parse(legacy) as Record<string, { done: boolean }>),
+    };
+  }
+
+  /** One row per delivery, rewritten after each attempt (and by a retry or a recover). */
+  saveDelivery(rec: DeliveryRecord): void {
+    this.kv.put(DELIVERY_PREFIX + rec.id, JSON.stringify(rec));
   }
 
   loadCheckpoint(path: string): Json | null {

@@ -22,10 +22,13 @@ export function envelopeOf(
   books: RunBooks,
   masker: Masker,
   now: number,
+  deliveries: Envelope["deliveries"] = [],
 ): Envelope {
   // Right after a wake-up a resumed step has not asked again yet: storage says what holds it.
   const shown = isFinished(doc) ? records : heldRecords(records, books.held());
-  return masker.maskJson(buildEnvelope(doc, shown, now) as unknown as Json) as unknown as Envelope;
+  return masker.maskJson(
+    buildEnvelope(doc, shown, now, deliveries) as unknown as Json,
+  ) as unknown as Envelope;
 }
 
 /** The run so far as events (ends with run.completed once it has ended). */

@@ -18,7 +18,7 @@ import type { Envelope } from "../run/envelope.ts";
 import { RunLifecycle } from "../run/lifecycle.ts";
 import { memoryKv } from "../run/memory-kv.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "../run/outbound.ts";
-import type { RunEffect, Wake } from "../run/run-plan.ts";
+import { listKey, type RunEffect, type Wake } from "../run/run-plan.ts";
 import { recordRequest } from "../run/run-request.ts";
 import { RunStore } from "../run/run-store.ts";
 import { executors } from "../steps/index.ts";
@@ -118,10 +118,12 @@ export async function runCase(
     for (const e of effects) {
       if (e.type === "list")
         queueMicrotask(
-          () => run.current && run.reported({ type: "list", status: run.current.status, ok: true }),
+          () =>
+            run.current &&
+            run.reported({ type: "list", key: listKey(run.current.status, run.deliverySummary()), ok: true }),
         );
       if (e.type === "release") queueMicrotask(() => run.reported({ type: "release", ok: true }));
-      if (e.type === "notify") queueMicrotask(() => run.reported({ type: "notify", next: null }));
+      if (e.type === "deliver") queueMicrotask(() => run.reported({ type: "deliver", next: null }));
       if (e.type === "ask_turn")
         queueMicrotask(() =>
           run.reported({ type: "ask_turn", gate: e.gate.name, verdict: { outcome: "start" } }),

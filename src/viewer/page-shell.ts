@@ -145,6 +145,10 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 .bar[data-status="pending_approval"] { background: var(--waiting); }
 .approvals { border: 2px solid var(--waiting); border-radius: 8px; padding: .25rem 1rem .75rem; margin: 1rem 0; }
 .approvals[hidden] { display: none; }
+.deliveries { border: 1px solid var(--line); border-radius: 8px; padding: .25rem 1rem .75rem; margin: 1rem 0; }
+.deliveries[hidden] { display: none; }
+.delivery { border-top: 1px solid var(--line); padding: .5rem 0; } .delivery:first-child { border-top: 0; }
+.delivery .attempts { margin: .25rem 0; font-size: .9em; }
 .approval { border-top: 1px solid var(--line); padding: .5rem 0; } .approval:first-child { border-top: 0; }
 .approval-actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .25rem 0; }
 .approval-actions input { font: inherit; padding: .2rem .4rem; min-width: 14rem; flex: 1; }

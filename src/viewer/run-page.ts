@@ -16,6 +16,8 @@
  * Approvals (docs/agents-and-tools.md): `#approvals` lists the run's approvals as `[data-approval="<id>"][data-status]`;
  * a pending one has a comment field (`.approval-comment`) and `button[data-decision="approved"]` /
  * `"rejected"`.
+ * Deliveries (docs/triggers.md): `#deliveries` lists the run's notifications and approval requests
+ * as `[data-delivery="<id>"][data-state]`, each attempt an `li[data-attempt-status]`.
  * Recovering and waiting runs (docs/http-api.md, docs/file-format.md): `#cancel-run` on an active run, `#rerun-run` on a
  * finished one and `#rerun-from` on a selected step of a finished run (each asks for the
  * workflow's credentials like Approve does, then opens the new run); `#rerun-of` links the run
@@ -37,6 +39,10 @@ const BODY = `<header>
 <section id="approvals" class="approvals" aria-live="polite" hidden>
   <h2>Approvals</h2>
   <div id="approval-list"></div>
+</section>
+<section id="deliveries" class="deliveries" hidden>
+  <h2>Deliveries</h2>
+  <div id="delivery-list"></div>
 </section>
 <div class="layout">
   <main>

@@ -94,6 +94,32 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
       totals: { duration_ms: 0, cost_usd: 0 },
     },
   },
+  "GET /deliveries?workflow=alerts&state=failed": {
+    status: 200,
+    body: {
+      deliveries: [
+        {
+          id: `msg_${"e".repeat(64)}_run.failed`,
+          run_id: "e".repeat(64),
+          workflow: "alerts",
+          type: "run.failed",
+          url: "https://alerts.example/***",
+          state: "failed",
+          attempts: [
+            { at: "2026-11-24T09:00:00.000Z", status: 503, error: "http_503" },
+            { at: "2026-11-25T12:00:00.000Z", status: null, error: "timeout" },
+          ],
+          next_attempt_at: null,
+          created_at: "2026-11-24T09:00:00.000Z",
+        },
+      ],
+      next_cursor: null,
+    },
+  },
+  "POST /deliveries/recover?workflow=alerts&since=2026-11-24T00%3A00%3A00Z": {
+    status: 200,
+    body: { recovered: 12 },
+  },
 };
 
 let server: Server;
@@ -206,6 +232,27 @@ describe("against an HTTP server", () => {
     const get = await cli(["runs", "get", "c".repeat(64), "--url", url]);
     expect(get.stdout).toContain("queued by debounce, expected to start 2026-11-25T05:16:38.000Z");
     expect(get.stdout).toContain("stands for 3 invokes");
+  });
+
+  it("deliveries list shows each failed delivery's attempts and last error; recover says how many", async () => {
+    const list = await cli(["deliveries", "list", "--workflow", "alerts", "--state", "failed", "--url", url]);
+    expect(list.code, list.stderr).toBe(0);
+    const [head, row] = list.stdout.trim().split("\n");
+    expect(head).toMatch(/^DELIVERY +TYPE +STATE +ATTEMPTS +LAST +NEXT$/);
+    expect(row).toMatch(/^msg_e{64}_run\.failed +run\.failed +failed +2 +timeout/);
+    const rec = await cli([
+      "deliveries",
+      "recover",
+      "--workflow",
+      "alerts",
+      "--since",
+      "2026-11-24T00:00:00Z",
+      "--url",
+      url,
+    ]);
+    expect(rec.stdout.trim()).toBe("recovered: 12 failed deliveries attempted again");
+    const bad = await cli(["deliveries", "recover", "--workflow", "alerts", "--url", url]);
+    expect(bad.code).toBe(2);
   });
 
   it("prints each of the problem's errors (where, and what to fix) on its own line under the error", async () => {

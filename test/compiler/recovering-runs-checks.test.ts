@@ -123,6 +123,29 @@ ${PIPE}`,
     expect(notify?.[0]?.sign).toEqual({ secretEnv: "ALERTS_SIGNING_SECRET" });
   });
 
+  it("compiles an entry's own retry schedule, and reports one out of range at the value", () => {
+    const ok = compileFiles({
+      [T]: `${WITH_ENV}notify:
+  - url: "https://hooks.example.com/runs"
+    retry: {schedule_s: [0, 5, 300]}
+${PIPE}`,
+    });
+    expect(ok.errors).toEqual([]);
+    expect(ok.result.bundle?.workflows[T]?.notify?.[0]?.retry).toEqual({ scheduleS: [0, 5, 300] });
+    const bad = compileFiles({
+      [T]: `${WITH_ENV}notify:
+  - url: "https://hooks.example.com/runs"
+    retry: {schedule_s: [0, 90000]}
+  - url: "https://hooks.example.com/runs"
+    retry: {schedule_s: []}
+${PIPE}`,
+    });
+    const messages = bad.errors.map((e) => `${e.line}:${e.col}: ${e.message}`);
+    expect(messages).toHaveLength(2);
+    expect(messages[0]).toBe("10:29: `notify[0].retry.schedule_s[1]` is out of range, got 90000");
+    expect(messages[1]).toMatch(/^12:\d+: /);
+  });
+
   it("reports an undeclared env var, a URL that is not http(s), a status outside on's set and a read of params", () => {
     const p = compileFiles({
       [T]: `${HEAD.replace("pipeline:\n", "")}notify:

@@ -243,3 +243,23 @@ describe("viewer of a run that waits to start", () => {
     expect(await page.locator('#summary [data-field="Queued"]').count()).toBe(0);
   });
 });
+
+describe("viewer of a run whose notification failed", () => {
+  it("lists the delivery with each attempt and why it failed", async () => {
+    const e = await invoke("e2e-notified", {});
+    const page = await open(`/runs/${e.run_id}/view`);
+    // The page loads the deliveries with the run; reload until both attempts were made.
+    const failed = page.locator(
+      `#deliveries [data-delivery="msg_${e.run_id}_run.complete"][data-state="failed"]`,
+    );
+    for (let i = 0; i < 20 && (await failed.count()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 300));
+      await page.reload();
+    }
+    await failed.waitFor();
+    expect(await failed.locator("li").allTextContents()).toEqual([
+      expect.stringMatching(/: http_503$/),
+      expect.stringMatching(/: http_503$/),
+    ]);
+  });
+});

@@ -137,6 +137,7 @@ describe("OpenAPI document", () => {
         "budget_usd",
         "coalesced",
         "queue",
+        "deliveries",
         "deadline",
         "created_at",
         "finished_at",

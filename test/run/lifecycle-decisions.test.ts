@@ -60,17 +60,27 @@ function manualClock(start: number): Clock & { t: number } {
   return c;
 }
 
-/** Counts the rows written to a memory store. */
-function countingKv(): { kv: KvPort; puts: string[] } {
+/** Counts the rows written to a memory store, and what is read of it. */
+function countingKv(): { kv: KvPort; puts: string[]; reads: string[] } {
   const inner = memoryKv();
   const puts: string[] = [];
+  const reads: string[] = [];
   return {
     puts,
+    reads,
     kv: {
       ...inner,
       put: (k, v) => {
         puts.push(k);
         inner.put(k, v);
+      },
+      get: (k) => {
+        reads.push(k);
+        return inner.get(k);
+      },
+      list: (prefix) => {
+        reads.push(`${prefix}*`);
+        return inner.list(prefix);
       },
     },
   };
@@ -82,7 +92,7 @@ interface Recorded {
 }
 
 function setup(webhook: () => Promise<Json>, clock = manualClock(Date.parse("2026-11-25T12:00:00Z"))) {
-  const { kv, puts } = countingKv();
+  const { kv, puts, reads } = countingKv();
   const rec: Recorded = { wakes: [], effects: [] };
   const shell: RunShell = {
     wake: (w) => rec.wakes.push(w),
@@ -104,7 +114,7 @@ function setup(webhook: () => Promise<Json>, clock = manualClock(Date.parse("202
     heartbeatMs: HEARTBEAT_MS,
     retentionMs: 7 * 86_400_000,
   });
-  return { run, puts, rec, clock, kv };
+  return { run, puts, reads, rec, clock, kv };
 }
 
 const start = (call: boolean) => ({
@@ -122,7 +132,7 @@ const never = () => new Promise<Json>(() => {});
 
 describe("the lifecycle's decisions", () => {
   it("writes a run that finishes before its answer once, at its end, and keeps one alarm only until it is listed", async () => {
-    const { run, puts, rec, clock } = setup(never);
+    const { run, puts, reads, rec, clock } = setup(never);
     run.start(start(false));
     expect(puts).toEqual([]);
     // Before its first write, a timer stands in for the alarm.
@@ -131,8 +141,11 @@ describe("the lifecycle's decisions", () => {
     expect(puts).toEqual(["run"]);
     expect(rec.wakes.at(-1)).toEqual({ at: clock.t + LISTING_RETRY_MS, durable: true });
     expect(rec.effects).toEqual(["log", "list"]);
-    run.reported({ type: "list", status: "complete", ok: true });
+    run.reported({ type: "list", key: "complete", ok: true });
     expect(rec.wakes.at(-1)).toBeNull();
+    // It has no deliveries: it reads nothing for them (nor writes).
+    expect(reads.filter((k) => k.startsWith("delivery") || k === "notify")).toEqual([]);
+    expect(run.envelope().deliveries).toEqual([]);
   });
 
   it("writes a run still active when its answer leaves before that answer, and arms its alarm in the same turn", () => {
@@ -150,7 +163,7 @@ describe("the lifecycle's decisions", () => {
     run.alarm(clock.t);
     expect(puts).toEqual(["def", "run"]);
     expect(rec.effects).toEqual(["list"]);
-    run.reported({ type: "list", status: "running", ok: true });
+    run.reported({ type: "list", key: "running", ok: true });
     // Listed: the alarm comes back for the heartbeat (the webhook is still working).
     expect(rec.wakes.at(-1)).toEqual({ at: clock.t + HEARTBEAT_MS, durable: true });
   });
@@ -161,7 +174,7 @@ describe("the lifecycle's decisions", () => {
     run.answering();
     clock.t += FIRST_WRITE_MS;
     run.alarm(clock.t);
-    run.reported({ type: "list", status: "running", ok: false });
+    run.reported({ type: "list", key: "running", ok: false });
     expect(rec.wakes.at(-1)).toEqual({ at: clock.t + LISTING_RETRY_MS, durable: true });
   });
 

@@ -15,14 +15,16 @@ import {
 const T0 = Date.parse("2026-11-25T12:00:00Z");
 
 function facts(over: Partial<RunFacts> = {}): RunFacts {
+  const status = over.status ?? "running";
   return {
-    status: "running",
+    status,
     createdMs: T0,
     deadlineMs: T0 + 300_000,
     stored: true,
     next: T0 + 60_000,
     gates: [],
-    notifies: false,
+    delivers: false,
+    listKey: status,
     ...over,
   };
 }
@@ -77,31 +79,31 @@ describe("a finished run", () => {
     expect(plan.endWake(T0)).toBeNull();
   });
 
-  it("owes its log line once, its listing, its notifications and its slot; then nothing, and its alarm goes", () => {
+  it("owes its log line once, its listing, its deliveries and its slot; then nothing, and its alarm goes", () => {
     const plan = new RunPlan();
-    const f = facts({ status: "failed", notifies: true, gates: ["w\nk"] });
+    const f = facts({ status: "failed", delivers: true, gates: ["w\nk"] });
     const owed = plan.owedAfterRun(f, true);
-    expect(owed.map((e) => e.type)).toEqual(["log", "list", "notify", "release"]);
+    expect(owed.map((e) => e.type)).toEqual(["log", "list", "deliver", "release"]);
     expect(plan.owe(owed)).toBe(true);
     plan.listResult("failed", true);
     expect(plan.paidFor("list")).toBe(false);
     plan.releaseResult(true);
     expect(plan.paidFor("release")).toBe(false);
-    plan.notifyResult(null);
-    expect(plan.paidFor("notify")).toBe(true);
+    plan.deliverResult(null);
+    expect(plan.paidFor("deliver")).toBe(true);
     expect(plan.afterRunWake(f, T0)).toBeNull();
-    expect(plan.owedAfterRun(f, false).map((e) => e.type)).toEqual(["notify"]);
+    expect(plan.owedAfterRun(f, false).map((e) => e.type)).toEqual(["deliver"]);
   });
 
-  it("keeps its alarm for the next notification attempt, and comes back soon while the listing or the slot is owed", () => {
+  it("keeps its alarm for the next delivery attempt, and comes back soon while the listing or the slot is owed", () => {
     const plan = new RunPlan();
-    const f = facts({ status: "failed", notifies: true, gates: ["w\nk"] });
+    const f = facts({ status: "failed", delivers: true, gates: ["w\nk"] });
     plan.listResult("failed", true);
     plan.releaseResult(true);
-    plan.notifyResult(T0 + 300_000);
+    plan.deliverResult(T0 + 300_000);
     expect(plan.afterRunWake(f, T0)).toEqual({ at: T0 + 300_000, durable: true });
     const unlisted = new RunPlan();
-    unlisted.notifyResult(T0 + 300_000);
+    unlisted.deliverResult(T0 + 300_000);
     expect(unlisted.afterRunWake(f, T0)).toEqual({ at: T0 + LISTING_RETRY_MS, durable: true });
     const unreleased = new RunPlan();
     unreleased.listResult("failed", true);

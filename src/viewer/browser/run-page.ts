@@ -6,6 +6,7 @@
  */
 import { apiFetch, byId, problemText, showNotice } from "./common.ts";
 import { loadApprovals } from "./run-page/approvals.ts";
+import { loadDeliveries } from "./run-page/deliveries.ts";
 import { renderDetails } from "./run-page/details.ts";
 import { buildGraph, drawEdges, renderNodes } from "./run-page/graph.ts";
 import { follow, setLive } from "./run-page/live-events.ts";
@@ -30,7 +31,7 @@ async function start() {
   }
   try {
     const [graphRes] = await Promise.all([apiFetch(`${runPath}/graph`), load()]);
-    await loadApprovals();
+    await Promise.all([loadApprovals(), loadDeliveries()]);
     if (!graphRes.ok) throw new Error(await problemText(graphRes));
     const graph = await graphRes.json();
     for (const n of graph.nodes) nodes.set(n.path, n);

@@ -1,8 +1,9 @@
 /**
- * Notifications of finished runs (docs/file-format.md): after the run's answer, each `notify:` entry whose
- * `on` holds the final status gets one POST, masked, signed with Standard Webhooks (checked with
- * the `standardwebhooks` package as the oracle), retried with one `webhook-id`, and delivered
- * even when the run's object is evicted before it got through.
+ * Notifications of finished runs (docs/file-format.md, docs/triggers.md "Deliveries"): after the
+ * run's answer, each `notify:` entry whose `on` holds the final status gets one POST, masked,
+ * signed with Standard Webhooks (checked with the `standardwebhooks` package as the oracle),
+ * retried on its schedule with one `webhook-id`, and delivered even when the run's object is
+ * killed before it got through.
  */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -93,7 +94,10 @@ describe("run notifications", () => {
     const fresh = env.RUNS.get(env.RUNS.idFromString(run_id));
     expect(await runDurableObjectAlarm(fresh)).toBe(true);
     const got = await notifications("notify-slow", run_id, 2, 20_000);
-    expect(new Set(got.map((r) => r.headers["webhook-id"]))).toEqual(new Set([`msg_${run_id}_run.canceled`]));
+    // The second entry sending run.canceled: its id adds its index in `notify:`.
+    expect(new Set(got.map((r) => r.headers["webhook-id"]))).toEqual(
+      new Set([`msg_${run_id}_run.canceled_1`]),
+    );
     expect(JSON.parse(got[1]?.body ?? "{}")).toMatchObject({
       type: "run.canceled",
       run_id,

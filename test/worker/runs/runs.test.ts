@@ -28,6 +28,7 @@ describe("envelope", () => {
         "budget_usd",
         "coalesced",
         "queue",
+        "deliveries",
         "deadline",
         "created_at",
         "finished_at",

@@ -5,6 +5,7 @@
  */
 import { apiFetch, byId, problemText, showNotice } from "../common.ts";
 import { loadApprovals } from "./approvals.ts";
+import { loadDeliveries } from "./deliveries.ts";
 import { envelope, isActive, load, records, render, runPath } from "./state.ts";
 
 let followAbort = null;
@@ -88,7 +89,7 @@ export async function follow() {
   }
   // The stream closes when the run ends; reload the envelope so the page matches it exactly.
   await load();
-  await loadApprovals();
+  await Promise.all([loadApprovals(), loadDeliveries()]);
   if (isActive()) {
     setTimeout(follow, 1000);
   } else {

@@ -1,0 +1,333 @@
+/**
+ * A run's deliveries (docs/triggers.md, "Deliveries"): every notification the Worker sends for
+ * it — each `notify:` entry matching its final status, each approval request with a notification
+ * URL — sent by the one sender here, on the schedule of delivery-rules.ts.
+ *
+ * What is due follows from the run itself (its final status and pinned definition, its approval
+ * rows), so nothing is written before the first attempt; each attempt writes the delivery's own
+ * row once (run-store.ts), after the answer, from the object's effects and its alarm. An eviction
+ * between attempts only means an attempt is made again (at least once), with the same
+ * `webhook-id` and a fresh Standard Webhooks signature.
+ *
+ * Ids: `msg_<run_id>_<type>` for a notification (a later entry sending the same type adds
+ * `_<entry index>`), `msg_<run_id>_<approval id>` for an approval request: the run is found from
+ * the id alone.
+ */
+import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
+import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
+import type { Masker } from "../engine/mask.ts";
+import { checkOutboundUrl } from "../engine/net.ts";
+import { parseRetryAfter, redactUrls } from "../engine/retry.ts";
+import { declaredEnv } from "../engine/secrets.ts";
+import { renderUrl } from "../engine/substitute.ts";
+import { type ApprovalRecord, decideUrl, publicApproval } from "./approvals.ts";
+import {
+  ATTEMPT_TIMEOUT_MS,
+  type AttemptOutcome,
+  afterAttempt,
+  DEFAULT_SCHEDULE_S,
+  type DeliveryAttempt,
+  type DeliveryRecord,
+  type DeliveryState,
+  grantAttempt,
+  isDue,
+  newDelivery,
+} from "./delivery-rules.ts";
+import type { RunDoc } from "./run-doc.ts";
+import type { RunStore } from "./run-store.ts";
+
+/** One delivery a run makes, as it follows from the run. */
+export interface DeliveryTarget {
+  id: string;
+  type: string;
+  /** Where it goes (rendered: may hold a secret; shown masked). */
+  url: string;
+  /** A Standard Webhooks secret (`whsec_…`) to sign with; "" when one is required and unset. */
+  signSecret: string | null;
+  schedule: readonly number[];
+  createdMs: number;
+  body(): string;
+  /** An extra `idempotency-key` header (approval requests kept theirs). */
+  idempotencyKey: string | null;
+  /** A notification's index in `notify:` (null: an approval request). */
+  entry: number | null;
+}
+
+/** A delivery as the API shows it (docs/http-api.md, `GET /deliveries`). */
+export interface PublicDelivery {
+  id: string;
+  run_id: string;
+  workflow: string;
+  type: string;
+  url: string;
+  state: DeliveryState;
+  attempts: DeliveryAttempt[];
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+/** What the deliveries of one run are made from. */
+export interface DeliverySource {
+  doc: RunDoc;
+  workflow: CompiledWorkflow;
+  env: Record<string, unknown>;
+  masker: Masker;
+  approvals: ApprovalRecord[];
+}
+
+const TERMINAL = new Set(["complete", "failed", "canceled"]);
+
+/** Every delivery of the run so far: its notifications once it has ended, its approval requests. */
+export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
+  const { doc, workflow: wf } = s;
+  const out: DeliveryTarget[] = [];
+  for (const a of s.approvals) {
+    if (!a.notify) continue;
+    const target = a.notify;
+    out.push({
+      id: `msg_${doc.run_id}_${a.id}`,
+      type: "approval.requested",
+      url: target.url,
+      signSecret: target.sign_secret,
+      schedule: DEFAULT_SCHEDULE_S,
+      createdMs: Date.parse(a.created_at),
+      body: () =>
+        JSON.stringify({
+          ...(publicApproval(a) as unknown as JsonObject),
+          decide_url: decideUrl(doc.origin ?? null, doc.run_id, a.id),
+        }),
+      idempotencyKey: `${doc.run_id}:${a.id}`,
+      entry: null,
+    });
+  }
+  if (!TERMINAL.has(doc.status)) return out;
+  const env = declaredEnv(wf, s.env);
+  const type = `run.${doc.status}`;
+  let sameType = 0;
+  (wf.notify ?? []).forEach((n, i) => {
+    if (!n.on.includes(doc.status as "failed")) return;
+    const rendered = renderUrl(n.url, { params: null, env, step: {} });
+    const secret = n.sign ? s.env[n.sign.secretEnv] : null;
+    out.push({
+      id: sameType++ === 0 ? `msg_${doc.run_id}_${type}` : `msg_${doc.run_id}_${type}_${i}`,
+      type,
+      url: typeof rendered === "string" ? rendered.trim() : "",
+      signSecret: n.sign ? (typeof secret === "string" ? secret : "") : null,
+      schedule: n.retry?.scheduleS ?? DEFAULT_SCHEDULE_S,
+      createdMs: Date.parse(doc.finished_at ?? doc.created_at),
+      body: () =>
+        JSON.stringify(
+          s.masker.maskJson({
+            type,
+            run_id: doc.run_id,
+            workflow: wf.name,
+            status: doc.status,
+            error: doc.error as unknown as JsonObject | null,
+            created_at: doc.created_at,
+            finished_at: doc.finished_at,
+            rerun_url: `/runs/${doc.run_id}/rerun`,
+            view_url: `/runs/${doc.run_id}/view`,
+          }),
+        ),
+      idempotencyKey: null,
+      entry: i,
+    });
+  });
+  return out;
+}
+
+/** The run a delivery id belongs to (null: not one of ours). */
+export function deliveryRunId(id: string): string | null {
+  return /^msg_([0-9a-f]{64})_/.exec(id)?.[1] ?? null;
+}
+
+/** The one sender: a POST of the target's body, signed when the target signs, within ATTEMPT_TIMEOUT_MS. */
+export async function sendDelivery(
+  t: DeliveryTarget,
+  io: { fetch: (input: string, init: RequestInit) => Promise<Response>; allowPrivate: boolean; now: number },
+): Promise<AttemptOutcome> {
+  const refused = (error: string): AttemptOutcome => ({ status: null, error, retryAfterMs: null });
+  const url = t.url === "" ? null : checkOutboundUrl(t.url, io.allowPrivate);
+  if (!(url instanceof URL)) return refused("url_refused");
+  const body = t.body();
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "user-agent": "workflow-edge",
+    "webhook-id": t.id,
+  };
+  if (t.idempotencyKey) headers["idempotency-key"] = t.idempotencyKey;
+  if (t.signSecret !== null) {
+    // Fail closed: a delivery that should be signed is never sent unsigned.
+    if (t.signSecret === "") return refused("signing_secret_unset");
+    try {
+      const key = await importSigningKey(t.signSecret);
+      for (const [name, value] of await standardWebhookHeaders(key, t.id, io.now, body))
+        headers[name] = value;
+    } catch {
+      return refused("signing_secret_invalid");
+    }
+  }
+  try {
+    const res = await io.fetch(url.href, {
+      method: "POST",
+      headers,
+      body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+    });
+    await res.body?.cancel().catch(() => {});
+    return {
+      status: res.status,
+      error: res.status >= 200 && res.status < 300 ? null : `http_${res.status}`,
+      retryAfterMs: parseRetryAfter(res.headers.get("retry-after"), io.now),
+    };
+  } catch (err) {
+    const timeout = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    return refused(
+      timeout ? "timeout" : `network: ${redactUrls(err instanceof Error ? err.message : String(err))}`,
+    );
+  }
+}
+
+export interface DeliveryDeps {
+  store: RunStore;
+  now(): number;
+  random(): number;
+  fetch: (input: string, init: RequestInit) => Promise<Response>;
+  allowPrivate: boolean;
+}
+
+/** The deliveries of one run: their records (loaded once, and only by a run that has any), attempts, grants. */
+export class RunDeliveries {
+  private rows: Map<string, DeliveryRecord> | null = null;
+  private sending = new Set<string>();
+  private readonly deps: DeliveryDeps;
+
+  constructor(deps: DeliveryDeps) {
+    this.deps = deps;
+  }
+
+  /** Each target's record: stored, or new (pending, due on its schedule). */
+  records(targets: readonly DeliveryTarget[]): DeliveryRecord[] {
+    if (targets.length === 0) return [];
+    const rows = this.load(targets);
+    return targets.map((t) => rows.get(t.id) ?? newDelivery(t.id, t.createdMs, t.schedule));
+  }
+
+  /** When the next attempt is due (null: nothing pending). */
+  nextAttempt(targets: readonly DeliveryTarget[]): number | null {
+    let next: number | null = null;
+    for (const r of this.records(targets))
+      if (r.state === "pending" && r.next !== null) next = next === null ? r.next : Math.min(next, r.next);
+    return next;
+  }
+
+  /** Makes every attempt due now, each target's one at a time; each writes its record after it. */
+  async pass(targets: readonly DeliveryTarget[]): Promise<void> {
+    const now = this.deps.now();
+    const records = this.records(targets);
+    const due = targets.filter((t, i) => !this.sending.has(t.id) && isDue(records[i] as DeliveryRecord, now));
+    await Promise.all(
+      due.map(async (t) => {
+        this.sending.add(t.id);
+        try {
+          const outcome = await sendDelivery(t, {
+            fetch: this.deps.fetch,
+            allowPrivate: this.deps.allowPrivate,
+            now,
+          });
+          const rows = this.load(targets);
+          const before = rows.get(t.id) ?? newDelivery(t.id, t.createdMs, t.schedule);
+          const after = afterAttempt(before, outcome, this.deps.now(), t.schedule, this.deps.random());
+          rows.set(t.id, after);
+          this.deps.store.saveDelivery(after);
+        } finally {
+          this.sending.delete(t.id);
+        }
+      }),
+    );
+  }
+
+  /** One attempt more, now (`POST /deliveries/{id}/retry`); null: no such delivery. */
+  grant(id: string, targets: readonly DeliveryTarget[]): DeliveryRecord | null {
+    const t = targets.find((x) => x.id === id);
+    if (!t) return null;
+    return this.update(t, targets, (r) => grantAttempt(r, this.deps.now(), t.schedule));
+  }
+
+  /**
+   * Every failed delivery created at or after `since` gets one attempt more, now; how many. The
+   * object runs this in one turn: a failed delivery turns pending here once, so concurrent
+   * recovers never attempt it twice.
+   */
+  recover(since: number, targets: readonly DeliveryTarget[]): number {
+    let n = 0;
+    for (const [i, r] of this.records(targets).entries()) {
+      const t = targets[i] as DeliveryTarget;
+      if (r.state !== "failed" || Date.parse(r.created_at) < since) continue;
+      this.update(t, targets, (x) => grantAttempt(x, this.deps.now(), t.schedule));
+      n++;
+    }
+    return n;
+  }
+
+  /** How many deliveries the run has, and how many failed (what its listing entry carries). */
+  summary(targets: readonly DeliveryTarget[]): { total: number; failed: number } {
+    const records = this.records(targets);
+    return { total: records.length, failed: records.filter((r) => r.state === "failed").length };
+  }
+
+  /** The API's shape of each delivery (URLs masked). */
+  list(targets: readonly DeliveryTarget[], doc: RunDoc, workflow: string, masker: Masker): PublicDelivery[] {
+    return this.records(targets).map((r, i) => {
+      const t = targets[i] as DeliveryTarget;
+      return {
+        id: r.id,
+        run_id: doc.run_id,
+        workflow,
+        type: t.type,
+        url: masker.maskText(t.url),
+        state: r.state,
+        attempts: r.attempts,
+        next_attempt_at: r.state === "pending" && r.next !== null ? new Date(r.next).toISOString() : null,
+        created_at: r.created_at,
+      };
+    });
+  }
+
+  /** After the run's storage was cleared. */
+  reset(): void {
+    this.rows = null;
+  }
+
+  private update(
+    t: DeliveryTarget,
+    targets: readonly DeliveryTarget[],
+    change: (r: DeliveryRecord) => DeliveryRecord,
+  ): DeliveryRecord {
+    const rows = this.load(targets);
+    const next = change(rows.get(t.id) ?? newDelivery(t.id, t.createdMs, t.schedule));
+    rows.set(t.id, next);
+    this.deps.store.saveDelivery(next);
+    return next;
+  }
+
+  private load(targets: readonly DeliveryTarget[]): Map<string, DeliveryRecord> {
+    if (this.rows) return this.rows;
+    const { records, legacy } = this.deps.store.deliveries();
+    this.rows = new Map(records.map((r) => [r.id, r]));
+    if (legacy) {
+      // Notified before deliveries existed: an entry whose outcome was kept is no longer pending
+      // (delivered, or given up after its 3 attempts); the rest go on on the new schedule.
+      for (const t of targets) {
+        if (t.entry !== null && legacy[String(t.entry)]?.done && !this.rows?.has(t.id))
+          this.rows?.set(t.id, {
+            ...newDelivery(t.id, t.createdMs, t.schedule),
+            state: "delivered",
+            next: null,
+          });
+      }
+    }
+    return this.rows;
+  }
+}
