@@ -95,6 +95,8 @@ export default defineConfig({
                 DISCORD_PUBLIC_KEY: inject<string>("discordPublicKey"),
                 GREETING: "Hello",
                 PUBLIC_URL: "https://flows.example.com/some/path",
+                // Listing shards write their batches after this long (docs/operations.md; 8 s deployed).
+                LISTING_FLUSH_MS: "300",
                 ...inject<Record<string, string>>("testSecrets"),
               },
             },

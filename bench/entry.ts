@@ -21,6 +21,7 @@ import { app } from "../src/app.ts";
 import { FlowKey } from "../src/run/flow-keys.ts";
 import { type IndexRow, recordRun } from "../src/run/listing.ts";
 import { BUCKET_MS, type ShardRef } from "../src/run/listing-layout.ts";
+import type { RecordAnswer } from "../src/run/listing-shard.ts";
 import { RunIndex } from "../src/run/run-index.ts";
 import { RunObject } from "../src/run/run-object.ts";
 
@@ -111,8 +112,10 @@ export class CountingRunObject extends RunObject {
     super(ctx, env);
     this.writes = writes;
   }
-  async benchWrites(): Promise<WriteCount> {
-    return this.writes;
+  /** What the run wrote, and what its object stores now (bytes of its SQLite database; 0: nothing). */
+  async benchWrites(): Promise<WriteCount & { bytes: number }> {
+    const stored = [...this.ctx.storage.kv.list()].length > 0;
+    return { ...this.writes, bytes: stored ? this.ctx.storage.sql.databaseSize : 0 };
   }
 }
 
@@ -184,41 +187,35 @@ const indexStats: IndexStats = {
   registrations: 0,
   writes: { rows: 0, alarms: 0, byStatement: {} },
 };
+/** Every RunIndex object's own counter (a shard writes its batches later, from a timer). */
+const indexWrites: WriteCount[] = [];
+
+/** The totals so far, every object's counter summed. */
+function currentIndexStats(): IndexStats {
+  const writes: WriteCount = { rows: 0, alarms: 0, byStatement: {} };
+  for (const w of indexWrites) {
+    writes.rows += w.rows;
+    writes.alarms += w.alarms;
+    for (const [k, v] of Object.entries(w.byStatement))
+      writes.byStatement[k] = (writes.byStatement[k] ?? 0) + v;
+  }
+  return { ...indexStats, writes };
+}
 
 export class CountingRunIndex extends RunIndex {
   constructor(ctx: DurableObjectState, env: Env) {
     const writes = countWrites(ctx);
     super(ctx, env);
-    // Each object's counts are folded into the isolate-wide totals as they happen.
-    const fold = () => {
-      indexStats.writes.rows += writes.rows;
-      indexStats.writes.alarms += writes.alarms;
-      for (const [k, v] of Object.entries(writes.byStatement)) {
-        indexStats.writes.byStatement[k] = (indexStats.writes.byStatement[k] ?? 0) + v;
-      }
-      writes.rows = 0;
-      writes.alarms = 0;
-      writes.byStatement = {};
-    };
-    this.fold = fold;
+    indexWrites.push(writes);
   }
-  private readonly fold: () => void;
-  override async record(ref: ShardRef, rows: IndexRow[]): Promise<void> {
+  override async record(ref: ShardRef, rows: IndexRow[], confirm = false): Promise<RecordAnswer> {
     indexStats.records += 1;
     indexStats.recordedRows += rows.length;
-    try {
-      await super.record(ref, rows);
-    } finally {
-      this.fold();
-    }
+    return super.record(ref, rows, confirm);
   }
   override async register(bucket: number, shard: number, expiresMs: number): Promise<void> {
     indexStats.registrations += 1;
-    try {
-      await super.register(bucket, shard, expiresMs);
-    } finally {
-      this.fold();
-    }
+    return super.register(bucket, shard, expiresMs);
   }
 }
 
@@ -355,7 +352,7 @@ async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Respon
     const stub = ns.get(ns.idFromName(url.searchParams.get("name") ?? "")) as unknown as CountingFlowKey;
     return Response.json(await stub.benchWrites());
   }
-  if (url.pathname === "/bench/index-stats") return Response.json(indexStats);
+  if (url.pathname === "/bench/index-stats") return Response.json(currentIndexStats());
   if (url.pathname === "/bench/shard-writes") return shardWrites(env, url);
   return new Response("no such bench route", { status: 404 });
 }

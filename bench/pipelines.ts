@@ -37,10 +37,17 @@ export const FLOW_PIPELINES: Record<string, string[]> = {
   "bench-1-burst": ["  throttle: { limit: 100, period_s: 1 }"],
 };
 
-export function pipelineYaml(steps: number, flow?: { name: string; invoke: string[] }): string {
+/** The 10-step pipeline as an express workflow (`history: failures`: docs/operations.md). */
+export const EXPRESS_PIPELINE = "bench-10-express";
+
+export function pipelineYaml(
+  steps: number,
+  flow?: { name: string; invoke: string[]; top?: string[] },
+): string {
   const lines = [
     "kind: workflow",
     `name: ${flow ? flow.name : pipelineName(steps)}`,
+    ...(flow?.top ?? []),
     "version: 1.0.0",
     `description: ${steps} transform steps in a chain (npm run bench).`,
     "params:",
@@ -54,7 +61,7 @@ export function pipelineYaml(steps: number, flow?: { name: string; invoke: strin
     "          type: object",
     "          required: [id, n]",
     "          properties: { id: { type: string }, n: { type: integer } }",
-    ...(flow ? ["invoke:", ...flow.invoke] : []),
+    ...(flow && flow.invoke.length > 0 ? ["invoke:", ...flow.invoke] : []),
     "pipeline:",
   ];
   for (let i = 1; i <= steps; i++) {
@@ -77,6 +84,10 @@ export function buildBenchBundle(dir: string): { bundlePath: string; bundle: Bun
   mkdirSync(wfDir, { recursive: true });
   for (const n of PIPELINE_SIZES)
     writeFileSync(join(wfDir, `${pipelineName(n)}.workflow.yaml`), pipelineYaml(n));
+  writeFileSync(
+    join(wfDir, `${EXPRESS_PIPELINE}.workflow.yaml`),
+    pipelineYaml(10, { name: EXPRESS_PIPELINE, invoke: [], top: ["history: failures"] }),
+  );
   for (const [name, invoke] of Object.entries(FLOW_PIPELINES)) {
     const steps = Number(/^bench-(\d+)-/.exec(name)?.[1]);
     writeFileSync(join(wfDir, `${name}.workflow.yaml`), pipelineYaml(steps, { name, invoke }));

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { cpus, freemem, loadavg, platform, release, totalmem } from "node:os";
 import { join } from "node:path";
-import { FLUSH_MS, SHARDS_PER_BUCKET } from "../src/run/listing-layout.ts";
+import { FLUSH_WINDOW_MS, SHARDS_PER_BUCKET } from "../src/run/listing-layout.ts";
 import { type AblationRow, renderAblation } from "./ablation.ts";
 import type { BundleSize, Startup } from "./bundle-size.ts";
 import { costPerMillion, renderCost } from "./cost.ts";
@@ -16,12 +16,31 @@ import { ROOT } from "./dev-server.ts";
 import type { EngineProfile } from "./engine-profile.ts";
 import { type Samples, type Throughput, WORKFLOW_POLL_MS } from "./latency.ts";
 import type { ListingCheck } from "./listing-check.ts";
+import {
+  classify,
+  type Derived,
+  derive,
+  INVOKES_PER_S,
+  kib,
+  MAX_ENGINE_US_PER_STEP,
+  MAX_LISTING_WRITES_PER_RUN,
+  MAX_RATIO_TO_BARE,
+  MIN_SPEEDUP_OVER_WORKFLOWS,
+  MIN_THROUGHPUT_RATIO,
+  ms,
+  SHARD_LOAD_AT_SCALE,
+  table,
+  us,
+  x,
+} from "./report-table.ts";
 import type { WorkerdProfile } from "./workerd-profile.ts";
 
 export interface WriteCounts {
   rows: number;
   alarms: number;
   byStatement: Record<string, number>;
+  /** Bytes the run's object stores once it has finished (its SQLite database; 0 when it keeps nothing). */
+  bytes?: number;
 }
 
 export interface MachineInfo {
@@ -40,7 +59,7 @@ export interface MachineInfo {
 }
 
 /** The four ways a 10-step pipeline runs in the bench. */
-export type Contender = "ours" | "unlisted" | "bare" | "workflows";
+export type Contender = "ours" | "unlisted" | "bare" | "workflows" | "express";
 
 export interface IndexStats {
   records: number;
@@ -71,6 +90,8 @@ export interface Results {
   /** CPU profiles inside workerd: ours 10, bare 10, ours 50. */
   workerd: WorkerdProfile[];
   writes: Record<number, WriteCounts>;
+  /** A 10-step express run (`history: failures`) that completed before its answer. */
+  expressWrites: WriteCounts;
   bareWrites: Record<number, WriteCounts>;
   samples: number;
   bundle: BundleSize;
@@ -80,19 +101,6 @@ export interface Results {
   totalS: number;
   quick: boolean;
 }
-
-// ---- targets (issues 5 and 10) -------------------------------------------------------------
-const MAX_RATIO_TO_BARE = 1.25;
-const MIN_SPEEDUP_OVER_WORKFLOWS = 6;
-const MIN_THROUGHPUT_RATIO = 0.8;
-const MAX_ENGINE_US_PER_STEP = 50;
-const MAX_GZIP_KIB = 150;
-/** docs/operations.md: a finished transform run writes at most 3 rows to its own object, whatever its length. */
-const MAX_ROWS_PER_RUN = 3;
-/** The arithmetic in docs/operations.md: 10,000 invokes/s, at most 2 listing writes per run, 32 shards. */
-export const INVOKES_PER_S = 10_000;
-const MAX_LISTING_WRITES_PER_RUN = 2;
-const SHARD_LOAD_AT_SCALE = (INVOKES_PER_S * MAX_LISTING_WRITES_PER_RUN) / SHARDS_PER_BUCKET;
 
 function version(pkg: string): string {
   try {
@@ -123,295 +131,6 @@ export async function machineInfo(): Promise<MachineInfo> {
 }
 
 /** Rows are a data write unless they are schema (CREATE) or Miniflare's own bookkeeping. */
-export function classify(w: WriteCounts): { data: number; schema: number; internal: number } {
-  let data = 0;
-  let schema = 0;
-  let internal = 0;
-  for (const [stmt, n] of Object.entries(w.byStatement)) {
-    if (stmt.includes("__miniflare")) internal += n;
-    else if (/^\s*create\b/i.test(stmt)) schema += n;
-    else data += n;
-  }
-  return { data, schema, internal };
-}
-
-const ms = (v: number) => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
-const pp = (s: Samples | undefined) => (s ? `${ms(s.p50)} / ${ms(s.p99)} ms` : "—");
-const us = (v: number) => `${v.toFixed(v < 10 ? 1 : 0)} µs`;
-const kib = (b: number) => `${(b / 1024).toFixed(1)} KiB`;
-const x = (v: number) => `${v.toFixed(2)}x`;
-const verdict = (ok: boolean) => (ok ? "met" : "**MISSED**");
-
-interface Derived {
-  /** p50 net of a /health round trip on the same server: the work, without the fixed HTTP cost */
-  net: Record<Contender, number>;
-  health: number;
-  p50: Record<Contender, number>;
-  ratioToBare: number;
-  unlistedRatioToBare: number;
-  speedupOverWorkflows: number;
-  /** throughput ratio to bare per concurrency, for ours and unlisted */
-  tpRatio: Array<{ concurrency: number; ours: number; unlisted: number }>;
-  oursPerStepUs: number;
-  barePerStepUs: number;
-  engineBeyondStorageUs: number;
-  rowsOk: boolean;
-  listingWritesPerRun: number;
-  logLinesPerRun: number;
-}
-
-function derive(r: Results): Derived {
-  const p = (c: Contender, n: number) => r.latency[c][n]?.p50 ?? Number.NaN;
-  const p50 = {
-    ours: p("ours", 10),
-    unlisted: p("unlisted", 10),
-    bare: p("bare", 10),
-    workflows: p("workflows", 10),
-  };
-  const oursPerStepUs = ((p("ours", 50) - p("ours", 1)) / 49) * 1000;
-  const barePerStepUs = ((p("bare", 50) - p("bare", 1)) / 49) * 1000;
-  const rowsOk = Object.values(r.writes).every((w) => classify(w).data <= MAX_ROWS_PER_RUN);
-  const tpRatio = r.throughput.map((t) => {
-    const bare = t.results.bare?.runsPerSecond ?? Number.NaN;
-    return {
-      concurrency: t.concurrency,
-      ours: (t.results.ours?.runsPerSecond ?? Number.NaN) / bare,
-      unlisted: (t.results.unlisted?.runsPerSecond ?? Number.NaN) / bare,
-    };
-  });
-  const health = r.health.p50;
-  const net = {
-    ours: p50.ours - health,
-    unlisted: p50.unlisted - health,
-    bare: p50.bare - health,
-    workflows: p50.workflows - health,
-  };
-  return {
-    p50,
-    net,
-    health,
-    ratioToBare: p50.ours / p50.bare,
-    unlistedRatioToBare: p50.unlisted / p50.bare,
-    speedupOverWorkflows: p50.workflows / p50.ours,
-    tpRatio,
-    oursPerStepUs,
-    barePerStepUs,
-    engineBeyondStorageUs: oursPerStepUs - barePerStepUs,
-    rowsOk,
-    listingWritesPerRun: r.listedRuns > 0 ? r.indexStats.records / r.listedRuns : Number.NaN,
-    logLinesPerRun: r.oursRuns > 0 ? r.logLines / r.oursRuns : Number.NaN,
-  };
-}
-
-function table(r: Results, d: Derived): string {
-  const sizes = [1, 10, 50];
-  const rowsOf = (w: Record<number, WriteCounts>) =>
-    sizes.map((n) => (w[n] ? `${classify(w[n]).data}` : "—")).join(" / ");
-  const schemaOf = (w: Record<number, WriteCounts>) =>
-    sizes.map((n) => (w[n] ? classify(w[n]).schema : "—")).join(" / ");
-  const tp = (t: Throughput | undefined) =>
-    t ? `${t.runsPerSecond.toFixed(0)} runs/s (p50 ${ms(t.latency.p50)} ms)` : "—";
-  const cpu = (c: Contender) => {
-    const v = r.cpu?.[c];
-    return v ? `${ms(v.total)} ms (user ${ms(v.user)}, sys ${ms(v.system)})` : "—";
-  };
-  const s = r.startup;
-  const l = r.listing;
-  const rows: string[][] = [
-    ["measure", "ours", "ours, listing off", "bare DO", "Workflows", "target", "result"],
-    ["invoke latency, 1 step, p50 / p99", pp(r.latency.ours[1]), "", pp(r.latency.bare[1]), "—", "", ""],
-    [
-      "invoke latency, 10 steps, p50 / p99",
-      pp(r.latency.ours[10]),
-      pp(r.latency.unlisted[10]),
-      pp(r.latency.bare[10]),
-      pp(r.latency.workflows[10]),
-      "",
-      "",
-    ],
-    ["invoke latency, 50 steps, p50 / p99", pp(r.latency.ours[50]), "", pp(r.latency.bare[50]), "—", "", ""],
-    [
-      "GET /health p50 (the fixed cost of a request on this server)",
-      `${ms(d.health)} ms`,
-      "",
-      "",
-      "",
-      "",
-      "",
-    ],
-    [
-      "10 steps: p50 / bare DO p50 (raw, fixed HTTP cost included)",
-      x(d.ratioToBare),
-      x(d.unlistedRatioToBare),
-      "1x",
-      x(d.p50.workflows / d.p50.bare),
-      "",
-      "",
-    ],
-    [
-      "10 steps: p50 net of /health / bare DO net",
-      x(d.net.ours / d.net.bare),
-      x(d.net.unlisted / d.net.bare),
-      "1x",
-      x(d.net.workflows / d.net.bare),
-      `≤ ${MAX_RATIO_TO_BARE}x`,
-      verdict(d.net.ours / d.net.bare <= MAX_RATIO_TO_BARE),
-    ],
-    [
-      "10 steps: Workflows net / net (how much faster)",
-      `${(d.net.workflows / d.net.ours).toFixed(1)}x faster`,
-      `${(d.net.workflows / d.net.unlisted).toFixed(1)}x faster`,
-      `${(d.net.workflows / d.net.bare).toFixed(1)}x faster`,
-      "1x",
-      `≥ ${MIN_SPEEDUP_OVER_WORKFLOWS}x faster`,
-      verdict(d.net.workflows / d.net.ours >= MIN_SPEEDUP_OVER_WORKFLOWS),
-    ],
-    [
-      "10 steps: p50 above the bare-DO floor",
-      `${ms(d.p50.ours - d.p50.bare)} ms`,
-      `${ms(d.p50.unlisted - d.p50.bare)} ms`,
-      "0",
-      `${ms(d.p50.workflows - d.p50.bare)} ms`,
-      "",
-      "",
-    ],
-  ];
-  for (const t of r.throughput) {
-    const ratio = d.tpRatio.find((q) => q.concurrency === t.concurrency);
-    rows.push(
-      [
-        `throughput, 10 steps, ${t.concurrency} concurrent clients`,
-        tp(t.results.ours),
-        tp(t.results.unlisted),
-        tp(t.results.bare),
-        tp(t.results.workflows),
-        "",
-        "",
-      ],
-      [
-        `  runs/s / bare DO runs/s (${t.concurrency} clients)`,
-        x(ratio?.ours ?? Number.NaN),
-        x(ratio?.unlisted ?? Number.NaN),
-        "1x",
-        t.results.workflows
-          ? x((t.results.workflows.runsPerSecond ?? 0) / (t.results.bare?.runsPerSecond ?? 1))
-          : "",
-        `≥ ${MIN_THROUGHPUT_RATIO}x`,
-        verdict((ratio?.ours ?? 0) >= MIN_THROUGHPUT_RATIO),
-      ],
-    );
-  }
-  rows.push(
-    [
-      "workerd CPU per run, 10 steps (user + sys)",
-      cpu("ours"),
-      cpu("unlisted"),
-      cpu("bare"),
-      cpu("workflows"),
-      "",
-      "",
-    ],
-    [
-      "run listing after the load: runs listed once, complete",
-      `${l.listed} of ${l.expected} (${l.duplicates} twice), ${(l.catchUpMs / 1000).toFixed(1)} s after the last invoke`,
-      "",
-      "",
-      "",
-      "all, once, ≤ 10 s",
-      verdict(l.complete && l.catchUpMs <= 10_000),
-    ],
-    [
-      "listing writes per run (shard requests / runs)",
-      d.listingWritesPerRun.toFixed(2),
-      "0",
-      "",
-      "",
-      `≤ ${MAX_LISTING_WRITES_PER_RUN}`,
-      verdict(d.listingWritesPerRun <= MAX_LISTING_WRITES_PER_RUN),
-    ],
-    [
-      "one listing shard: writes/s it takes (local, sender on the same thread)",
-      `${r.capacity.perSecond.toFixed(0)}/s`,
-      "",
-      "",
-      "",
-      `> ${SHARD_LOAD_AT_SCALE.toFixed(0)}/s (10k invokes/s)`,
-      verdict(r.capacity.perSecond > SHARD_LOAD_AT_SCALE),
-    ],
-    [
-      "log lines per finished run (run.finished)",
-      `${d.logLinesPerRun.toFixed(2)} (${r.logLines} for ${r.oursRuns} runs)`,
-      "",
-      "",
-      "",
-      "1",
-      verdict(d.logLinesPerRun === 1),
-    ],
-    [
-      "cost per extra step: (p50(50) − p50(1)) / 49",
-      us(d.oursPerStepUs),
-      "",
-      us(d.barePerStepUs),
-      "",
-      "",
-      "",
-    ],
-    [
-      "engine overhead per step beyond storage (ours − bare)",
-      us(d.engineBeyondStorageUs),
-      "",
-      "",
-      "",
-      `< ${MAX_ENGINE_US_PER_STEP} µs`,
-      verdict(d.engineBeyondStorageUs < MAX_ENGINE_US_PER_STEP),
-    ],
-    ["engine alone in Node (no workerd, no storage), per step", us(r.engine.usPerStep), "", "", "", "", ""],
-    [
-      "SQLite rows written per run, 1 / 10 / 50 steps",
-      rowsOf(r.writes),
-      "",
-      rowsOf(r.bareWrites),
-      "n/a",
-      `≤ ${MAX_ROWS_PER_RUN} each`,
-      verdict(d.rowsOk),
-    ],
-    [
-      "  + schema rows (CREATE TABLE, once per run object)",
-      schemaOf(r.writes),
-      "",
-      schemaOf(r.bareWrites),
-      "",
-      "",
-      "",
-    ],
-    [
-      `Worker bundle with ${r.bundle.workflows} workflows, gzip`,
-      kib(r.bundle.gzipBytes),
-      "",
-      "",
-      "",
-      `< ${MAX_GZIP_KIB} KiB`,
-      verdict(r.bundle.gzipBytes < MAX_GZIP_KIB * 1024),
-    ],
-    [
-      "startup: new workerd → first /health (median)",
-      `${ms(s.oursMs)} ms`,
-      "",
-      `${ms(s.emptyMs)} ms (empty Worker)`,
-      "",
-      "",
-      "",
-    ],
-    ["  of which loading + evaluating our module", `${ms(s.oursMs - s.emptyMs)} ms`, "", "", "", "", ""],
-  );
-  const widths = rows[0]?.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length))) ?? [];
-  const line = (row: string[]) => `| ${row.map((cell, c) => cell.padEnd(widths[c] ?? 0)).join(" | ")} |`;
-  const [head, ...body] = rows;
-  return [line(head ?? []), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...body.map(line)].join(
-    "\n",
-  );
-}
-
 function writesNote(title: string, w: WriteCounts | undefined): string {
   if (!w) return "";
   const lines = Object.entries(w.byStatement)
@@ -456,7 +175,7 @@ function findings(r: Results, d: Derived): string[] {
   }
   const st = r.indexStats;
   out.push(
-    `Listing: ${st.records} shard writes for ${r.listedRuns} runs with the listing on (a finished run is written once, with its final status; a run still active ${"2 s"} after it started is written again when it ends), ${st.registrations} shard registrations in the directory, ${st.writes.rows} SQLite rows written by the listing's objects (${st.recordedRows} entries). At ${INVOKES_PER_S.toLocaleString("en")} invokes/s of one workflow and at most ${MAX_LISTING_WRITES_PER_RUN} writes per run, each of the ${SHARDS_PER_BUCKET} shards of the current hour takes ${SHARD_LOAD_AT_SCALE.toFixed(0)} writes/s; one shard took ${r.capacity.perSecond.toFixed(0)} writes/s here (${r.capacity.writes} single-run writes, all in flight at once, sent from the same workerd thread; its batches commit every ${FLUSH_MS} ms).`,
+    `Listing: ${st.records} shard writes for ${r.listedRuns} runs with the listing on (a finished run is written once, with its final status; a run still active ${"2 s"} after it started is written again when it ends), ${st.registrations} shard registrations in the directory, ${st.writes.rows} SQLite rows written by the listing's objects (${st.recordedRows} entries). At ${INVOKES_PER_S.toLocaleString("en")} invokes/s of one workflow and at most ${MAX_LISTING_WRITES_PER_RUN} writes per run, each of the ${SHARDS_PER_BUCKET} shards of the current hour takes ${SHARD_LOAD_AT_SCALE.toFixed(0)} writes/s; one shard took ${r.capacity.perSecond.toFixed(0)} writes/s here (${r.capacity.writes} single-run writes, all in flight at once, sent from the same workerd thread; its batches are written every ${FLUSH_WINDOW_MS / 1000} s).`,
   );
   const netRatio = d.net.ours / d.net.bare;
   if (netRatio > MAX_RATIO_TO_BARE) {
@@ -517,19 +236,43 @@ function findings(r: Results, d: Derived): string[] {
 }
 
 function costSection(r: Results, d: Derived): string {
-  const rows = r.writes[10] ? classify(r.writes[10]).data : Number.NaN;
-  const listingRequests = d.listingWritesPerRun;
+  const w10 = r.writes[10];
+  const listingRows = Number.isFinite(d.listingRowsPerRun) ? d.listingRowsPerRun : 1;
+  // A listing entry: about 120 bytes in a shard's row.
+  const listingBytes = 120;
+  const retentionDays = 7;
+  const common = {
+    listingRequestsPerRun: d.listingWritesPerRun,
+    listingRowsPerRun: listingRows,
+    listingBytesPerRun: listingBytes,
+    retentionDays,
+  };
+  const ours = {
+    ...common,
+    rowsPerRun: w10 ? classify(w10).data : Number.NaN,
+    alarmsPerRun: w10?.alarms ?? Number.NaN,
+    // The guard armed at the run's end fires once (it confirms the listing entry).
+    alarmInvocationsPerRun: w10 && w10.alarms > 0 ? 1 : 0,
+    storedBytesPerRun: w10?.bytes ?? 0,
+    cpuMsPerRun: r.cpu?.ours?.total ?? Number.NaN,
+    activeMsPerRun: Math.max(0, d.net.ours),
+  };
+  const ex = r.expressWrites;
+  const express = {
+    ...common,
+    rowsPerRun: classify(ex).data,
+    alarmsPerRun: ex.alarms,
+    alarmInvocationsPerRun: ex.alarms > 0 ? 1 : 0,
+    storedBytesPerRun: ex.bytes ?? 0,
+    cpuMsPerRun: r.cpu?.express?.total ?? Number.NaN,
+    activeMsPerRun: Math.max(0, d.net.express),
+  };
   return renderCost(
-    costPerMillion({
-      rowsPerRun: rows,
-      listingRequestsPerRun: listingRequests,
-      // A listing write lands in a batch of many runs: about one row per run written.
-      listingRowsPerRun:
-        r.indexStats.recordedRows > 0 && r.listedRuns > 0 ? r.indexStats.writes.rows / r.listedRuns : 1,
-      cpuMsPerRun: r.cpu?.ours?.total ?? Number.NaN,
-      activeMsPerRun: Math.max(0, d.net.ours),
-      workflowsCpuMsPerRun: r.cpu?.workflows?.total ?? Number.NaN,
+    costPerMillion(ours, express, {
+      cpuMsPerRun: r.cpu?.workflows?.total ?? Number.NaN,
       steps: 10,
+      storedBytesPerRun: w10?.bytes ?? 0,
+      activeMsPerRun: Math.max(0, d.net.ours),
     }),
   );
 }

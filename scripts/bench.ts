@@ -21,7 +21,7 @@ import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts
 import { profileEngine } from "../bench/engine-profile.ts";
 import { baselineRunner, concurrentRounds, interleaved, oursRunner, type Runner } from "../bench/latency.ts";
 import { checkListing, type ListingCheck } from "../bench/listing-check.ts";
-import { BENCH_PARAMS, buildBenchBundle, PIPELINE_SIZES } from "../bench/pipelines.ts";
+import { BENCH_PARAMS, buildBenchBundle, EXPRESS_PIPELINE, PIPELINE_SIZES } from "../bench/pipelines.ts";
 import {
   type Contender,
   type IndexStats,
@@ -90,10 +90,11 @@ async function main(): Promise<void> {
     const unlisted = (n: number) => counted(oursRunner(base, n, undefined, UNLISTED), false);
     const bare = (n: number) => baselineRunner(base, "bare", n);
     const workflows = () => baselineRunner(base, "workflows", 10);
+    const express = () => counted(oursRunner(base, 10, undefined, "", EXPRESS_PIPELINE), true);
 
     const runners: Array<readonly [string, Runner]> = [];
     for (const n of PIPELINE_SIZES) runners.push([`ours/${n}`, ours(n)], [`bare/${n}`, bare(n)]);
-    runners.push(["unlisted/10", unlisted(10)], ["workflows/10", workflows()]);
+    runners.push(["unlisted/10", unlisted(10)], ["workflows/10", workflows()], ["express/10", express()]);
     // The fixed cost of a request on this server, interleaved with the runs it is subtracted from.
     runners.push([
       "health/0",
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
       `latency: ${runners.length} series interleaved, ${SAMPLES} sequential runs each after ${WARMUP} warm-up`,
     );
     const samples = await interleaved(runners, WARMUP, SAMPLES);
-    const latency: Results["latency"] = { ours: {}, unlisted: {}, bare: {}, workflows: {} };
+    const latency: Results["latency"] = { ours: {}, unlisted: {}, bare: {}, workflows: {}, express: {} };
     let health: Results["health"] | null = null;
     for (const [key, s] of samples) {
       if (key === "health/0") {
@@ -125,6 +126,7 @@ async function main(): Promise<void> {
         ["bare", bare(10)],
         ["unlisted", unlisted(10)],
         ["ours", ours(10)],
+        ["express", express()],
       ];
       // Workflows takes seconds per run at 64 clients; 16 shows its level.
       if (c === 16) contenders.push(["workflows", workflows()]);
@@ -155,6 +157,7 @@ async function main(): Promise<void> {
             ["unlisted", unlisted(10)],
             ["bare", bare(10)],
             ["workflows", workflows()],
+            ["express", express()],
           ],
           CPU_ROUNDS,
           CPU_BLOCK,
@@ -178,6 +181,9 @@ async function main(): Promise<void> {
       await oursRunner(base, n, (id) => (runId = id))();
       writes[n] = await getJson<WriteCounts>(`${base}/bench/writes/${runId}`);
     }
+    let expressId = "";
+    await oursRunner(base, 10, (id) => (expressId = id), "", EXPRESS_PIPELINE)();
+    const expressWrites = await getJson<WriteCounts>(`${base}/bench/writes/${expressId}`);
     const bareWrites: Record<number, WriteCounts> = {};
     for (const n of PIPELINE_SIZES) {
       const res = await fetch(`${base}/bench/bare?steps=${n}`, {
@@ -208,6 +214,7 @@ async function main(): Promise<void> {
       logLines,
       capacity,
       writes,
+      expressWrites,
       bareWrites,
       samples: SAMPLES,
     };

@@ -115,6 +115,11 @@ async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Reques
   const view = stub ? await stub.view() : null;
   if (!stub || !view) throw new HttpProblem("run_not_found", "no run with this id");
   await requireReader(view.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
+  if (view.kept === false)
+    throw new HttpProblem(
+      "run_not_kept",
+      "the run completed and its workflow keeps no record of completed runs (history: failures)",
+    );
   return { stub, view };
 }
 

@@ -65,6 +65,11 @@ export interface CompiledWorkflow {
    * `execute`: the calling step decides. No effect on a root run.
    */
   webhooks?: "execute" | "suppress";
+  /**
+   * `history: failures` (docs/operations.md, "Express runs"): a run that completes before its
+   * answer keeps no record of its own (still listed; `GET /runs/{id}` is 410 `run_not_kept`).
+   */
+  history?: "failures";
 }
 
 /** One `notify:` entry: a POST to `url` after a run ends in one of `on`. */

@@ -89,6 +89,10 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     );
   }
 
+  if (d.history === "failures" && !ctx.invocable) {
+    err(["history"], "`history` is for invocable workflows (a sub-workflow's run is its caller's)", "key");
+  }
+
   // ---- env ---------------------------------------------------------------------------------
   const isSub = ctx.usedBy.length > 0;
   const subNote = () =>
@@ -402,6 +406,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     policy: { costBudgetUsd, timeoutS, timeoutSet },
     steps: compiled,
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),
+    ...(d.history === "failures" && ctx.invocable ? { history: "failures" as const } : {}),
   };
 }
 

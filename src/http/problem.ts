@@ -9,6 +9,7 @@ import type { RefusalCode, RunRefusal } from "../run/refusal.ts";
 export const PROBLEMS = {
   workflow_not_found: [404, "Workflow not found"],
   run_not_found: [404, "Run not found"],
+  run_not_kept: [410, "Run not kept"],
   not_found: [404, "Not found"],
   method_not_allowed: [405, "Method not allowed"],
   unauthorized: [401, "Unauthorized"],

@@ -16,7 +16,7 @@ import type { Envelope } from "./envelope.ts";
 import type { RunEvent } from "./events.ts";
 import { CANCELED, type CancelCode, type LifecycleOptions, type RunShell } from "./lifecycle-io.ts";
 import { RunBooks } from "./run-books.ts";
-import { type RunDoc, type RunError, workflowOf } from "./run-doc.ts";
+import { flowKeys, flowOf, type RunDoc, type RunError, workflowOf } from "./run-doc.ts";
 import { RunDuties } from "./run-duties.ts";
 import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
 import { isWorking, nextWakeAt, runFacts } from "./run-plan.ts";
@@ -262,8 +262,17 @@ export abstract class RunCore {
     doc.finished_at = new Date(now).toISOString();
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
+    // An express run (`history: failures`) that completed before anything of it was written, and
+    // owes nothing that needs it (a delivery, a flow key's slot), keeps no record of its own.
+    const express =
+      status === "complete" &&
+      this.rootWorkflow().history === "failures" &&
+      !this.store.isStored &&
+      this.deliveryTargets().length === 0 &&
+      flowKeys(flowOf(doc)).length === 0;
+    if (express) doc.kept = false;
     // Steps settled here (canceled, skipped) are news to listeners.
-    for (const path of this.store.runFinished(doc, finalRecords)) {
+    for (const path of express ? [] : this.store.runFinished(doc, finalRecords)) {
       const rec = finalRecords.get(path);
       if (rec) this.shell.stepChanged?.(path, rec);
     }
@@ -275,7 +284,7 @@ export abstract class RunCore {
     this.engine.stop();
     this.shell.ended?.(() => completedEventOf(this.envelope(), now));
     // What the run owes after its answer, guarded by one alarm that rides in its last write's commit.
-    this.duties.ended(now);
+    this.duties.ended(now, !express);
     for (const w of this.endWaiters) w();
     this.endWaiters.clear();
   }

@@ -53,6 +53,8 @@ export interface RunView {
   auth: CompiledAuth | null;
   envelope: Envelope;
   graph: GraphNode[];
+  /** An express run that completed keeps no record: its reads are 410 `run_not_kept`. */
+  kept?: false;
 }
 
 /** Why a run was canceled: by a caller, by a newer run of its key (`on_full: replace`), by a `cancel_on` signal. */

@@ -205,8 +205,11 @@ export class RunLifecycle extends RunCore {
    * key's or the notifications' result (an active run re-arms; a finished one, once everything it
    * owed has reported, arms its last wake-up or none).
    */
-  reported(r: EffectResult): void {
+  reported(result: EffectResult): void {
     if (!this.doc) return;
+    // A run that keeps no record has nothing to send again: shown by its shard is all it can do.
+    const r: EffectResult =
+      result.type === "list" && this.doc.kept === false ? { ...result, durableAt: null } : result;
     if (r.type === "ask_turn") this.keyAnswered(r.gate, r.verdict);
     else this.duties.reported(r);
   }

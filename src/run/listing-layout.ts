@@ -12,8 +12,18 @@ export const SHARDS_PER_BUCKET = 32;
  * stops at a bucket boundary when the next bucket would not fit, and says where to go on.
  */
 export const MAX_SHARD_READS = 48;
-/** How long a shard collects entries before writing them together (well inside the 10 s lag). */
-export const FLUSH_MS = 200;
+/**
+ * How long a shard collects entries before writing them together (listing-shard.ts): what it holds
+ * is listed at once; this is only how long an entry waits for its row, and the run's alarm that
+ * guards it asks again then.
+ */
+export const FLUSH_WINDOW_MS = 8_000;
+
+/** The flush window in use: FLUSH_WINDOW_MS, or the `LISTING_FLUSH_MS` var (tests shorten it; at most 8 s). */
+export function flushWindowMs(env: object): number {
+  const ms = Number((env as { LISTING_FLUSH_MS?: string }).LISTING_FLUSH_MS);
+  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, FLUSH_WINDOW_MS) : FLUSH_WINDOW_MS;
+}
 /** The longest a run can be active (`timeout_s` at most 86400) plus slack for a late alarm. */
 export const MAX_RUN_MS = 86_400_000 + 3_600_000;
 export const DEFAULT_RETENTION_S = 7 * 24 * 3600;

@@ -23,13 +23,15 @@ export class ListingWriter {
   private readonly env: () => Env;
   /** The run as it is now (null once deleted). */
   private readonly current: () => ListingSubject | null;
-  /** What the listing now says of the run (`listKey`), or that the write failed. */
-  private readonly report: (key: string, ok: boolean) => void;
+  /** What the listing now says of the run (`listKey`) and by when it is written, or that the write failed. */
+  private readonly report: (key: string, ok: boolean, durableAt: number | null) => void;
+  /** The last entry the shard took without having written it yet: sent again, it is a confirmation. */
+  private shown: string | null = null;
 
   constructor(
     env: () => Env,
     current: () => ListingSubject | null,
-    report: (key: string, ok: boolean) => void,
+    report: (key: string, ok: boolean, durableAt: number | null) => void,
   ) {
     this.env = env;
     this.current = current;
@@ -49,12 +51,10 @@ export class ListingWriter {
         if (!now) return;
         const { doc } = now;
         const key = listKey(doc.status, now.deliveries);
-        const ok = await recordRun(this.env(), listedRun(now)).then(
-          () => true,
-          () => false,
-        );
+        const answer = await recordRun(this.env(), listedRun(now), this.shown === key).catch(() => null);
+        this.shown = answer?.durableAt != null ? key : null;
         // A run deleted meanwhile (and perhaps created anew under the same id) is not this one.
-        if (this.current()?.doc === doc) this.report(key, ok);
+        if (this.current()?.doc === doc) this.report(key, answer !== null, answer?.durableAt ?? null);
       } while (this.again);
     };
     this.inFlight = run().finally(() => {

@@ -68,7 +68,8 @@ export interface IndexRow {
 
 /** The RPC surface of RunIndex objects (typed plainly: the generated stub types are too deep). */
 export interface ShardRpc {
-  record(ref: ShardRef, rows: IndexRow[]): Promise<void>;
+  /** Takes the entries: durable now (`durableAt` null) or by `durableAt` (ask again, `confirm`, then). */
+  record(ref: ShardRef, rows: IndexRow[], confirm?: boolean): Promise<{ durableAt: number | null }>;
   forget(ref: ShardRef, row: IndexRow): Promise<void>;
   page(
     after: Position | null,
@@ -104,11 +105,18 @@ function rowOf(run: ListedRun): IndexRow {
   };
 }
 
-/** Called by the run object (never on the invoke path): upserts the run's entry. */
-export async function recordRun(env: Env, run: ListedRun): Promise<void> {
+/**
+ * Called by the run object (never on the invoke path): upserts the run's entry. The shard lists it
+ * at once and answers when it will be durable (null: it is); the run asks again then (`confirm`).
+ */
+export async function recordRun(
+  env: Env,
+  run: ListedRun,
+  confirm = false,
+): Promise<{ durableAt: number | null }> {
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
-  await shardStub(env, ref).record(ref, [row]);
+  return shardStub(env, ref).record(ref, [row], confirm);
 }
 
 /** DELETE /runs/{id}: a tombstone, so that a late write of the run cannot bring it back. */

@@ -17,6 +17,8 @@ export interface RunError {
 /** The run as stored (one row). Secrets never reach it: params and errors are masked. */
 export interface RunDoc {
   run_id: string;
+  /** False: an express run that completed before anything was written keeps no record (memory only). */
+  kept?: false;
   /** Key of the root workflow in `def.workflows`. */
   workflow_key: string;
   status: RunStatus;

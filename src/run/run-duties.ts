@@ -56,9 +56,13 @@ export class RunDuties {
     this.plan.fired();
   }
 
-  /** The run just ended at `now`: one alarm guards what it owes after its answer, then that goes out. */
-  ended(now: number): void {
-    const guard = this.plan.endWake(now);
+  /**
+   * The run just ended at `now`: one alarm guards what it owes after its answer, then that goes
+   * out. A run that keeps no record (`guarded` false: an express run) arms none: after an
+   * eviction it would have nothing to send again.
+   */
+  ended(now: number, guarded = true): void {
+    const guard = guarded ? this.plan.endWake(now) : null;
     if (guard) this.arm(guard);
     this.owe(true);
   }

@@ -7,10 +7,10 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../engine/types.ts";
-import type { IndexRow, Position } from "./listing.ts";
+import type { DeliveryFilter, IndexRow, Position } from "./listing.ts";
 import { ListingDirectory } from "./listing-directory.ts";
 import type { ShardRef } from "./listing-layout.ts";
-import { ListingShard } from "./listing-shard.ts";
+import { ListingShard, type RecordAnswer } from "./listing-shard.ts";
 
 export class RunIndex extends DurableObject<Env> {
   private readonly shard: ListingShard;
@@ -22,9 +22,9 @@ export class RunIndex extends DurableObject<Env> {
     this.directory = new ListingDirectory(ctx, env);
   }
 
-  /** Shard: resolves once the entries are durably written (with the others of the same batch). */
-  async record(ref: ShardRef, rows: IndexRow[]): Promise<void> {
-    return this.shard.record(ref, rows);
+  /** Shard: takes the entries (listed at once); answers when they will be durable. */
+  async record(ref: ShardRef, rows: IndexRow[], confirm = false): Promise<RecordAnswer> {
+    return this.shard.record(ref, rows, confirm);
   }
 
   /** Shard: a tombstone, so that a late write of the run cannot bring it back. */
@@ -33,8 +33,14 @@ export class RunIndex extends DurableObject<Env> {
   }
 
   /** Shard: up to `limit` entries older than `after`, newest first. */
-  async page(after: Position | null, status: RunStatus | null, limit: number, finishedAfter: number) {
-    return this.shard.page(after, status, limit, finishedAfter);
+  async page(
+    after: Position | null,
+    status: RunStatus | null,
+    limit: number,
+    finishedAfter: number,
+    deliveries: DeliveryFilter = null,
+  ) {
+    return this.shard.page(after, status, limit, finishedAfter, deliveries);
   }
 
   /** Shard: its hour has passed retention. */

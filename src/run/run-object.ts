@@ -28,6 +28,9 @@ import { RunStore } from "./run-store.ts";
 import { signalKeyStub } from "./signal-key-rpc.ts";
 import { objectKv, workerRuntime } from "./worker-runtime.ts";
 
+/** How long after-answer work waits, so the answer leaves first. */
+const AFTER_ANSWER_MS = 15;
+
 export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
   private readonly hub = new EventHub();
@@ -59,7 +62,7 @@ export class RunObject extends DurableObject<Env> {
     this.listing = new ListingWriter(
       () => this.env,
       current,
-      (key, ok) => this.run.reported({ type: "list", key, ok }),
+      (key, ok, durableAt) => this.run.reported({ type: "list", key, ok, durableAt }),
     );
     // No schema to create: the synchronous KV API keeps one row per key (DDL on a fresh database
     // was the largest fixed cost per run).
@@ -241,7 +244,11 @@ export class RunObject extends DurableObject<Env> {
    */
   private perform(effects: RunEffect[]): void {
     const now = effects.every((e) => e.type === "register_wait" || e.type === "ask_turn");
-    const start = now ? Promise.resolve() : new Promise<void>((resolve) => setTimeout(resolve, 0));
+    // The log line and the listing write are CPU on the thread that also carries the answer back
+    // to the caller (one thread per workerd process: `npm start`, and a busy machine at the edge):
+    // they start once the answer is on its way (bench/paths-results.md measures what they cost).
+    const later = effects.some((e) => e.type === "log" || e.type === "list") ? AFTER_ANSWER_MS : 0;
+    const start = now ? Promise.resolve() : new Promise<void>((resolve) => setTimeout(resolve, later));
     const done = start.then(() => Promise.all(effects.map((e) => this.effect(e)))).catch(() => {});
     this.pending.add(done);
     void done.finally(() => this.pending.delete(done));

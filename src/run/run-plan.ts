@@ -17,6 +17,7 @@ import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 import type { FlowGate } from "./flow-key-rpc.ts";
 import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
+import { FLUSH_WINDOW_MS } from "./listing-layout.ts";
 import { flowKeys, flowOf, type RunDoc } from "./run-doc.ts";
 import { runGraph } from "./run-graph.ts";
 
@@ -35,6 +36,13 @@ export const LISTING_RETRY_MS = 3_000;
  * promises (the envelope stays the source of truth meanwhile).
  */
 export const LISTING_RETRY_MAX_MS = 5_000;
+/**
+ * A finished run's guard: its alarm this long after its end (in the commit of its last write). By
+ * then its listing shard has written the entry it was sent (FLUSH_WINDOW_MS): the run asks once
+ * more, is told it is durable, and has nothing left (a write that failed is tried again then too,
+ * still inside the 10 s a listing may lag).
+ */
+export const LISTING_GUARD_MS = FLUSH_WINDOW_MS + 1_000;
 
 /** An effect outside the run's own storage: the object performs it and reports how it went. */
 export type RunEffect =
@@ -55,7 +63,8 @@ export type RunEffect =
 
 /** What an effect reported back. */
 export type EffectResult =
-  | { type: "list"; key: string; ok: boolean }
+  /** `durableAt`: the shard lists the entry now and writes it by then (ask again); null: written. */
+  | { type: "list"; key: string; ok: boolean; durableAt?: number | null }
   | { type: "release"; ok: boolean }
   | { type: "deliver"; next: number | null }
   | { type: "ask_turn"; gate: string; verdict: AdmitVerdict | TurnVerdict };
@@ -84,6 +93,8 @@ export interface RunFacts {
 }
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
+/** Listing keys of an active run: shown is enough (its final write is the one made durable). */
+const ACTIVE_KEYS: ReadonlySet<string> = new Set(["queued", "pending", "running"]);
 
 /**
  * The facts of a run (`next`: its own next wake-up, from the lifecycle; `deliveries`: how many it
@@ -143,6 +154,8 @@ export function nextWakeAt(
 export class RunPlan {
   /** What the run listing has acknowledged (`listKey`; memory only: after a wake-up it is sent again). */
   private listed: string | null = null;
+  /** The listing shows `listed` but writes it only by then: a finished run asks again (null: written). */
+  private durableAt: number | null = null;
   private listFailures = 0;
   private released = false;
   /** When the next delivery attempt is due (null: none left, or none known yet). */
@@ -152,23 +165,24 @@ export class RunPlan {
   /** The wake-up the object has armed (null: none, or unknown after an eviction). */
   private armed: Wake | null = null;
 
-  /** Whether the listing says this of the run (`listKey`). */
+  /** Whether the listing says this of the run (`listKey`); a finished run's entry only once it is written. */
   listedAs(key: string): boolean {
-    return this.listed === key;
+    return this.listed === key && (this.durableAt === null || ACTIVE_KEYS.has(key));
   }
 
   // ---- results of effects -----------------------------------------------------------------
 
   /** A listing, release or delivery result. */
   record(r: Exclude<EffectResult, { type: "ask_turn" }>): void {
-    if (r.type === "list") this.listResult(r.key, r.ok);
+    if (r.type === "list") this.listResult(r.key, r.ok, r.durableAt ?? null);
     else if (r.type === "release") this.releaseResult(r.ok);
     else this.deliverResult(r.next);
   }
 
-  listResult(key: string, ok: boolean): void {
+  listResult(key: string, ok: boolean, durableAt: number | null = null): void {
     if (ok) {
       this.listed = key;
+      this.durableAt = durableAt;
       this.listFailures = 0;
     } else {
       this.listFailures += 1;
@@ -216,12 +230,12 @@ export class RunPlan {
   // ---- finished run -----------------------------------------------------------------------
 
   /**
-   * The run just ended: one alarm LISTING_RETRY_MS away guards what is owed after the answer (it
+   * The run just ended: one alarm LISTING_GUARD_MS away guards what is owed after the answer (it
    * rides in the commit of the run's last write), unless one due sooner serves already.
    */
   endWake(now: number): Wake | null {
-    if (this.armed?.durable && this.armed.at <= now + LISTING_RETRY_MS) return null;
-    return { at: now + LISTING_RETRY_MS, durable: true };
+    if (this.armed?.durable && this.armed.at <= now + LISTING_GUARD_MS) return null;
+    return { at: now + LISTING_GUARD_MS, durable: true };
   }
 
   /** What a finished run owes after its answer: the log line (`first`), its listing, deliveries, slot. */
@@ -253,7 +267,16 @@ export class RunPlan {
    */
   afterRunWake(f: RunFacts, now: number): Wake | null {
     let next = f.delivers ? this.deliverNext : null;
-    const stillOwed = !this.listedAs(f.listKey) || (f.gates.length > 0 && !this.released);
+    const unwritten = this.listed === f.listKey && this.durableAt !== null;
+    if (unwritten) {
+      // Shown, not written yet: ask again once the shard has written it. The guard armed at the
+      // run's end serves when it comes after that (arming again would be one more row).
+      const armed = this.armed;
+      const at = (this.durableAt as number) + 500;
+      const keep = armed?.durable && armed.at >= at && armed.at <= at + LISTING_GUARD_MS;
+      next = Math.min(next ?? Number.POSITIVE_INFINITY, keep && armed ? armed.at : at);
+    }
+    const stillOwed = (!this.listedAs(f.listKey) && !unwritten) || (f.gates.length > 0 && !this.released);
     if (stillOwed) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listingRetryMs());
     return next === null ? null : { at: Math.max(next, now), durable: true };
   }
@@ -279,6 +302,7 @@ export class RunPlan {
   /** The run's storage was cleared: nothing is owed or known any more. */
   reset(): void {
     this.listed = null;
+    this.durableAt = null;
     this.listFailures = 0;
     this.released = false;
     this.deliverNext = null;

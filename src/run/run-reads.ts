@@ -14,7 +14,8 @@ export function viewOf(run: RunLifecycle): RunView | null {
   const doc = run.current;
   if (!doc) return null;
   const wf = run.rootWorkflow();
-  return { auth: wf.auth, envelope: run.envelope(), graph: runGraph(doc.def, wf) };
+  const view: RunView = { auth: wf.auth, envelope: run.envelope(), graph: runGraph(doc.def, wf) };
+  return doc.kept === false ? { ...view, kept: false } : view;
 }
 
 /** What a re-run needs of the run it re-runs: its definition, inputs and records, once it has finished. */

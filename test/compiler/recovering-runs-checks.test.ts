@@ -184,3 +184,41 @@ pipeline:
     ).toBe(true);
   });
 });
+
+describe("history", () => {
+  it("compiles history: failures on a root workflow, and refuses it in a file used only as a sub-workflow", () => {
+    const ok = compileFiles({
+      [T]: `kind: workflow
+name: t
+history: failures
+params: {schema: {type: object}}
+pipeline:
+  - id: x
+    transform: {ops: []}
+`,
+    });
+    expect(ok.errors).toEqual([]);
+    expect(ok.result.bundle?.workflows[T]?.history).toBe("failures");
+    const sub = compileFiles({
+      [T]: `kind: workflow
+name: t
+params: {schema: {type: object}}
+pipeline:
+  - id: call
+    workflow: ./child.yaml
+`,
+      "child.yaml": `kind: workflow
+name: child
+visibility: sub-workflow
+history: failures
+params: {schema: {type: object}}
+pipeline:
+  - id: x
+    transform: {ops: []}
+`,
+    });
+    expect(sub.errors.map((e) => `${e.file.split("/").pop()}:${e.line}:${e.col}: ${e.message}`)).toEqual([
+      "child.yaml:4:1: `history` is for invocable workflows (a sub-workflow's run is its caller's)",
+    ]);
+  });
+});

@@ -34,6 +34,12 @@ const ALLOWED: Record<string, RegExp> = {
   "http/problem.ts": /^this$/, // an HTTP status code
 };
 
+/** Files that copy a record with another status, and whose record it is. */
+const COPIES_ALLOWED = new Set([
+  "engine/step-status.ts", // the writer itself
+  "run/listing-shard.ts", // a listing entry's status (a tombstone), not a step's
+]);
+
 describe("step statuses", () => {
   it("are assigned in src/engine/step-status.ts alone", () => {
     const offenders: string[] = [];
@@ -45,7 +51,7 @@ describe("step statuses", () => {
         if (!ALLOWED[rel]?.test(lhs)) offenders.push(`${rel}: ${m[0]}`);
       }
       // A copy with another status is a write too (the way a view once re-derived `waiting`).
-      if (rel !== "engine/step-status.ts" && /\.\.\.\w+,\s*status:\s*"/.test(text))
+      if (!COPIES_ALLOWED.has(rel) && /\.\.\.\w+,\s*status:\s*"/.test(text))
         offenders.push(`${rel}: a copy with a status`);
     }
     expect(offenders).toEqual([]);

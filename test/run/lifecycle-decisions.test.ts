@@ -17,6 +17,7 @@ import type { LifecycleRuntime } from "../../src/run/run-engine.ts";
 import {
   FIRST_WRITE_MS,
   HEARTBEAT_MS,
+  LISTING_GUARD_MS,
   LISTING_RETRY_MS,
   type RunEffect,
   type Wake,
@@ -139,10 +140,18 @@ describe("the lifecycle's decisions", () => {
     expect(rec.wakes).toEqual([{ at: clock.t + FIRST_WRITE_MS, durable: false }]);
     await run.ended();
     expect(puts).toEqual(["run"]);
-    expect(rec.wakes.at(-1)).toEqual({ at: clock.t + LISTING_RETRY_MS, durable: true });
+    expect(rec.wakes.at(-1)).toEqual({ at: clock.t + LISTING_GUARD_MS, durable: true });
     expect(rec.effects).toEqual(["log", "list"]);
-    run.reported({ type: "list", key: "complete", ok: true });
-    expect(rec.wakes.at(-1)).toBeNull();
+    // Its shard shows it, and writes it 8 s later: the guard stays for then, not armed again.
+    const wakes = rec.wakes.length;
+    run.reported({ type: "list", key: "complete", ok: true, durableAt: clock.t + 8_000 });
+    expect(rec.wakes.length).toBe(wakes);
+    clock.t += LISTING_GUARD_MS;
+    run.alarm(clock.t);
+    expect(rec.effects.at(-1)).toBe("list");
+    run.reported({ type: "list", key: "complete", ok: true, durableAt: null });
+    // Written: nothing is armed again (the guard fired; no alarm is left to delete).
+    expect(rec.wakes.length).toBe(wakes);
     // It has no deliveries: it reads nothing for them (nor writes).
     expect(reads.filter((k) => k.startsWith("delivery") || k === "notify")).toEqual([]);
     expect(run.envelope().deliveries).toEqual([]);

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import {
   FIRST_WRITE_MS,
+  LISTING_GUARD_MS,
   LISTING_RETRY_MAX_MS,
   LISTING_RETRY_MS,
   type RunFacts,
@@ -71,10 +72,31 @@ describe("an active run's wake-up", () => {
   });
 });
 
-describe("a finished run", () => {
-  it("arms one alarm LISTING_RETRY_MS away at its end, unless one due sooner is armed already", () => {
+describe("a finished run's listing entry", () => {
+  it("is owed until its shard has written it: the guard armed at its end asks again then, without arming another", () => {
     const plan = new RunPlan();
-    expect(plan.endWake(T0)).toEqual({ at: T0 + LISTING_RETRY_MS, durable: true });
+    const f = facts({ status: "complete" });
+    plan.armedAt(plan.endWake(T0));
+    plan.listResult("complete", true, T0 + 8_000);
+    expect(plan.listedAs("complete")).toBe(false);
+    // The guard (T0 + LISTING_GUARD_MS) comes after the write: it serves.
+    expect(plan.isArmed(plan.afterRunWake(f, T0 + 10))).toBe(true);
+    plan.listResult("complete", true, null);
+    expect(plan.listedAs("complete")).toBe(true);
+    expect(plan.afterRunWake(f, T0 + LISTING_GUARD_MS)).toBeNull();
+  });
+
+  it("counts an active run's entry as listed once shown (its final write is the one made durable)", () => {
+    const plan = new RunPlan();
+    plan.listResult("running", true, T0 + 8_000);
+    expect(plan.listedAs("running")).toBe(true);
+  });
+});
+
+describe("a finished run", () => {
+  it("arms one alarm LISTING_GUARD_MS away at its end, unless one due sooner is armed already", () => {
+    const plan = new RunPlan();
+    expect(plan.endWake(T0)).toEqual({ at: T0 + LISTING_GUARD_MS, durable: true });
     plan.armedAt({ at: T0 + 1_000, durable: true });
     expect(plan.endWake(T0)).toBeNull();
   });

@@ -6,13 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { recordRun } from "../../../src/run/listing.ts";
-import {
-  BUCKET_MS,
-  FLUSH_MS,
-  MAX_SHARD_READS,
-  SHARDS_PER_BUCKET,
-  shardOf,
-} from "../../../src/run/listing-layout.ts";
+import { BUCKET_MS, MAX_SHARD_READS, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing-layout.ts";
 import { call, run } from "../harness.ts";
 
 interface Listed {
@@ -127,9 +121,9 @@ describe("a run deleted, then created again under the same Idempotency-Key", () 
   it("is listed when the first run was deleted while its own listing write was still on its way", async () => {
     const key = `paging-${crypto.randomUUID()}`;
     const first = await run("listing-paging", { n: 1 }, { headers: { "idempotency-key": key } });
-    // The first run has sent its entry, which waits in its shard's batch (FLUSH_MS) while the
-    // run is deleted and created anew.
-    await new Promise((r) => setTimeout(r, FLUSH_MS / 4));
+    // The first run has sent its entry, which waits in its shard's batch (FLUSH_WINDOW_MS) while
+    // the run is deleted and created anew.
+    await new Promise((r) => setTimeout(r, 50));
     expect((await call(`/runs/${first.run_id}`, { method: "DELETE" })).status).toBe(204);
     const second = await run("listing-paging", { n: 2 }, { headers: { "idempotency-key": key } });
     expect(second.run_id).toBe(first.run_id);
