@@ -100,6 +100,10 @@ export default defineConfig({
                 // After-answer effects at once: a Durable Object timer that fires after its test
                 // file ended and then makes an RPC hangs the pool (docs/decisions.md).
                 AFTER_ANSWER_MS: "0",
+                // Every run exports its spans to the local collector; a failed export is tried
+                // again after 100 ms, 200 ms, 400 ms (2 s, 4 s, 8 s deployed).
+                OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${inject<number>("collectorPort")}`,
+                TRACE_RETRY_MS: "100",
                 ...inject<Record<string, string>>("testSecrets"),
               },
             },

@@ -84,6 +84,8 @@ app.post("/invoke/:name", async (c) => {
     rateLimit: runKey === null ? null : slot,
     waitS,
     origin: new URL(c.req.url).origin,
+    // The caller's trace, if it sent one (an invalid header is ignored: a new trace).
+    traceparent: c.req.header("traceparent") ?? null,
   });
   if (result.outcome === "rate_limited") throw rateLimited(wf);
   // Burst shaping (docs/triggers.md): a full queue is the only refusal; a skipped invoke is a 2xx.

@@ -9,9 +9,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { compileProject } from "../src/compiler/index.ts";
-import { TEST_SECRETS } from "./fixtures/secrets.ts";
+import { OTLP_COLLECTOR_TOKEN, TEST_SECRETS } from "./fixtures/secrets.ts";
 import { startMcpTools } from "./servers/mcp-tools.ts";
 import { startModelStub } from "./servers/model-stub.ts";
+import { startOtlpCollector } from "./servers/otlp-collector.ts";
 import { startServerEverything } from "./servers/server-everything.ts";
 import { startSigner } from "./servers/signer.ts";
 import { startWebhookTarget } from "./servers/webhook-target.ts";
@@ -25,6 +26,8 @@ declare module "vitest" {
     mcpEverythingUrl: string;
     /** Our logging MCP server (test/servers/mcp-tools.ts), both transports. */
     mcpToolsUrl: string;
+    /** The local OTLP collector (test/servers/otlp-collector.ts). */
+    collectorPort: number;
     signerPort: number;
     discordPublicKey: string;
   }
@@ -47,6 +50,7 @@ export default async function setup(project: TestProject) {
   const signer = await startSigner();
   const everything = await startServerEverything();
   const tools = await startMcpTools();
+  const collector = await startOtlpCollector(OTLP_COLLECTOR_TOKEN);
   project.provide("targetPort", target.port);
   project.provide("modelPort", model.port);
   project.provide("testSecrets", TEST_SECRETS);
@@ -54,12 +58,14 @@ export default async function setup(project: TestProject) {
   project.provide("discordPublicKey", signer.discordPublicKey);
   project.provide("mcpEverythingUrl", everything.url);
   project.provide("mcpToolsUrl", `http://127.0.0.1:${tools.port}`);
+  project.provide("collectorPort", collector.port);
   return async () => {
     await target.close();
     await model.close();
     await signer.close();
     await everything.close();
     await tools.close();
+    await collector.close();
     workerd.stop();
   };
 }

@@ -7,6 +7,7 @@
 import type { Bundle, Json, JsonObject, StepKinds } from "../bundle.ts";
 import type { Clock } from "./clock.ts";
 import type { Masker } from "./mask.ts";
+import type { SpanSink, TraceRef } from "./trace.ts";
 import type {
   ApprovalHost,
   BudgetLedger,
@@ -46,6 +47,8 @@ export interface RunHost {
   fetch: StepContext["fetch"];
   ai?: StepContext["ai"];
   now(): number;
+  /** The run's trace: its id, and where finished client spans go (null: none are kept). */
+  trace?: { ref: TraceRef; sink: SpanSink };
   /** Timers and the time executors see (retries, back-offs); default the system clock. `now()` agrees with it. */
   clock?: Clock;
   /** Records persisted by an earlier incarnation of this run, by slash path. */

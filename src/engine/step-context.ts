@@ -8,6 +8,7 @@ import type { CompiledWorkflow } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
 import type { PipelineOptions, RunHost } from "./run-host.ts";
 import { ancestorPaths, markHeld, markResumed, markStartedAt } from "./step-status.ts";
+import { stepSpanId, stepTracer } from "./trace.ts";
 import type { ApprovalHost, EvalScope, StepCheckpoint, StepContext, StepRecord, WaitHost } from "./types.ts";
 
 export function stepContext(
@@ -42,6 +43,9 @@ export function stepContext(
     checkpoint: checkpointOf(host, path, rec),
     clock: host.clock,
     holdsSecret: (text) => host.masker.maskText(text) !== text,
+    trace: host.trace
+      ? stepTracer(host.trace.ref, stepSpanId(host.trace.ref.id, path), host.now, host.trace.sink)
+      : undefined,
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import type { Clock } from "./clock.ts";
+import type { StepTracer } from "./trace.ts";
 
 /**
  * `pending_approval`: an agent step waiting for a human decision (docs/agents-and-tools.md); `waiting`: a wait step
@@ -222,6 +223,8 @@ export interface StepContext {
   checkpoint?: StepCheckpoint;
   /** Where a wait step waits (durable in the run object; on the virtual clock in tests). */
   waits?: WaitHost;
+  /** Client spans of the step's outbound requests, and their `traceparent` (engine/trace.ts). */
+  trace?: StepTracer;
 }
 
 // ---- Tools, approvals, checkpoints: what an executor asks the run for -----------------------
@@ -261,7 +264,13 @@ export interface ToolSession {
    * Any error is a failed call that goes back to the model as an error result, except a StepError,
    * which fails the step (the workflow-test runner's `unmocked_step`).
    */
-  callTool(name: string, args: JsonObject, signal: AbortSignal): Promise<ToolResult>;
+  /** `headers`: added to the call's request (its `traceparent`). */
+  callTool(
+    name: string,
+    args: JsonObject,
+    signal: AbortSignal,
+    headers?: Record<string, string>,
+  ): Promise<ToolResult>;
   close(): Promise<void>;
 }
 

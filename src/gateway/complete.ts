@@ -10,6 +10,7 @@
 import type { CompiledGateway, CompiledGroup, ProviderType } from "../bundle.ts";
 import { addUsd } from "../engine/budget.ts";
 import { systemClock } from "../engine/clock.ts";
+import { httpOutcome, withTraceparent } from "../engine/trace.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
 import { prepareAnthropic } from "./anthropic.ts";
 import { prepareOpenAi } from "./openai.ts";
@@ -48,7 +49,7 @@ export interface GroupCompletion {
 
 export type GatewayContext = Pick<
   StepContext,
-  "env" | "fetch" | "signal" | "deadline" | "ai" | "budget" | "metrics" | "clock"
+  "env" | "fetch" | "signal" | "deadline" | "ai" | "budget" | "metrics" | "clock" | "trace"
 >;
 
 function failureText(e: unknown): string {
@@ -101,10 +102,16 @@ export async function completeInGroup(
 
     const worstCase = worstCaseUsd(group, prepared.requestBytes, req.maxTokens);
     const reservation = await ctx.budget.reserve(worstCase, ctx.signal);
+    // One client span per model call (GenAI semantic conventions), its traceparent on the request.
+    const span = ctx.trace?.client(`chat ${m.model}`, {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": provider.type,
+      "gen_ai.request.model": m.model,
+    });
     let completion: Awaited<ReturnType<typeof prepared.send>>;
     try {
       completion = await prepared.send({
-        fetch: ctx.fetch,
+        fetch: span ? (input, init) => ctx.fetch(input, withTraceparent(init, span.traceparent)) : ctx.fetch,
         signal: ctx.signal,
         deadline: ctx.deadline,
         ai: ctx.ai,
@@ -116,6 +123,7 @@ export async function completeInGroup(
     } catch (e) {
       // Providers bill completions, not failed requests: the reservation is released.
       reservation.settle(0);
+      span?.end(httpOutcome(null, e), "the model call failed");
       if (ctx.signal.aborted) throw ctx.signal.reason ?? e;
       if (e instanceof StepError) throw e;
       if ((ctx.clock ?? systemClock).now() >= ctx.deadline) {
@@ -128,6 +136,10 @@ export async function completeInGroup(
     const usage = completion.usage ?? { input_tokens: prepared.requestBytes, output_tokens: req.maxTokens };
     const cost = costUsd(priceOf(group, m.model), usage);
     reservation.settle(cost);
+    span?.end({
+      "gen_ai.usage.input_tokens": usage.input_tokens,
+      "gen_ai.usage.output_tokens": usage.output_tokens,
+    });
     ctx.metrics.tokens_in += usage.input_tokens;
     ctx.metrics.tokens_out += usage.output_tokens;
     ctx.metrics.cost_usd = addUsd(ctx.metrics.cost_usd, cost);

@@ -32,7 +32,13 @@ export interface McpOptions {
 
 export interface Channel {
   readonly transport: "streamable-http" | "sse";
-  request(method: string, params: JsonObject | undefined, signal: AbortSignal): Promise<Json>;
+  /** `headers`: added to this request's own HTTP request (a tool call's `traceparent`). */
+  request(
+    method: string,
+    params: JsonObject | undefined,
+    signal: AbortSignal,
+    headers?: Record<string, string>,
+  ): Promise<Json>;
   notify(method: string, params: JsonObject | undefined, signal: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }

@@ -133,8 +133,13 @@ export class McpSession implements ToolSession {
     throw new McpError(`tools/list: more than ${MAX_LIST_PAGES} pages`);
   }
 
-  async callTool(name: string, args: JsonObject, signal: AbortSignal): Promise<ToolResult> {
-    return toToolResult(await this.channel.request("tools/call", { name, arguments: args }, signal));
+  async callTool(
+    name: string,
+    args: JsonObject,
+    signal: AbortSignal,
+    headers?: Record<string, string>,
+  ): Promise<ToolResult> {
+    return toToolResult(await this.channel.request("tools/call", { name, arguments: args }, signal, headers));
   }
 
   close(): Promise<void> {

@@ -159,10 +159,15 @@ export class SseChannel implements Channel {
     this.waiters.clear();
   }
 
-  private async send(body: JsonObject, signal: AbortSignal, what: string): Promise<void> {
+  private async send(
+    body: JsonObject,
+    signal: AbortSignal,
+    what: string,
+    extra?: Record<string, string>,
+  ): Promise<void> {
     const res = await this.opts.fetch(this.endpoint, {
       method: "POST",
-      headers: { ...this.opts.headers, "content-type": "application/json" },
+      headers: { ...this.opts.headers, "content-type": "application/json", ...extra },
       body: JSON.stringify(body),
       redirect: "manual",
       signal,
@@ -171,7 +176,12 @@ export class SseChannel implements Channel {
     if (!res.ok) throw new McpError(`${what}: HTTP ${res.status} from ${describe(this.endpoint)}`);
   }
 
-  request(method: string, params: JsonObject | undefined, signal: AbortSignal): Promise<Json> {
+  request(
+    method: string,
+    params: JsonObject | undefined,
+    signal: AbortSignal,
+    headers?: Record<string, string>,
+  ): Promise<Json> {
     return timed(signal, this.opts.timeoutMs, method, async (s) => {
       if (this.closed) throw this.closed;
       const id = this.nextId++;
@@ -187,7 +197,7 @@ export class SseChannel implements Channel {
         );
       });
       answer.catch(() => {}); // Observed below; a rejection before then must not be unhandled.
-      await this.send({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) }, s, method);
+      await this.send({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) }, s, method, headers);
       const hit = pick(await answer, id, method);
       if (!hit.found) throw new McpError(`${method}: no result`);
       return hit.result;

@@ -42,10 +42,10 @@ export class StreamableChannel implements Channel {
     return h;
   }
 
-  private post(body: JsonObject, signal: AbortSignal): Promise<Response> {
+  private post(body: JsonObject, signal: AbortSignal, extra?: Record<string, string>): Promise<Response> {
     return this.opts.fetch(this.opts.url, {
       method: "POST",
-      headers: this.headers(),
+      headers: extra ? { ...this.headers(), ...extra } : this.headers(),
       body: JSON.stringify(body),
       redirect: "manual",
       signal,
@@ -69,10 +69,15 @@ export class StreamableChannel implements Channel {
     });
   }
 
-  request(method: string, params: JsonObject | undefined, signal: AbortSignal): Promise<Json> {
+  request(
+    method: string,
+    params: JsonObject | undefined,
+    signal: AbortSignal,
+    headers?: Record<string, string>,
+  ): Promise<Json> {
     return timed(signal, this.opts.timeoutMs, method, async (s) => {
       const id = this.nextId++;
-      const res = await this.post({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) }, s);
+      const res = await this.post({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) }, s, headers);
       return this.read(res, id, method);
     });
   }

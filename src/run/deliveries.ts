@@ -15,11 +15,13 @@
  */
 import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
 import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
+import { withTimeout } from "../common/timeout.ts";
 import type { Masker } from "../engine/mask.ts";
 import { checkOutboundUrl } from "../engine/net.ts";
 import { parseRetryAfter, redactUrls } from "../engine/retry.ts";
 import { declaredEnv } from "../engine/secrets.ts";
 import { renderUrl } from "../engine/substitute.ts";
+import { httpAttributes, httpOutcome, type StepTracer } from "../engine/trace.ts";
 import { type ApprovalRecord, decideUrl, publicApproval } from "./approvals.ts";
 import {
   ATTEMPT_TIMEOUT_MS,
@@ -144,7 +146,15 @@ export function deliveryRunId(id: string): string | null {
 /** The one sender: a POST of the target's body, signed when the target signs, within ATTEMPT_TIMEOUT_MS. */
 export async function sendDelivery(
   t: DeliveryTarget,
-  io: { fetch: (input: string, init: RequestInit) => Promise<Response>; allowPrivate: boolean; now: number },
+  io: {
+    fetch: (input: string, init: RequestInit) => Promise<Response>;
+    allowPrivate: boolean;
+    now: number;
+    /** The attempt's client span, a child of the run's root span (docs/operations.md, "Traces"). */
+    trace?: StepTracer | undefined;
+    /** Which attempt this is (1: the first). */
+    attempt?: number;
+  },
 ): Promise<AttemptOutcome> {
   const refused = (error: string): AttemptOutcome => ({ status: null, error, retryAfterMs: null });
   const url = t.url === "" ? null : checkOutboundUrl(t.url, io.allowPrivate);
@@ -167,21 +177,22 @@ export async function sendDelivery(
       return refused("signing_secret_invalid");
     }
   }
+  const span = io.trace?.client("POST", httpAttributes("POST", url, io.attempt ?? 1));
+  if (span) headers.traceparent = span.traceparent;
   try {
-    const res = await io.fetch(url.href, {
-      method: "POST",
-      headers,
-      body,
-      redirect: "manual",
-      signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+    const res = await withTimeout(ATTEMPT_TIMEOUT_MS, async (signal) => {
+      const r = await io.fetch(url.href, { method: "POST", headers, body, redirect: "manual", signal });
+      await r.body?.cancel().catch(() => {});
+      return r;
     });
-    await res.body?.cancel().catch(() => {});
+    span?.end(httpOutcome(res.status), res.status >= 300 ? String(res.status) : undefined);
     return {
       status: res.status,
       error: res.status >= 200 && res.status < 300 ? null : `http_${res.status}`,
       retryAfterMs: parseRetryAfter(res.headers.get("retry-after"), io.now),
     };
   } catch (err) {
+    span?.end(httpOutcome(null, err), "the request failed");
     const timeout = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
     return refused(
       timeout ? "timeout" : `network: ${redactUrls(err instanceof Error ? err.message : String(err))}`,
@@ -195,6 +206,8 @@ export interface DeliveryDeps {
   random(): number;
   fetch: (input: string, init: RequestInit) => Promise<Response>;
   allowPrivate: boolean;
+  /** Client spans of attempts under the run's root span (none: the run exports no trace). */
+  trace?(): StepTracer | undefined;
 }
 
 /** The deliveries of one run: their records (loaded once, and only by a run that has any), attempts, grants. */
@@ -231,10 +244,13 @@ export class RunDeliveries {
       due.map(async (t) => {
         this.sending.add(t.id);
         try {
+          const earlier = this.load(targets).get(t.id);
           const outcome = await sendDelivery(t, {
             fetch: this.deps.fetch,
             allowPrivate: this.deps.allowPrivate,
             now,
+            trace: this.deps.trace?.(),
+            attempt: (earlier?.attempts.length ?? 0) + 1,
           });
           const rows = this.load(targets);
           const before = rows.get(t.id) ?? newDelivery(t.id, t.createdMs, t.schedule);

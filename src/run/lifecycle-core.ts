@@ -15,12 +15,14 @@ import type { DeliveryTarget } from "./deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import type { RunEvent } from "./events.ts";
 import { CANCELED, type CancelCode, type LifecycleOptions, type RunShell } from "./lifecycle-io.ts";
+import { traceExportOf } from "./otlp.ts";
 import { RunBooks } from "./run-books.ts";
-import { flowKeys, flowOf, type RunDoc, type RunError, workflowOf } from "./run-doc.ts";
+import { flowKeys, flowOf, type RunDoc, type RunError, traceOf, workflowOf } from "./run-doc.ts";
 import { RunDuties } from "./run-duties.ts";
 import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
 import { isWorking, nextWakeAt, runFacts } from "./run-plan.ts";
 import { isFinished, type RunStore } from "./run-store.ts";
+import { exportRetryMs, RunTrace } from "./run-trace.ts";
 import { completedEventOf, envelopeOf, historyOf } from "./run-view.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
 import type { WaitRecord } from "./waits.ts";
@@ -36,6 +38,8 @@ export abstract class RunCore {
   protected endWaiters = new Set<() => void>();
   protected readonly duties: RunDuties;
   protected cancelCode: CancelCode = "canceled";
+  /** The run's trace: spans built at checkpoints and at the end, exported after the answer. */
+  readonly trace: RunTrace;
 
   protected readonly store: RunStore;
   protected readonly runtime: LifecycleRuntime;
@@ -52,12 +56,21 @@ export abstract class RunCore {
     this.runtime = runtime;
     this.shell = shell;
     this.options = options;
+    this.trace = new RunTrace(
+      store.traceRow,
+      traceExportOf(runtime.env) !== null,
+      exportRetryMs(runtime.env),
+    );
+    this.trace.onFull(() => this.exportSpans());
     this.duties = new RunDuties(
       shell,
       () => runtime.clock.now(),
       (now) => {
         const doc = this.doc;
-        return doc && runFacts(doc, store.isStored, this.nextWake(now), this.deliverySummary());
+        return (
+          doc &&
+          runFacts(doc, store.isStored, this.nextWake(now), this.deliverySummary(), this.trace.due(now))
+        );
       },
     );
     this.books = new RunBooks({
@@ -66,8 +79,14 @@ export abstract class RunCore {
       now: () => runtime.clock.now(),
       allowPrivate: runtime.allowPrivate,
       notifyFetch: runtime.notifyFetch,
-      // Before a wait: what has finished is kept (docs/operations.md, "What a run writes").
-      waitingStarted: () => store.checkpoint(),
+      trace: () => (this.doc ? this.trace.rootTracer(this.doc, () => runtime.clock.now()) : undefined),
+      // Before a wait: what has finished is kept (docs/operations.md, "What a run writes"), and
+      // its spans go to the collector.
+      waitingStarted: () => {
+        this.traceSteps();
+        store.checkpoint();
+        this.exportSpans();
+      },
       approvalRequested: (rec, created) => {
         if (created) shell.approvalEvent?.("approval.requested", publicApproval(rec));
         options.approvalRequested?.(rec, created);
@@ -162,6 +181,27 @@ export abstract class RunCore {
 
   // ---- decisions ---------------------------------------------------------------------------
 
+  // ---- the trace ---------------------------------------------------------------------------
+
+  /**
+   * The spans of the steps finished so far join the trace's buffer; the document, which says up
+   * to when, is written with the next checkpoint (after an eviction they are not sent again).
+   */
+  protected traceSteps(): void {
+    const doc = this.doc;
+    if (
+      doc &&
+      this.trace.exporting &&
+      this.trace.steps(doc, this.rootWorkflow(), this.records, this.runtime.clock.now()) > 0
+    )
+      this.store.docChanged();
+  }
+
+  /** Spans waiting (or a retry due) go out after the answer. */
+  protected exportSpans(): void {
+    if (this.trace.due(this.runtime.clock.now())) this.shell.perform([{ type: "export" }]);
+  }
+
   /** The one writer of the run's status while it is active; a listing that showed it queued or pending hears. */
   protected setStatus(status: RunStatus): void {
     const doc = this.doc;
@@ -211,6 +251,7 @@ export abstract class RunCore {
         masker: this.masker,
         runtime: this.runtime,
         approvals: this.options.approvals,
+        trace: { ref: traceOf(doc), sink: this.trace.sink },
       },
       {
         running: () => {
@@ -262,6 +303,11 @@ export abstract class RunCore {
     doc.finished_at = new Date(now).toISOString();
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
+    // Its spans: the steps not handed over yet, then the run's own (exported after the answer).
+    if (this.trace.exporting) {
+      this.trace.steps(doc, this.rootWorkflow(), finalRecords, now);
+      this.trace.root(doc, this.rootWorkflow());
+    }
     // An express run (`history: failures`) that completed before anything of it was written, and
     // owes nothing that needs it (a delivery, a flow key's slot), keeps no record of its own.
     const express =

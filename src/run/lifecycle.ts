@@ -13,6 +13,7 @@
 import type { Json, JsonObject } from "../bundle.ts";
 import { RunAbort } from "../engine/run-host.ts";
 import { restoreInFlight } from "../engine/step-records.ts";
+import type { Span } from "../engine/trace.ts";
 import type { DecideResult } from "./approvals.ts";
 import type { PublicDelivery } from "./deliveries.ts";
 import type { BeginPayload } from "./flow-key-rpc.ts";
@@ -30,6 +31,7 @@ export class RunLifecycle extends RunCore {
 
   /** Loads the run kept in storage (if any) and resumes it if it was active. */
   load(): void {
+    this.trace.load();
     const stored = this.store.load();
     if (!stored) return;
     this.doc = stored.doc;
@@ -88,7 +90,11 @@ export class RunLifecycle extends RunCore {
   alarm(now: number): void {
     this.duties.fired();
     const doc = this.doc;
-    if (!doc) return;
+    if (!doc) {
+      // An express run keeps no record, only the spans its collector did not take yet.
+      if (this.trace.due(now)) this.shell.perform([{ type: "export" }]);
+      return;
+    }
     if (isFinished(doc)) {
       if (this.expired(now)) this.shell.perform([{ type: "delete" }]);
       else this.duties.owe(false);
@@ -102,6 +108,7 @@ export class RunLifecycle extends RunCore {
     this.wakeSteps(now);
     if (!this.active) return; // the deadline ended it: finish() set what comes next
     if (!this.duties.listedAs(listKey(doc.status, null))) effects.push({ type: "list" });
+    if (this.trace.due(now)) effects.push({ type: "export" });
     // An approval request's delivery whose attempt is due.
     if (
       this.books.hasApprovals &&
@@ -206,12 +213,38 @@ export class RunLifecycle extends RunCore {
    * owed has reported, arms its last wake-up or none).
    */
   reported(result: EffectResult): void {
-    if (!this.doc) return;
+    if (!this.doc) {
+      // An express run that keeps nothing but a batch of spans to try again.
+      if (result.type === "export")
+        this.duties.arm(result.next === null ? null : { at: result.next, durable: true });
+      return;
+    }
     // A run that keeps no record has nothing to send again: shown by its shard is all it can do.
     const r: EffectResult =
       result.type === "list" && this.doc.kept === false ? { ...result, durableAt: null } : result;
     if (r.type === "ask_turn") this.keyAnswered(r.gate, r.verdict);
     else this.duties.reported(r);
+  }
+
+  // ---- the trace ---------------------------------------------------------------------------
+
+  /** The batch of spans to send now, masked (null: none is due); the shell reports with `exported`. */
+  spansToExport(): Span[] | null {
+    return this.trace.take(this.runtime.clock.now(), this.masker);
+  }
+
+  /**
+   * How the batch went: a failure is tried again from the alarm, the last failure drops it.
+   * Returns how many spans were dropped, and whether the run has ended (its log line is out).
+   */
+  exported(ok: boolean): { dropped: number; ended: boolean } {
+    const now = this.runtime.clock.now();
+    const ended = this.doc === null || isFinished(this.doc);
+    const dropped = this.trace.sent(ok, now, ended);
+    this.reported({ type: "export", next: this.trace.next });
+    // More spans waited meanwhile (or a retry is due at once): they go now.
+    if (this.trace.due(now)) this.shell.perform([{ type: "export" }]);
+    return { dropped, ended };
   }
 
   // ---- deliveries --------------------------------------------------------------------------
@@ -220,6 +253,8 @@ export class RunLifecycle extends RunCore {
   async deliver(): Promise<void> {
     const targets = this.deliveryTargets();
     if (targets.length > 0) await this.books.deliveries.pass(targets);
+    // The attempts' spans go to the collector (also after the run ended).
+    this.exportSpans();
     if (this.doc)
       this.reported({ type: "deliver", next: this.books.deliveries.nextAttempt(this.deliveryTargets()) });
   }
@@ -281,6 +316,7 @@ export class RunLifecycle extends RunCore {
     this.records = new Map();
     this.engine.stop();
     this.duties.reset();
+    this.trace.forget();
     this.store.forget();
   }
 

@@ -7,6 +7,7 @@
  */
 import type { CompiledWorkflow, Json } from "../bundle.ts";
 import type { Masker } from "../engine/mask.ts";
+import type { StepTracer } from "../engine/trace.ts";
 import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
 import { type DeliveryTarget, deliveryTargets, RunDeliveries } from "./deliveries.ts";
 import type { SignalResult } from "./lifecycle-io.ts";
@@ -21,6 +22,8 @@ export interface BookHost {
   now(): number;
   allowPrivate: boolean;
   notifyFetch: (input: string | Request, init?: RequestInit) => Promise<Response>;
+  /** Client spans of delivery attempts, under the run's root span (none: no trace is exported). */
+  trace?(): StepTracer | undefined;
   /** A step started waiting (for a human, a signal, the clock): what has finished is kept first. */
   waitingStarted(): void;
   approvalRequested(rec: ApprovalRecord, created: boolean): void;
@@ -46,6 +49,7 @@ export class RunBooks {
       random: Math.random,
       fetch: (input, init) => host.notifyFetch(input, init),
       allowPrivate: host.allowPrivate,
+      trace: () => host.trace?.(),
     });
   }
 

@@ -4,6 +4,7 @@
  * reach it: params and errors are masked before they are recorded.
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import { newTraceId, type TraceRef } from "../engine/trace.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 import type { FlowGate } from "./flow-key-rpc.ts";
 import type { QueueReason } from "./flow-key-rules.ts";
@@ -48,6 +49,12 @@ export interface RunDoc {
   coalesced?: number;
   /** Runs started as re-runs of this one (so a bulk re-run takes each failed run once). */
   reruns?: string[];
+  /**
+   * The run's trace (docs/operations.md, "Traces"): its id, the caller's span from a
+   * `traceparent` (null: none), and until when its steps' spans were handed over (epoch ms).
+   * Absent in runs stored before traces (run-trace.ts derives one from the run id).
+   */
+  trace?: { id: string; parent: string | null; through?: number };
 }
 
 /** The slice of the bundle a run needs: its workflow, every sub-workflow it reaches, their agents. */
@@ -108,6 +115,8 @@ export interface StartRun {
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
   /** Its flow keys, and how far it got through them at its invoke (`at < gates.length`: queued). */
   flow?: RunFlow | null;
+  /** The trace the run belongs to (run-trace.ts, `newTrace`); absent: a new one. */
+  trace?: { id: string; parent: string | null } | null;
 }
 
 /**
@@ -133,9 +142,15 @@ export function newRunDoc(req: StartRun, now: number): RunDoc {
     ledger: { spent: 0, outstanding: {} },
     origin: req.origin,
   };
+  doc.trace = req.trace ? { id: req.trace.id, parent: req.trace.parent } : { id: newTraceId(), parent: null };
   if (req.rerun) doc.rerun_of = req.rerun.of;
   if (req.flow) doc.flow = req.flow;
   return doc;
+}
+
+/** The trace of a run: the one it was created in, or (a run stored before traces) one from its id. */
+export function traceOf(doc: RunDoc): TraceRef {
+  return doc.trace ?? { id: doc.run_id.slice(0, 32), parent: null };
 }
 
 /** The workflow `key` of a definition (a run's pinned one, or the bundle). */

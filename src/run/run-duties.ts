@@ -85,7 +85,7 @@ export class RunDuties {
     const f = this.facts(now);
     if (!f) return;
     if (!isTerminal(f.status)) {
-      if (r.type === "list") this.rearm(true);
+      if (r.type === "list" || r.type === "export") this.rearm(r.type === "list");
       return;
     }
     // A delivery that failed (or was recovered) changes what the listing says: it hears now.

@@ -59,6 +59,8 @@ export interface EngineRun {
   runtime: LifecycleRuntime;
   /** Wraps a step's approvals host (the test runner decides approvals from the case). */
   approvals?(path: string, inner: ApprovalHost): ApprovalHost;
+  /** The run's trace and where its client spans go. */
+  trace?: RunHost["trace"];
 }
 
 /**
@@ -141,6 +143,7 @@ function runEngine(r: EngineRun, signal: AbortSignal, events: EngineEvents): Pro
       save: (state) => store.saveCheckpoint(path, masker.maskJson(state)),
     }),
     ai: runtime.ai,
+    trace: r.trace,
     now: () => runtime.clock.now(),
     clock: runtime.clock,
     restored,

@@ -28,6 +28,15 @@ export interface FinishedRunLog {
   steps: { total: number } & Partial<Record<StepStatus, number>>;
   created_at: string;
   finished_at: string | null;
+  /** The run's trace (docs/operations.md, "Traces"). */
+  trace_id: string;
+  /** Spans its export dropped so far, after EXPORT_RETRIES failed tries (0 when none). */
+  spans_dropped: number;
+}
+
+/** A `trace.dropped` line: spans of a run dropped after its `run.finished` line was written. */
+export function droppedSpansLog(runId: string, traceId: string, spans: number) {
+  return { event: "trace.dropped", run_id: runId, trace_id: traceId, spans_dropped: spans };
 }
 
 /** `records` are the run's final step records by slash path (top-level paths have no `/`). */
@@ -35,6 +44,7 @@ export function finishedRunLog(
   doc: RunDoc,
   workflow: { name: string; version: string | null },
   records: ReadonlyMap<string, StepRecord>,
+  trace: { id: string; dropped: number },
 ): FinishedRunLog {
   const steps: FinishedRunLog["steps"] = { total: 0 };
   let cost = 0;
@@ -68,5 +78,7 @@ export function finishedRunLog(
     steps,
     created_at: doc.created_at,
     finished_at: doc.finished_at,
+    trace_id: trace.id,
+    spans_dropped: trace.dropped,
   };
 }

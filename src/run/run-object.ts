@@ -9,6 +9,7 @@
 import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
 import type { Json } from "../bundle.ts";
+import { parseTraceparent } from "../engine/trace.ts";
 import { admit } from "./admission.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { PublicDelivery } from "./deliveries.ts";
@@ -19,12 +20,15 @@ import { RunLifecycle } from "./lifecycle.ts";
 import type { CancelCode, CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import { retentionMs } from "./listing-layout.ts";
 import { ListingWriter } from "./listing-sync.ts";
+import { sendSpans, traceExportOf } from "./otlp.ts";
 import { takeRateLimitSlot } from "./rate-limit.ts";
-import { finishedRunLog } from "./run-log.ts";
+import { traceOf } from "./run-doc.ts";
+import { droppedSpansLog, finishedRunLog } from "./run-log.ts";
 import { HEARTBEAT_MS, type RunEffect, type Wake } from "./run-plan.ts";
 import { rerunSourceOf, viewOf } from "./run-reads.ts";
 import { flowKeyStub, type RerunSource, type StartRequest, type StartResult } from "./run-rpc.ts";
 import { RunStore } from "./run-store.ts";
+import { newTrace } from "./run-trace.ts";
 import { signalKeyStub } from "./signal-key-rpc.ts";
 import { objectKv, workerRuntime } from "./worker-runtime.ts";
 
@@ -109,6 +113,8 @@ export class RunObject extends DurableObject<Env> {
       origin: req.origin ?? null,
       rerun: req.rerun ?? null,
       flow: req.flow ?? null,
+      // The caller's trace (a valid W3C traceparent), or a new one; a re-run's is always new.
+      trace: newTrace(req.rerun ? null : parseTraceparent(req.traceparent)),
     });
     const envelope = await this.waitFinished(req.waitMs);
     const queued = (this.run.current as { status: string } | null)?.status === "queued";
@@ -305,6 +311,8 @@ export class RunObject extends DurableObject<Env> {
         if (kept !== null) this.run.signal(e.name, kept, e.key);
         return;
       }
+      case "export":
+        return this.exportSpans();
       case "log":
         return this.logFinished();
       case "delete":
@@ -320,12 +328,24 @@ export class RunObject extends DurableObject<Env> {
   /** One `run.finished` line (run-log.ts), masked; never lets the line break the run's bookkeeping. */
   private logFinished(): void {
     const doc = this.run.current;
-    if (doc)
-      console.log(
-        JSON.stringify(
-          this.run.runMasker.maskJson(finishedRunLog(doc, this.run.rootWorkflow(), this.run.stepRecords)),
-        ),
-      );
+    if (doc) {
+      const trace = { id: traceOf(doc).id, dropped: this.run.trace.dropped };
+      const line = finishedRunLog(doc, this.run.rootWorkflow(), this.run.stepRecords, trace);
+      console.log(JSON.stringify(this.run.runMasker.maskJson(line)));
+    }
+  }
+
+  /** One batch of the run's spans to the collector (otlp.ts); spans dropped after the log line get their own. */
+  private async exportSpans(): Promise<void> {
+    const config = traceExportOf(this.env as unknown as Record<string, unknown>);
+    const batch = this.run.spansToExport();
+    if (!config || !batch) return;
+    const ok = await sendSpans(config, batch);
+    const { dropped, ended } = this.run.exported(ok);
+    if (dropped > 0 && ended) {
+      const traceId = batch[0]?.traceId ?? "";
+      console.log(JSON.stringify(droppedSpansLog(this.ctx.id.toString(), traceId, dropped)));
+    }
   }
 
   /** A finished run past retention is gone for every reader, even before its shard says so. */

@@ -56,6 +56,8 @@ export type RunEffect =
   | { type: "ask_turn"; gate: FlowGate; admit: boolean; priority: number; params: JsonObject }
   /** A keyed wait registers with its key's object, which may hand it a kept signal. */
   | { type: "register_wait"; name: string; key: string }
+  /** Send the run's spans waiting for export, or try a failed batch again (answer: `export`). */
+  | { type: "export" }
   /** Write the run's one `run.finished` log line. */
   | { type: "log" }
   /** The run's retention passed: its storage goes. */
@@ -67,6 +69,8 @@ export type EffectResult =
   | { type: "list"; key: string; ok: boolean; durableAt?: number | null }
   | { type: "release"; ok: boolean }
   | { type: "deliver"; next: number | null }
+  /** `next`: when a batch the collector did not take is tried again (null: none waits). */
+  | { type: "export"; next: number | null }
   | { type: "ask_turn"; gate: string; verdict: AdmitVerdict | TurnVerdict };
 
 /** A wake-up: by the object's alarm (`durable`, in the commit of the run's writes) or, before the run is written, a timer. */
@@ -90,6 +94,8 @@ export interface RunFacts {
   delivers: boolean;
   /** What its listing entry should say: its status, and once it has ended its deliveries' counts. */
   listKey: string;
+  /** Spans wait for export now (run-trace.ts). */
+  exports: boolean;
 }
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
@@ -105,6 +111,7 @@ export function runFacts(
   stored: boolean,
   next: number | null,
   deliveries: { total: number; failed: number } | null,
+  exports = false,
 ): RunFacts {
   const status = doc.status;
   return {
@@ -116,6 +123,7 @@ export function runFacts(
     gates: flowKeys(flowOf(doc)),
     delivers: deliveries !== null,
     listKey: listKey(status, deliveries),
+    exports,
   };
 }
 
@@ -151,6 +159,9 @@ export function nextWakeAt(
   return heartbeatMs !== null && working() ? Math.min(next, now + heartbeatMs) : next;
 }
 
+/** The after-run effects that report back. */
+type Owed = "list" | "deliver" | "release" | "export";
+
 export class RunPlan {
   /** What the run listing has acknowledged (`listKey`; memory only: after a wake-up it is sent again). */
   private listed: string | null = null;
@@ -160,8 +171,10 @@ export class RunPlan {
   private released = false;
   /** When the next delivery attempt is due (null: none left, or none known yet). */
   private deliverNext: number | null = null;
+  /** When a span batch the collector did not take is tried again (null: none waits). */
+  private exportNext: number | null = null;
   /** After-run effects performed and not reported yet. */
-  private owed = new Set<"list" | "deliver" | "release">();
+  private owed = new Set<Owed>();
   /** The wake-up the object has armed (null: none, or unknown after an eviction). */
   private armed: Wake | null = null;
 
@@ -176,6 +189,7 @@ export class RunPlan {
   record(r: Exclude<EffectResult, { type: "ask_turn" }>): void {
     if (r.type === "list") this.listResult(r.key, r.ok, r.durableAt ?? null);
     else if (r.type === "release") this.releaseResult(r.ok);
+    else if (r.type === "export") this.exportNext = r.next;
     else this.deliverResult(r.next);
   }
 
@@ -211,9 +225,10 @@ export class RunPlan {
    * back-off after a failed write).
    */
   activeWake(f: RunFacts, now: number, listingTried: boolean): Wake | null {
-    if (!f.stored) return { at: Math.min(f.deadlineMs, f.createdMs + FIRST_WRITE_MS), durable: false };
-    if (f.next === null) return null;
-    let at = f.next;
+    const retry = this.exportNext ?? Number.POSITIVE_INFINITY;
+    if (!f.stored) return { at: Math.min(f.deadlineMs, f.createdMs + FIRST_WRITE_MS, retry), durable: false };
+    if (f.next === null && this.exportNext === null) return null;
+    let at = Math.min(f.next ?? Number.POSITIVE_INFINITY, retry);
     if (!this.listedAs(f.listKey)) {
       const retry =
         listingTried && this.listFailures > 0 ? now + this.listingRetryMs() : f.createdMs + FIRST_WRITE_MS;
@@ -245,19 +260,22 @@ export class RunPlan {
     if (!this.listedAs(f.listKey)) out.push({ type: "list" });
     if (f.delivers) out.push({ type: "deliver" });
     if (f.gates.length > 0 && !this.released) out.push({ type: "release", gates: f.gates });
+    if (f.exports) out.push({ type: "export" });
     return out;
   }
 
   /** After-run effects go out; each reports back through its result. False: nothing is owed. */
   owe(effects: readonly RunEffect[]): boolean {
     for (const e of effects)
-      if (e.type === "list" || e.type === "deliver" || e.type === "release") this.owed.add(e.type);
+      if (e.type === "list" || e.type === "deliver" || e.type === "release" || e.type === "export")
+        this.owed.add(e.type);
     return this.owed.size > 0;
   }
 
-  /** An after-run effect reported back; true when it was the last one owed. */
-  paidFor(type: "list" | "deliver" | "release"): boolean {
-    return this.owed.delete(type) && this.owed.size === 0;
+  /** An after-run effect reported back; true when nothing more is owed (its last wake-up may be armed). */
+  paidFor(type: Owed): boolean {
+    this.owed.delete(type);
+    return this.owed.size === 0;
   }
 
   /**
@@ -267,6 +285,7 @@ export class RunPlan {
    */
   afterRunWake(f: RunFacts, now: number): Wake | null {
     let next = f.delivers ? this.deliverNext : null;
+    if (this.exportNext !== null) next = Math.min(next ?? Number.POSITIVE_INFINITY, this.exportNext);
     const unwritten = this.listed === f.listKey && this.durableAt !== null;
     if (unwritten) {
       // Shown, not written yet: ask again once the shard has written it. The guard armed at the
@@ -306,6 +325,7 @@ export class RunPlan {
     this.listFailures = 0;
     this.released = false;
     this.deliverNext = null;
+    this.exportNext = null;
     this.owed.clear();
     this.armed = null;
   }

@@ -33,6 +33,8 @@ export interface StartRequest {
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
   /** Its flow keys and how far its invoke got through them (start-run.ts asked the first). */
   flow?: RunFlow | null;
+  /** The invoke's W3C `traceparent` header, as sent (the run object reads it; an invalid one is ignored). */
+  traceparent?: string | null;
 }
 
 /** What a re-run needs of the run it re-runs. */

@@ -56,6 +56,7 @@ const CHECKPOINT_PREFIX = "checkpoint/";
 const WAIT_PREFIX = "wait/";
 const KEPT_PREFIX = "signal/";
 const DELIVERY_PREFIX = "delivery/";
+const TRACE_KEY = "trace";
 /** Where run notifications kept their outcomes before they were deliveries (one row, by entry index). */
 const LEGACY_NOTIFY_KEY = "notify";
 
@@ -195,6 +196,11 @@ export class RunStore {
     if (this.dirty) this.writeRun();
   }
 
+  /** The document changed in a way the next checkpoint must keep (its trace's progress). */
+  docChanged(): void {
+    if (this.stored) this.dirty = true;
+  }
+
   /** Before a wait (an approval asked): what has finished is kept, so nothing waits on recomputation. */
   checkpoint(): void {
     if (this.dirty || !this.stored) this.writeRun();
@@ -260,6 +266,13 @@ export class RunStore {
   saveDelivery(rec: DeliveryRecord): void {
     this.kv.put(DELIVERY_PREFIX + rec.id, JSON.stringify(rec));
   }
+
+  /** The run's `trace` row (run-trace.ts): written only when an export of its spans failed. */
+  readonly traceRow = {
+    get: (): string | undefined => this.kv.get(TRACE_KEY),
+    put: (json: string): void => this.kv.put(TRACE_KEY, json),
+    delete: (): void => this.kv.delete(TRACE_KEY),
+  };
 
   loadCheckpoint(path: string): Json | null {
     const json = this.kv.get(CHECKPOINT_PREFIX + path);

@@ -34,6 +34,8 @@ export interface StartOptions {
   rerun?: StartRequest["rerun"];
   /** Re-runs and schedules pass the keys but never join a debounce group or a batch. */
   coalesce?: boolean;
+  /** The invoke's `traceparent` header (docs/operations.md, "Traces"). */
+  traceparent?: string | null;
 }
 
 /** What starting a run gave: the run's answer, or one of the flow keys' (a joined run, a refusal). */
@@ -97,6 +99,7 @@ export async function startRun(
     rateLimit: o.rateLimit ?? null,
     definition: o.definition ?? null,
     rerun: o.rerun ?? null,
+    traceparent: o.traceparent ?? null,
   };
   const plan = flowPlan(wf, { params: o.params, request: o.request }, o.coalesce ?? true);
   // No flow keys, or a replay of a run that exists (its object answers it as ever).

@@ -22,6 +22,7 @@ import type {
 import { governingEntry } from "../engine/allowlist.ts";
 import { systemClock } from "../engine/clock.ts";
 import { render, stringify } from "../engine/substitute.ts";
+import { httpOutcome } from "../engine/trace.ts";
 import {
   type ApprovalOutcome,
   type StepContext,
@@ -426,7 +427,20 @@ export class ToolLoop {
     const ref = this.refs.find((r) => r.name === tool.server) as CompiledServerRef;
     try {
       const session = await this.session(ref);
-      const result = await session.callTool(tool.tool, call.arguments, this.ctx.signal);
+      // One client span per tool call, its traceparent on the call's request.
+      const span = this.ctx.trace?.client(`execute_tool ${tool.tool}`, { "gen_ai.tool.name": tool.tool });
+      const result = await session
+        .callTool(tool.tool, call.arguments, this.ctx.signal, span && { traceparent: span.traceparent })
+        .then(
+          (r) => {
+            span?.end({}, r.isError ? "the tool answered an error" : undefined);
+            return r;
+          },
+          (e: unknown) => {
+            span?.end(httpOutcome(null, e), "the tool call failed");
+            throw e;
+          },
+        );
       const content =
         result.structuredContent !== null && result.text === ""
           ? JSON.stringify(result.structuredContent)

@@ -13,6 +13,7 @@ import { checkOutboundUrl } from "../engine/net.ts";
 import { readCapped } from "../engine/read-capped.ts";
 import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
 import { render, renderUrl, stringify } from "../engine/substitute.ts";
+import { httpAttributes, httpOutcome } from "../engine/trace.ts";
 import { setOwn } from "../engine/transform-ops.ts";
 import { type StepContext, StepError, type StepExecutor } from "../engine/types.ts";
 
@@ -152,7 +153,17 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
     }
     if (sign) for (const [name, value] of await sign(body ?? "")) headers.set(name, value);
 
-    const res = await ctx.fetch(url.href, { method, headers, body, redirect: "manual", signal });
+    // One client span per attempt (docs/operations.md, "Traces"), its traceparent on the request.
+    const span = ctx.trace?.client(method, httpAttributes(method, url, attempt));
+    if (span) headers.set("traceparent", span.traceparent);
+    let res: Response;
+    try {
+      res = await ctx.fetch(url.href, { method, headers, body, redirect: "manual", signal });
+    } catch (err) {
+      span?.end(httpOutcome(null, err), "the request failed");
+      throw err;
+    }
+    span?.end(httpOutcome(res.status), res.status >= 400 ? String(res.status) : undefined);
     const summary = new Response(null, { status: res.status, headers: retryHeaders(res) });
     // A response we will retry is not read: its body does not matter and could be large.
     if (isRetryableStatus(res.status) && attempt < attemptsAllowed) {

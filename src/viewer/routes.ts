@@ -13,7 +13,7 @@ import type { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import { HttpProblem } from "../http/problem.ts";
 import { frontPage } from "./front-page.ts";
-import { runPage } from "./run-page.ts";
+import { runPage, traceUrlTemplate } from "./run-page.ts";
 import { runsPage } from "./runs-page.ts";
 
 export function mountViewer(app: Hono<{ Bindings: Env }>) {
@@ -21,7 +21,7 @@ export function mountViewer(app: Hono<{ Bindings: Env }>) {
     // Same shape check as the API: a page for a string that can never be a run helps nobody.
     if (!/^[0-9a-f]{64}$/.test(c.req.param("id")))
       throw new HttpProblem("run_not_found", "no run with this id");
-    return runPage();
+    return runPage(traceUrlTemplate(c.env));
   });
   app.get("/view/runs", () => runsPage());
   // The front page: JSON to a client that asks for it (first), the HTML page to a browser.

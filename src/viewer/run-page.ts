@@ -23,6 +23,8 @@
  * workflow's credentials like Approve does, then opens the new run); `#rerun-of` links the run
  * a re-run re-runs, and a reused step says `Reused from`; a waiting wait step for a signal shows
  * `#signal-form` (a JSON body and `#signal-send`).
+ * Traces (docs/operations.md): `#trace-line` shows the run's trace id, `#trace-link` (linked to
+ * the `TRACE_URL` var with `{trace_id}` filled in) when the var is set, `#trace-id` otherwise.
  */
 import { RUN_PAGE_SCRIPT } from "../generated/viewer-scripts.ts";
 import { htmlResponse } from "./page-shell.ts";
@@ -31,6 +33,7 @@ const BODY = `<header>
   <p class="muted"><a href="#" id="runs-link" hidden>All runs of this workflow</a></p>
   <h1><span id="workflow-name">Run</span> <span id="workflow-version" class="muted"></span></h1>
   <p class="mono muted" id="run-id"></p>
+  <p class="mono muted" id="trace-line" data-trace-url="{TRACE_URL}" hidden>trace <a id="trace-link" rel="noopener noreferrer" target="_blank"></a><span id="trace-id"></span></p>
   <p id="run-status-line"><span id="run-status" class="status" data-status="pending">loading</span> <span id="live-state" class="muted"></span></p>
   <p class="run-actions" id="run-actions"><button type="button" id="cancel-run" hidden>Cancel run</button><button type="button" id="rerun-run" hidden>Re-run</button> <a id="rerun-of" href="#" hidden></a></p>
 </header>
@@ -79,6 +82,26 @@ const BODY = `<header>
   </aside>
 </div>`;
 
-export function runPage(): Response {
-  return htmlResponse({ title: "Run", body: BODY, script: RUN_PAGE_SCRIPT });
+/**
+ * The link to a run's trace in the operator's backend: the `TRACE_URL` var, an http(s) URL in
+ * which `{trace_id}` stands for the run's trace id (docs/operations.md, "Traces"); null otherwise.
+ */
+export function traceUrlTemplate(env: object): string | null {
+  const raw = (env as { TRACE_URL?: unknown }).TRACE_URL;
+  if (typeof raw !== "string" || !raw.includes("{trace_id}")) return null;
+  try {
+    const url = new URL(raw.replaceAll("{trace_id}", "0"));
+    return url.protocol === "https:" || url.protocol === "http:" ? raw : null;
+  } catch {
+    return null;
+  }
+}
+
+const escapeAttr = (s: string) =>
+  s.replaceAll("&", "&amp;").replaceAll('"', "&quot;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+
+/** The page; `traceUrl`: the trace link's template (traceUrlTemplate), or null for the id alone. */
+export function runPage(traceUrl: string | null = null): Response {
+  const body = BODY.replace("{TRACE_URL}", escapeAttr(traceUrl ?? ""));
+  return htmlResponse({ title: "Run", body, script: RUN_PAGE_SCRIPT });
 }

@@ -41,6 +41,8 @@ export function useViewerStack(): ViewerStack {
       TARGET_URL: `http://127.0.0.1:${target.port}`,
       E2E_SECRET,
       E2E_TOKEN,
+      // The run page links each run's trace here (docs/operations.md, "Traces").
+      TRACE_URL: "https://traces.example.com/trace/{trace_id}?from=viewer",
     });
     browser = await launchBrowser();
   });

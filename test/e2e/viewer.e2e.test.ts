@@ -106,6 +106,14 @@ describe("viewer of a finished run", () => {
     expect(await page.locator("#run-status").textContent()).toBe("complete");
   });
 
+  it("links the run's trace id to the operator's tracing backend (TRACE_URL)", async () => {
+    const page = await openRun();
+    const link = page.locator("#trace-link");
+    expect(await link.textContent()).toBe(run.trace_id);
+    expect(await link.getAttribute("href")).toBe(`https://traces.example.com/trace/${run.trace_id}?from=viewer`);
+    expect(await page.locator("#trace-line").isVisible()).toBe(true);
+  });
+
   it("shows a clicked step's output, with secrets masked, and its metrics", async () => {
     const page = await openRun();
     await node(page, "quick-call").locator(".node-head").click();

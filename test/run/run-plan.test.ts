@@ -26,6 +26,7 @@ function facts(over: Partial<RunFacts> = {}): RunFacts {
     gates: [],
     delivers: false,
     listKey: status,
+    exports: false,
     ...over,
   };
 }

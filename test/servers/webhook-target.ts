@@ -51,7 +51,7 @@ const TIMESTAMP_TOLERANCE_S = 5 * 60;
 /** Requests kept per key, so a runaway test cannot exhaust memory. */
 const MAX_LOG_PER_KEY = 1_000;
 
-function readBody(req: IncomingMessage): Promise<string> {
+export function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));

@@ -29,6 +29,7 @@ describe("envelope", () => {
         "coalesced",
         "queue",
         "deliveries",
+        "trace_id",
         "deadline",
         "created_at",
         "finished_at",

@@ -15,6 +15,15 @@ export function renderSummary() {
   const status = byId("run-status");
   status.dataset.status = e.status;
   status.textContent = e.status;
+  // The run's trace, linked to the operator's backend when the page was given its URL.
+  const traceLine = byId("trace-line");
+  const template = traceLine.dataset.traceUrl ?? "";
+  const traceLink = byId<HTMLAnchorElement>("trace-link");
+  traceLink.hidden = template === "";
+  traceLink.textContent = template === "" ? "" : e.trace_id;
+  if (template !== "") traceLink.href = template.replaceAll("{trace_id}", encodeURIComponent(e.trace_id));
+  byId("trace-id").textContent = template === "" ? e.trace_id : "";
+  traceLine.hidden = !e.trace_id;
   const link = byId<HTMLAnchorElement>("runs-link");
   link.href = `/view/runs?workflow=${encodeURIComponent(e.workflow)}`;
   link.hidden = false;
