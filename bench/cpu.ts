@@ -11,18 +11,24 @@
 import { readdirSync, readFileSync } from "node:fs";
 import type { Runner } from "./latency.ts";
 
-/** The workerd child of this Node process (Miniflare starts one), found through /proc. */
-export function workerdPid(): number | null {
+/** The workerd children of this Node process (Miniflare starts one each), found through /proc. */
+export function workerdPids(): number[] {
+  const out: number[] = [];
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     try {
       const m = /^\d+ \((.*)\) \S (\d+)/.exec(readFileSync(`/proc/${d}/stat`, "utf8"));
-      if (m?.[1]?.startsWith("workerd") && Number(m[2]) === process.pid) return Number(d);
+      if (m?.[1]?.startsWith("workerd") && Number(m[2]) === process.pid) out.push(Number(d));
     } catch {
       // The process ended while we looked.
     }
   }
-  return null;
+  return out;
+}
+
+/** The workerd child of this Node process (the first, when there are several). */
+export function workerdPid(): number | null {
+  return workerdPids()[0] ?? null;
 }
 
 /** user and system CPU of `pid` so far, in ms (clock ticks are 10 ms on Linux). */

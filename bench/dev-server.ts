@@ -14,7 +14,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { basename, join } from "node:path";
 import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
-import { workerdPid } from "./cpu.ts";
+import { workerdPids } from "./cpu.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
@@ -102,8 +102,12 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** The bench Worker (bench/entry.ts, bundled) with the bindings of bench/wrangler.bench.toml. */
-export async function startBenchServer(tmp: string): Promise<BenchServer> {
+/**
+ * The bench Worker (bench/entry.ts, bundled) with the bindings of bench/wrangler.bench.toml, and
+ * `vars` besides (bench/traces.ts runs one with an OTLP endpoint beside one without).
+ */
+export async function startBenchServer(tmp: string, vars: Record<string, string> = {}): Promise<BenchServer> {
+  const before = workerdPids();
   // The Worker imports the viewer's bundled scripts (written by the build, which the bench skips).
   await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
   const { scriptPath } = bundleWorker(
@@ -130,7 +134,7 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
       SIGNAL_KEYS: { className: "SignalKey", useSQLite: true },
     },
     workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
-    bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "false" },
+    bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "false", ...vars },
     // Counted, not printed: every finished run logs one JSON line (src/run/run-log.ts).
     handleStructuredLogs: (log: { message?: string }) => {
       // Count occurrences: one message may carry several lines when workerd writes fast.
@@ -149,7 +153,7 @@ export async function startBenchServer(tmp: string): Promise<BenchServer> {
   let stopped = false;
   return {
     url: url.origin,
-    pid: workerdPid(),
+    pid: workerdPids().find((p) => !before.includes(p)) ?? null,
     runLogLines: () => logLines,
     inspectorPort,
     scriptPath,

@@ -110,7 +110,9 @@ describe("viewer of a finished run", () => {
     const page = await openRun();
     const link = page.locator("#trace-link");
     expect(await link.textContent()).toBe(run.trace_id);
-    expect(await link.getAttribute("href")).toBe(`https://traces.example.com/trace/${run.trace_id}?from=viewer`);
+    expect(await link.getAttribute("href")).toBe(
+      `https://traces.example.com/trace/${run.trace_id}?from=viewer`,
+    );
     expect(await page.locator("#trace-line").isVisible()).toBe(true);
   });
 

@@ -52,7 +52,9 @@ describe("the export's configuration", () => {
 
 describe("the body", () => {
   it("names the package's version as service.version", () => {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
     expect(SERVICE_VERSION).toBe(pkg.version);
   });
 
