@@ -182,7 +182,12 @@ export interface CompiledRateLimit {
 }
 
 export interface CompiledSchedule {
-  /** Exactly as in wrangler.toml `[triggers] crons` (the event's `cron` is compared to it). */
+  /**
+   * In UTC: exactly as in wrangler.toml `[triggers] crons` (the event's `cron` is compared to it).
+   * In another zone: read against that zone's wall-clock time (src/common/local-time.ts).
+   */
   cron: string;
+  /** The IANA zone the cron's times are in (`UTC` by default). */
+  timezone: string;
   params: JsonObject;
 }
