@@ -18,6 +18,7 @@ import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
 import { runListPage, single, workflowParam } from "./http/run-list.ts";
+import { schedulesOf } from "./http/schedules.ts";
 import { decodeParams } from "./http/triggers/body.ts";
 import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
 import { invokeResponse } from "./http/triggers/response.ts";
@@ -249,6 +250,12 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
     });
   }
   return c.json({ delivered: 0, kept: true, ...canceled }, 202);
+});
+
+/** The workflow's schedule entries and their next fire times; no credentials, like the front page. */
+app.get("/workflows/:workflow/schedules", (c) => {
+  const { wf } = invocable(c.req.param("workflow"), "");
+  return c.json(schedulesOf(wf, new URL(c.req.url).searchParams, Date.now()));
 });
 
 /** 404 `unknown_signal`: no wait declares the name (a typo is refused, never kept). */

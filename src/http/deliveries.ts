@@ -15,7 +15,7 @@ import type { PublicDelivery } from "../run/deliveries.ts";
 import type { DeliveryState } from "../run/delivery-rules.ts";
 import { type DeliveryFilter, type ListedRun, listRuns, type Position } from "../run/listing.ts";
 import { runStub } from "../run/run-rpc.ts";
-import { bad, base64url, checksum, fromBase64url, parseLimit, single } from "./run-list.ts";
+import { bad, base64url, checksum, fromBase64url, parseDateTime, parseLimit, single } from "./run-list.ts";
 
 const STATES: readonly DeliveryState[] = ["pending", "delivered", "failed"];
 const CURSOR_DOMAIN = "delivery-list-cursor";
@@ -37,10 +37,7 @@ export function parseState(raw: string | null): DeliveryState | null {
 /** `since`: an RFC 3339 date-time (`2026-11-25T10:00:00Z`); epoch ms. */
 export function parseSince(raw: string | null): number {
   if (raw === null) throw bad("since is required (an RFC 3339 date-time, e.g. 2026-11-25T10:00:00Z)");
-  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
-  const t = ok ? Date.parse(raw) : Number.NaN;
-  if (Number.isNaN(t)) throw bad("since must be an RFC 3339 date-time, e.g. 2026-11-25T10:00:00Z");
-  return t;
+  return parseDateTime("since", raw);
 }
 
 async function encodeCursor(workflow: string, state: DeliveryState | null, c: Cursor): Promise<string> {

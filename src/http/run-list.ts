@@ -41,6 +41,14 @@ export function single(query: URLSearchParams, name: string): string | null {
   return all[0] ?? null;
 }
 
+/** An RFC 3339 date-time (`2026-11-25T10:00:00Z`) given as query parameter `name`, as epoch ms. */
+export function parseDateTime(name: string, raw: string): number {
+  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
+  const t = ok ? Date.parse(raw) : Number.NaN;
+  if (Number.isNaN(t)) throw bad(`${name} must be an RFC 3339 date-time, e.g. 2026-11-25T10:00:00Z`);
+  return t;
+}
+
 /** The `workflow` parameter: required, and given once (a second one could name another workflow). */
 export function workflowParam(query: URLSearchParams): string {
   const name = single(query, "workflow");

@@ -268,6 +268,35 @@ export function addSharedRoutes(
       },
     },
   };
+  paths["/workflows/{name}/schedules"] = {
+    get: {
+      operationId: "listSchedules",
+      summary: "A workflow's schedule entries and their next fire times",
+      tags: ["operations"],
+      security: [{}],
+      parameters: [
+        { name: "name", in: "path", required: true, schema: { type: "string", enum: names } },
+        {
+          name: "from",
+          in: "query",
+          required: false,
+          description: "Fire times after this RFC 3339 date-time (default: now).",
+          schema: { type: "string", format: "date-time" },
+        },
+        {
+          name: "count",
+          in: "query",
+          required: false,
+          schema: { type: "integer", minimum: 1, maximum: 50, default: 5 },
+        },
+      ],
+      responses: {
+        "200": json("Each entry, in file order, with its next `count` fire times in UTC.", ref("Schedules")),
+        "400": problem("`invalid_query`: a bad `from` or `count`."),
+        "404": problem("`workflow_not_found`."),
+      },
+    },
+  };
   paths["/"] = {
     get: {
       operationId: "frontPage",
