@@ -11,8 +11,10 @@
  * workflow and the state filter, with a checksum (as the run listing's: run-list.ts).
  */
 
+import type { CompiledWorkflow } from "../bundle.ts";
 import type { PublicDelivery } from "../run/deliveries.ts";
 import type { DeliveryState } from "../run/delivery-rules.ts";
+import { parseRunId, residencyOf } from "../run/jurisdiction.ts";
 import { type DeliveryFilter, type ListedRun, listRuns, type Position } from "../run/listing.ts";
 import { runStub } from "../run/run-rpc.ts";
 import { bad, base64url, checksum, fromBase64url, parseDateTime, parseLimit, single } from "./run-list.ts";
@@ -65,7 +67,7 @@ async function decodeCursor(raw: string, workflow: string, state: DeliveryState 
   const at =
     t === null && i === null
       ? null
-      : typeof t === "number" && Number.isSafeInteger(t) && typeof i === "string" && /^[0-9a-f]{64}$/.test(i)
+      : typeof t === "number" && Number.isSafeInteger(t) && typeof i === "string" && parseRunId(i) !== null
         ? { t, id: i }
         : undefined;
   if (at === undefined || typeof k !== "number" || !Number.isSafeInteger(k) || k < 0) throw invalid;
@@ -91,9 +93,11 @@ const positionOf = (run: ListedRun): Position => ({ t: Date.parse(run.created_at
 /** `GET /deliveries?workflow=NAME[&state=S][&limit=N][&cursor=C]`. */
 export async function deliveryListPage(
   env: Env,
-  workflow: string,
+  wf: CompiledWorkflow,
   query: URLSearchParams,
 ): Promise<{ deliveries: PublicDelivery[]; next_cursor: string | null }> {
+  const workflow = wf.name;
+  const residency = residencyOf(wf);
   const limit = parseLimit(single(query, "limit"));
   const state = parseState(single(query, "state"));
   const raw = single(query, "cursor");
@@ -102,7 +106,14 @@ export async function deliveryListPage(
   const out: PublicDelivery[] = [];
   let { at, skip } = cursor;
   for (let pages = 0; pages < MAX_LISTING_PAGES; pages++) {
-    const page = await listRuns(env, { workflow, status: null, limit, after: at, deliveries: filter });
+    const page = await listRuns(env, {
+      workflow,
+      residency,
+      status: null,
+      limit,
+      after: at,
+      deliveries: filter,
+    });
     const each = await Promise.all(page.runs.map((r) => deliveriesOf(env, r, state)));
     for (const [n, run] of page.runs.entries()) {
       const mine = (each[n] as PublicDelivery[]).slice(skip);
@@ -132,11 +143,20 @@ export async function deliveryListPage(
 }
 
 /** `POST /deliveries/recover?workflow=NAME&since=T`: each failed delivery created at or after T once more. */
-export async function recoverDeliveries(env: Env, workflow: string, since: number): Promise<number> {
+export async function recoverDeliveries(env: Env, wf: CompiledWorkflow, since: number): Promise<number> {
+  const workflow = wf.name;
+  const residency = residencyOf(wf);
   let recovered = 0;
   let at: Position | null = null;
   for (;;) {
-    const page = await listRuns(env, { workflow, status: null, limit: 100, after: at, deliveries: "failed" });
+    const page = await listRuns(env, {
+      workflow,
+      residency,
+      status: null,
+      limit: 100,
+      after: at,
+      deliveries: "failed",
+    });
     // A run finished before `since` made its deliveries before it (approval requests, its notifications).
     const candidates = page.runs.filter((r) => r.finished_at === null || Date.parse(r.finished_at) >= since);
     const counts = await Promise.all(

@@ -3,7 +3,7 @@
  * cancel, re-run, signal, approve, list) and the front page and health check. They are described
  * once here, with the run routes accepting the credentials of whichever workflow a run belongs to.
  */
-import type { JsonObject } from "../bundle.ts";
+import { type JsonObject, RUN_ID_PATTERN } from "../bundle.ts";
 import { json, problem, ref } from "./components.ts";
 import { PREFER_WAIT } from "./invoke-operations.ts";
 
@@ -34,8 +34,9 @@ export const RUN_ID = {
   name: "run_id",
   in: "path",
   required: true,
-  description: "The run id returned by the invoke (64 hex digits).",
-  schema: { type: "string", pattern: "^[0-9a-f]{64}$" },
+  description:
+    "The run id returned by the invoke: 64 hex digits, after the workflow's jurisdiction and a `-` when it has a `residency` (`eu-…`).",
+  schema: { type: "string", pattern: RUN_ID_PATTERN },
 };
 
 /** Who may read a workflow's runs: its own credentials, the admin token, none for a public one. */
