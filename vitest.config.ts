@@ -97,6 +97,9 @@ export default defineConfig({
                 PUBLIC_URL: "https://flows.example.com/some/path",
                 // Listing shards write their batches after this long (docs/operations.md; 8 s deployed).
                 LISTING_FLUSH_MS: "300",
+                // After-answer effects at once: a Durable Object timer that fires after its test
+                // file ended and then makes an RPC hangs the pool (docs/decisions.md).
+                AFTER_ANSWER_MS: "0",
                 ...inject<Record<string, string>>("testSecrets"),
               },
             },
