@@ -174,7 +174,7 @@ export function firesAt(entry: LocalCron, t: number): boolean {
 
 /** Enough wall-clock time past a firing that no earlier instant can still come (a repeated hour, a shift). */
 const SETTLE_MS = 3 * HOUR;
-/** A bound on the wall-clock times looked at for one answer (an entry firing every minute, 50 times, needs ~60). */
+/** A bound on the wall-clock times looked at for one answer (every minute, 50 times: about 230, three hours past them). */
 const MAX_STEPS = 100_000;
 
 /** The next `count` instants after `from` (epoch ms, ascending) at which the entry fires. */
@@ -202,13 +202,30 @@ export function nextFires(entry: LocalCron, from: number, count: number): number
 /** How far ahead the build looks at a zone's offsets and clock changes. */
 const HORIZON_MS = 3 * 366 * DAY;
 
-/** The zone's offsets between `from` and the horizon, and its forward clock changes (gaps). */
-function zoneChanges(
-  timezone: string,
-  from: number,
-): { offsets: Set<number>; gaps: Array<{ at: number; before: number; after: number }> } {
+interface ZoneChanges {
+  offsets: Set<number>;
+  /** Forward changes: at instant `at` the offset goes from `before` to `after`. */
+  gaps: Array<{ at: number; before: number; after: number }>;
+}
+
+/** One build asks once per zone and day (a project's entries often share a zone). */
+const changesSeen = new Map<string, ZoneChanges>();
+
+/** The zone's offsets from the day of `from` to the horizon, and its forward clock changes (gaps). */
+function zoneChanges(timezone: string, from: number): ZoneChanges {
+  const day = Math.floor(from / DAY) * DAY;
+  const key = `${timezone}@${day}`;
+  let changes = changesSeen.get(key);
+  if (!changes) {
+    changes = scanZone(timezone, day);
+    changesSeen.set(key, changes);
+  }
+  return changes;
+}
+
+function scanZone(timezone: string, from: number): ZoneChanges {
   const offsets = new Set<number>();
-  const gaps: Array<{ at: number; before: number; after: number }> = [];
+  const gaps: ZoneChanges["gaps"] = [];
   const stepMs = 6 * HOUR;
   let prev = offsetAt(from, timezone);
   offsets.add(prev);
