@@ -32,6 +32,7 @@ commands:
   deliveries list --workflow NAME [--state S] [--limit N] [--all]
   deliveries retry ID
   deliveries recover --workflow NAME --since T
+  schedules NAME [--from T] [--count N]   the next fire times of NAME's schedule entries
   validate | build                 the project's npm scripts
   test [FILE|DIR]...               the workflow tests (npm run test:workflows)
   init NAME                        writes workflows/NAME.workflow.yaml and its test
@@ -64,6 +65,30 @@ function splitWait(argv: string[]): { argv: string[]; wait: number | null } {
 }
 
 /** `--data JSON` or `--data @FILE`: a JSON object. */
+interface Schedule {
+  cron: string;
+  timezone: string;
+  next: string[];
+}
+
+/** One row per fire time: UTC as the API says it, and the wall clock of the entry's zone. */
+function schedulesTable(schedules: Schedule[]): string {
+  if (schedules.length === 0) return "no schedule";
+  const rows = [["CRON", "TIMEZONE", "NEXT (UTC)", "LOCAL"]];
+  for (const s of schedules) {
+    const local = new Intl.DateTimeFormat("sv-SE", {
+      timeZone: s.timezone,
+      dateStyle: "short",
+      timeStyle: "short",
+    });
+    if (s.next.length === 0) rows.push([s.cron, s.timezone, "-", ""]);
+    s.next.forEach((t, i) => {
+      rows.push([i === 0 ? s.cron : "", i === 0 ? s.timezone : "", t, local.format(new Date(t))]);
+    });
+  }
+  return table(rows);
+}
+
 function readData(raw: string | undefined): unknown {
   if (raw === undefined) return {};
   let text = raw;
@@ -285,6 +310,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         comment: { type: "string" },
         state: { type: "string" },
         since: { type: "string" },
+        count: { type: "string" },
       },
     });
     json = values.json === true;
@@ -313,6 +339,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       reject: ["comment"],
       signal: ["data"],
       deliveries: ["workflow", "state", "since", "limit", "all"],
+      schedules: ["from", "count"],
     };
     const global = new Set(["url", "token", "header", "json", "help"]);
     for (const k of Object.keys(values)) {
@@ -383,6 +410,16 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         out.print(
           json ? JSON.stringify(r, null, 2) : r.delivered ? `delivered to ${r.step}` : "kept for the wait",
         );
+        return 0;
+      }
+      case "schedules": {
+        const [name] = need(args, 1, "workflow NAME");
+        const query = new URLSearchParams();
+        if (values.from) query.set("from", String(values.from));
+        if (values.count) query.set("count", String(values.count));
+        const path = `/workflows/${encodeURIComponent(name as string)}/schedules${query.size > 0 ? `?${query}` : ""}`;
+        const body = (await request(conn, "GET", path)).body as { schedules: Schedule[] };
+        out.print(json ? JSON.stringify(body, null, 2) : schedulesTable(body.schedules));
         return 0;
       }
       case "validate":

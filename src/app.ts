@@ -18,6 +18,7 @@ import { unmatched } from "./http/methods.ts";
 import { HttpProblem } from "./http/problem.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
 import { runListPage, single, workflowParam } from "./http/run-list.ts";
+import { schedulesOf } from "./http/schedules.ts";
 import { decodeParams } from "./http/triggers/body.ts";
 import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
 import { invokeResponse } from "./http/triggers/response.ts";
@@ -25,6 +26,7 @@ import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { deliveryRunId } from "./run/deliveries.ts";
 import { flowKeyName } from "./run/flow-key-rpc.ts";
+import { residencyOf } from "./run/jurisdiction.ts";
 import { forgetRun } from "./run/listing.ts";
 import { RunRefusal } from "./run/refusal.ts";
 import { type Deployed, rerun, rerunMany } from "./run/reruns.ts";
@@ -168,7 +170,7 @@ app.post("/runs/rerun", async (c) => {
   const query = new URL(c.req.url).searchParams;
   const { wf } = invocable(workflowParam(query), "");
   await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
-  const q = await readBulkRerun(wf.name, query);
+  const q = await readBulkRerun(wf, query);
   const done = await rerunMany(c.env, deployed, q, new URL(c.req.url).origin);
   return c.json({ runs: done.runs, next_cursor: await bulkCursor(q, done.next) });
 });
@@ -236,12 +238,14 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   // cancel_on first (docs/triggers.md): the runs of that key active now are canceled; a run that
   // also waits for the signal ends canceled rather than taking it.
   const keyObjects = new Set(cancels.map((x) => flowKeyName(wf.name, x.key ? urlKey : "")));
-  const canceledRuns = (await Promise.all([...keyObjects].map((n) => flowKeyStub(c.env, n).cancelFor(name))))
+  const canceledRuns = (
+    await Promise.all([...keyObjects].map((n) => flowKeyStub(c.env, residencyOf(wf), n).cancelFor(name)))
+  )
     .flat()
     .sort();
   const canceled = cancels.length > 0 ? { canceled: canceledRuns.length, canceled_runs: canceledRuns } : {};
   if (!waits) return c.json({ delivered: 0, runs: [], ...canceled });
-  const result = await signalKeyStub(c.env, wf.name, name, urlKey).send(body, name, urlKey);
+  const result = await signalKeyStub(c.env, residencyOf(wf), wf.name, name, urlKey).send(body, name, urlKey);
   if (result.outcome === "delivered")
     return c.json({ delivered: result.runs.length, runs: result.runs, ...canceled });
   if (canceledRuns.length > 0) return c.json({ delivered: 0, runs: [], ...canceled });
@@ -251,6 +255,12 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
     });
   }
   return c.json({ delivered: 0, kept: true, ...canceled }, 202);
+});
+
+/** The workflow's schedule entries and their next fire times; no credentials, like the front page. */
+app.get("/workflows/:workflow/schedules", (c) => {
+  const { wf } = invocable(c.req.param("workflow"), "");
+  return c.json(schedulesOf(wf, new URL(c.req.url).searchParams, Date.now()));
 });
 
 /** 404 `unknown_signal`: no wait declares the name (a typo is refused, never kept). */
@@ -348,7 +358,7 @@ app.get("/runs", async (c) => {
   const query = new URL(c.req.url).searchParams;
   const { wf } = invocable(workflowParam(query), "");
   await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
-  return c.json(await runListPage(c.env, wf.name, query));
+  return c.json(await runListPage(c.env, wf, query));
 });
 
 /** A workflow's deliveries (docs/http-api.md, "Deliveries"), for whoever holds its credentials. */
@@ -356,7 +366,7 @@ app.get("/deliveries", async (c) => {
   const query = new URL(c.req.url).searchParams;
   const { wf } = invocable(workflowParam(query), "");
   await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
-  return c.json(await deliveryListPage(c.env, wf.name, query));
+  return c.json(await deliveryListPage(c.env, wf, query));
 });
 
 app.post("/deliveries/recover", async (c) => {
@@ -364,7 +374,7 @@ app.post("/deliveries/recover", async (c) => {
   const { wf } = invocable(workflowParam(query), "");
   await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
   const since = parseSince(single(query, "since"));
-  return c.json({ recovered: await recoverDeliveries(c.env, wf.name, since) });
+  return c.json({ recovered: await recoverDeliveries(c.env, wf, since) });
 });
 
 app.post("/deliveries/:id/retry", async (c) => {

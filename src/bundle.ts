@@ -70,7 +70,22 @@ export interface CompiledWorkflow {
    * answer keeps no record of its own (still listed; `GET /runs/{id}` is 410 `run_not_kept`).
    */
   history?: "failures";
+  /**
+   * `residency` (root workflows; docs/operations.md, "Jurisdictions"): every Durable Object that
+   * holds the runs' data is created in this jurisdiction. Absent: none.
+   */
+  residency?: Residency;
 }
+
+/** The Durable Object jurisdictions a workflow's runs can be kept in (`residency`). */
+export const RESIDENCIES = ["eu", "us", "fedramp", "fedramp-high"] as const;
+export type Residency = (typeof RESIDENCIES)[number];
+
+/**
+ * A run id: its object's 64 hex digits, after its jurisdiction and a `-` when it has one
+ * (`eu-…`: src/run/jurisdiction.ts). Groups: the jurisdiction, the hex id.
+ */
+export const RUN_ID_PATTERN = `^(?:(${RESIDENCIES.join("|")})-)?([0-9a-f]{64})$`;
 
 /** One `notify:` entry: a POST to `url` after a run ends in one of `on`. */
 export interface CompiledNotify {
@@ -182,7 +197,12 @@ export interface CompiledRateLimit {
 }
 
 export interface CompiledSchedule {
-  /** Exactly as in wrangler.toml `[triggers] crons` (the event's `cron` is compared to it). */
+  /**
+   * In UTC: exactly as in wrangler.toml `[triggers] crons` (the event's `cron` is compared to it).
+   * In another zone: read against that zone's wall-clock time (src/common/local-time.ts).
+   */
   cron: string;
+  /** The IANA zone the cron's times are in (`UTC` by default). */
+  timezone: string;
   params: JsonObject;
 }

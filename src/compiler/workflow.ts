@@ -13,6 +13,7 @@ import {
   type EnvDecl,
   type ForEach,
   type JsonSchema,
+  RESIDENCIES,
   type RetryPolicy,
   STEP_KIND_TRAITS,
   type Template,
@@ -91,6 +92,14 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
 
   if (d.history === "failures" && !ctx.invocable) {
     err(["history"], "`history` is for invocable workflows (a sub-workflow's run is its caller's)", "key");
+  }
+  const residency = RESIDENCIES.find((r) => r === d.residency);
+  if (d.residency !== undefined && !ctx.invocable) {
+    err(
+      ["residency"],
+      "`residency` is for invocable workflows (a sub-workflow runs in its caller's run, in the caller's jurisdiction)",
+      "key",
+    );
   }
 
   // ---- env ---------------------------------------------------------------------------------
@@ -407,6 +416,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     steps: compiled,
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),
     ...(d.history === "failures" && ctx.invocable ? { history: "failures" as const } : {}),
+    ...(residency && ctx.invocable ? { residency } : {}),
   };
 }
 

@@ -69,9 +69,9 @@ function readWranglerConfig(abs: string, display: string, sink: DiagnosticSink):
   return facts;
 }
 
-/** The `crons = [...]` line with `cron` added, for an error message. */
-export function cronsLine(facts: WranglerFacts, cron: string): string {
-  return `crons = ${JSON.stringify([...facts.crons, cron]).replace(/","/g, '", "')}`;
+/** The `crons = [...]` line with `crons` added, for an error message. */
+export function cronsLine(facts: WranglerFacts, crons: string[]): string {
+  return `crons = ${JSON.stringify([...facts.crons, ...crons]).replace(/","/g, '", "')}`;
 }
 
 /** The `[[ratelimits]]` block declaring `name`, for an error message. */

@@ -11,11 +11,13 @@
  * workflow and the state filter, with a checksum (as the run listing's: run-list.ts).
  */
 
+import type { CompiledWorkflow } from "../bundle.ts";
 import type { PublicDelivery } from "../run/deliveries.ts";
 import type { DeliveryState } from "../run/delivery-rules.ts";
+import { parseRunId, residencyOf } from "../run/jurisdiction.ts";
 import { type DeliveryFilter, type ListedRun, listRuns, type Position } from "../run/listing.ts";
 import { runStub } from "../run/run-rpc.ts";
-import { bad, base64url, checksum, fromBase64url, parseLimit, single } from "./run-list.ts";
+import { bad, base64url, checksum, fromBase64url, parseDateTime, parseLimit, single } from "./run-list.ts";
 
 const STATES: readonly DeliveryState[] = ["pending", "delivered", "failed"];
 const CURSOR_DOMAIN = "delivery-list-cursor";
@@ -37,10 +39,7 @@ export function parseState(raw: string | null): DeliveryState | null {
 /** `since`: an RFC 3339 date-time (`2026-11-25T10:00:00Z`); epoch ms. */
 export function parseSince(raw: string | null): number {
   if (raw === null) throw bad("since is required (an RFC 3339 date-time, e.g. 2026-11-25T10:00:00Z)");
-  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
-  const t = ok ? Date.parse(raw) : Number.NaN;
-  if (Number.isNaN(t)) throw bad("since must be an RFC 3339 date-time, e.g. 2026-11-25T10:00:00Z");
-  return t;
+  return parseDateTime("since", raw);
 }
 
 async function encodeCursor(workflow: string, state: DeliveryState | null, c: Cursor): Promise<string> {
@@ -68,7 +67,7 @@ async function decodeCursor(raw: string, workflow: string, state: DeliveryState 
   const at =
     t === null && i === null
       ? null
-      : typeof t === "number" && Number.isSafeInteger(t) && typeof i === "string" && /^[0-9a-f]{64}$/.test(i)
+      : typeof t === "number" && Number.isSafeInteger(t) && typeof i === "string" && parseRunId(i) !== null
         ? { t, id: i }
         : undefined;
   if (at === undefined || typeof k !== "number" || !Number.isSafeInteger(k) || k < 0) throw invalid;
@@ -94,9 +93,11 @@ const positionOf = (run: ListedRun): Position => ({ t: Date.parse(run.created_at
 /** `GET /deliveries?workflow=NAME[&state=S][&limit=N][&cursor=C]`. */
 export async function deliveryListPage(
   env: Env,
-  workflow: string,
+  wf: CompiledWorkflow,
   query: URLSearchParams,
 ): Promise<{ deliveries: PublicDelivery[]; next_cursor: string | null }> {
+  const workflow = wf.name;
+  const residency = residencyOf(wf);
   const limit = parseLimit(single(query, "limit"));
   const state = parseState(single(query, "state"));
   const raw = single(query, "cursor");
@@ -105,7 +106,14 @@ export async function deliveryListPage(
   const out: PublicDelivery[] = [];
   let { at, skip } = cursor;
   for (let pages = 0; pages < MAX_LISTING_PAGES; pages++) {
-    const page = await listRuns(env, { workflow, status: null, limit, after: at, deliveries: filter });
+    const page = await listRuns(env, {
+      workflow,
+      residency,
+      status: null,
+      limit,
+      after: at,
+      deliveries: filter,
+    });
     const each = await Promise.all(page.runs.map((r) => deliveriesOf(env, r, state)));
     for (const [n, run] of page.runs.entries()) {
       const mine = (each[n] as PublicDelivery[]).slice(skip);
@@ -135,11 +143,20 @@ export async function deliveryListPage(
 }
 
 /** `POST /deliveries/recover?workflow=NAME&since=T`: each failed delivery created at or after T once more. */
-export async function recoverDeliveries(env: Env, workflow: string, since: number): Promise<number> {
+export async function recoverDeliveries(env: Env, wf: CompiledWorkflow, since: number): Promise<number> {
+  const workflow = wf.name;
+  const residency = residencyOf(wf);
   let recovered = 0;
   let at: Position | null = null;
   for (;;) {
-    const page = await listRuns(env, { workflow, status: null, limit: 100, after: at, deliveries: "failed" });
+    const page = await listRuns(env, {
+      workflow,
+      residency,
+      status: null,
+      limit: 100,
+      after: at,
+      deliveries: "failed",
+    });
     // A run finished before `since` made its deliveries before it (approval requests, its notifications).
     const candidates = page.runs.filter((r) => r.finished_at === null || Date.parse(r.finished_at) >= since);
     const counts = await Promise.all(

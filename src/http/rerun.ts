@@ -3,8 +3,9 @@
  * `POST /runs/{id}/rerun` and the query of the bulk `POST /runs/rerun?workflow=…`, parsed and
  * checked; the run layer (src/run/reruns.ts) does the re-running.
  */
-import type { JsonObject } from "../bundle.ts";
+import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
 import type { RunStatus } from "../engine/types.ts";
+import { residencyOf } from "../run/jurisdiction.ts";
 import type { Position } from "../run/listing.ts";
 import { type BulkRerun, RERUNNABLE, type RerunRequest } from "../run/reruns.ts";
 import { readObjectBody } from "./body.ts";
@@ -43,7 +44,8 @@ export async function readRerunRequest(req: Request): Promise<RerunRequest> {
  * The query of `POST /runs/rerun?workflow=NAME&status=failed[&since=T][&limit=N][&cursor=C][&definition=current]`
  * (400 `invalid_query` for a bad value).
  */
-export async function readBulkRerun(workflow: string, query: URLSearchParams): Promise<BulkRerun> {
+export async function readBulkRerun(wf: CompiledWorkflow, query: URLSearchParams): Promise<BulkRerun> {
+  const workflow = wf.name;
   const one = (name: string) => single(query, name);
   const status = (one("status") ?? "failed") as RunStatus;
   if (!RERUNNABLE.includes(status)) {
@@ -61,7 +63,7 @@ export async function readBulkRerun(workflow: string, query: URLSearchParams): P
   const limit = parseLimit(one("limit"));
   const rawCursor = one("cursor");
   const after: Position | null = rawCursor === null ? null : await decodeCursor(rawCursor, workflow, status);
-  return { workflow, status, since, definition, limit, after };
+  return { workflow, residency: residencyOf(wf), status, since, definition, limit, after };
 }
 
 /** The bulk re-run's cursor for the next page. */

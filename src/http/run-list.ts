@@ -9,7 +9,9 @@
  * edited or foreign cursor is refused instead of silently listing from somewhere else. It is a
  * position, not a credential: the caller's access was checked before.
  */
+import type { CompiledWorkflow } from "../bundle.ts";
 import type { RunStatus } from "../engine/types.ts";
+import { parseRunId, residencyOf } from "../run/jurisdiction.ts";
 import { type ListedRun, listRuns, type Position } from "../run/listing.ts";
 import { HttpProblem } from "./problem.ts";
 
@@ -39,6 +41,14 @@ export function single(query: URLSearchParams, name: string): string | null {
   const all = query.getAll(name);
   if (all.length > 1) throw bad(`${name} is given ${all.length} times`);
   return all[0] ?? null;
+}
+
+/** An RFC 3339 date-time (`2026-11-25T10:00:00Z`) given as query parameter `name`, as epoch ms. */
+export function parseDateTime(name: string, raw: string): number {
+  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
+  const t = ok ? Date.parse(raw) : Number.NaN;
+  if (Number.isNaN(t)) throw bad(`${name} must be an RFC 3339 date-time, e.g. 2026-11-25T10:00:00Z`);
+  return t;
 }
 
 /** The `workflow` parameter: required, and given once (a second one could name another workflow). */
@@ -121,7 +131,7 @@ export async function decodeCursor(
     !Number.isSafeInteger(t) ||
     t < 0 ||
     typeof id !== "string" ||
-    !/^(?:[0-9a-f]{64})?$/.test(id)
+    (id !== "" && parseRunId(id) === null)
   ) {
     throw invalid;
   }
@@ -131,12 +141,17 @@ export async function decodeCursor(
 }
 
 /** One page of `workflow`'s runs for the query string of GET /runs. */
-export async function runListPage(env: Env, workflow: string, query: URLSearchParams): Promise<RunListBody> {
+export async function runListPage(
+  env: Env,
+  wf: CompiledWorkflow,
+  query: URLSearchParams,
+): Promise<RunListBody> {
+  const workflow = wf.name;
   const limit = parseLimit(single(query, "limit"));
   const status = parseStatus(single(query, "status"));
   const rawCursor = single(query, "cursor");
   const after = rawCursor === null ? null : await decodeCursor(rawCursor, workflow, status);
-  const page = await listRuns(env, { workflow, status, limit, after });
+  const page = await listRuns(env, { workflow, residency: residencyOf(wf), status, limit, after });
   return {
     runs: page.runs,
     next_cursor: page.next ? await encodeCursor(workflow, status, page.next) : null,

@@ -3,7 +3,7 @@
  * cancel, re-run, signal, approve, list) and the front page and health check. They are described
  * once here, with the run routes accepting the credentials of whichever workflow a run belongs to.
  */
-import type { JsonObject } from "../bundle.ts";
+import { type JsonObject, RUN_ID_PATTERN } from "../bundle.ts";
 import { json, problem, ref } from "./components.ts";
 import { PREFER_WAIT } from "./invoke-operations.ts";
 
@@ -34,8 +34,9 @@ export const RUN_ID = {
   name: "run_id",
   in: "path",
   required: true,
-  description: "The run id returned by the invoke (64 hex digits).",
-  schema: { type: "string", pattern: "^[0-9a-f]{64}$" },
+  description:
+    "The run id returned by the invoke: 64 hex digits, after the workflow's jurisdiction and a `-` when it has a `residency` (`eu-…`).",
+  schema: { type: "string", pattern: RUN_ID_PATTERN },
 };
 
 /** Who may read a workflow's runs: its own credentials, the admin token, none for a public one. */
@@ -265,6 +266,35 @@ export function addSharedRoutes(
         "401": problem("`unauthorized`."),
         "404": problem("`workflow_not_found`."),
         "500": problem("`server_misconfigured` (a secret is unset or too short) or `internal_error`."),
+      },
+    },
+  };
+  paths["/workflows/{name}/schedules"] = {
+    get: {
+      operationId: "listSchedules",
+      summary: "A workflow's schedule entries and their next fire times",
+      tags: ["operations"],
+      security: [{}],
+      parameters: [
+        { name: "name", in: "path", required: true, schema: { type: "string", enum: names } },
+        {
+          name: "from",
+          in: "query",
+          required: false,
+          description: "Fire times after this RFC 3339 date-time (default: now).",
+          schema: { type: "string", format: "date-time" },
+        },
+        {
+          name: "count",
+          in: "query",
+          required: false,
+          schema: { type: "integer", minimum: 1, maximum: 50, default: 5 },
+        },
+      ],
+      responses: {
+        "200": json("Each entry, in file order, with its next `count` fire times in UTC.", ref("Schedules")),
+        "400": problem("`invalid_query`: a bad `from` or `count`."),
+        "404": problem("`workflow_not_found`."),
       },
     },
   };

@@ -35,6 +35,7 @@ import {
   isDue,
   newDelivery,
 } from "./delivery-rules.ts";
+import { parseRunId } from "./jurisdiction.ts";
 import type { RunDoc } from "./run-doc.ts";
 import type { RunStore } from "./run-store.ts";
 
@@ -140,7 +141,8 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
 
 /** The run a delivery id belongs to (null: not one of ours). */
 export function deliveryRunId(id: string): string | null {
-  return /^msg_([0-9a-f]{64})_/.exec(id)?.[1] ?? null;
+  const runId = /^msg_((?:[a-z-]+-)?[0-9a-f]{64})_/.exec(id)?.[1];
+  return runId !== undefined && parseRunId(runId) ? runId : null;
 }
 
 /** The one sender: a POST of the target's body, signed when the target signs, within ATTEMPT_TIMEOUT_MS. */

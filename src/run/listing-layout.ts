@@ -3,6 +3,8 @@
  * creation time and one of SHARDS_PER_BUCKET shards by a hash of its run id, and how long those
  * objects live. Pure arithmetic, shared by the listing, the run object and the bench.
  */
+import type { Residency } from "../bundle.ts";
+import { residencyOfRun } from "./jurisdiction.ts";
 
 export const BUCKET_MS = 3_600_000;
 export const SHARDS_PER_BUCKET = 32;
@@ -28,11 +30,13 @@ export function flushWindowMs(env: object): number {
 export const MAX_RUN_MS = 86_400_000 + 3_600_000;
 export const DEFAULT_RETENTION_S = 7 * 24 * 3600;
 
-/** Which shard object of which bucket holds a run: its (workflow, bucket, shard). */
+/** Which shard object of which bucket holds a run: its (workflow, bucket, shard), in its jurisdiction. */
 export interface ShardRef {
   workflow: string;
   bucket: number;
   shard: number;
+  /** The runs' jurisdiction (absent or null: none). */
+  residency?: Residency | null;
 }
 
 export function retentionMs(env: { RUN_RETENTION_S?: string }): number {
@@ -56,5 +60,6 @@ export function shardOf(runId: string): number {
 }
 
 export function placeRun(workflow: string, runId: string, createdMs: number): ShardRef {
-  return { workflow, bucket: Math.floor(createdMs / BUCKET_MS), shard: shardOf(runId) };
+  const bucket = Math.floor(createdMs / BUCKET_MS);
+  return { workflow, bucket, shard: shardOf(runId), residency: residencyOfRun(runId) };
 }

@@ -370,7 +370,11 @@ export class ListingShard {
 
   private async registerShard(ref: ShardRef): Promise<void> {
     const expires = bucketExpiresMs(ref.bucket, retentionMs(this.env));
-    await directoryStub(this.env, ref.workflow).register(ref.bucket, ref.shard, expires);
+    await directoryStub(this.env, ref.workflow, ref.residency ?? null).register(
+      ref.bucket,
+      ref.shard,
+      expires,
+    );
     this.ctx.storage.kv.put(REGISTERED_KEY, true);
     await this.ctx.storage.setAlarm(expires);
     this.registered = true;

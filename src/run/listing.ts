@@ -16,7 +16,9 @@
  * storage is deleted (finished + RUN_RETENTION_S); a shard deletes itself when the last run it
  * can hold has expired.
  */
+import type { Residency } from "../bundle.ts";
 import type { RunStatus } from "../engine/types.ts";
+import { namedStub } from "./jurisdiction.ts";
 import { BUCKET_MS, MAX_SHARD_READS, placeRun, retentionMs, type ShardRef } from "./listing-layout.ts";
 
 /** What the listing shows of a run (the shape of `GET /runs` items). */
@@ -38,6 +40,8 @@ export interface Position {
 
 export interface ListQuery {
   workflow: string;
+  /** The workflow's jurisdiction: where its listing objects are (jurisdiction.ts). */
+  residency: Residency | null;
   status: RunStatus | null;
   limit: number;
   /** Continue after this position (from a cursor); null for the newest runs. */
@@ -84,14 +88,16 @@ export interface DirectoryRpc {
   shards(maxBucket: number, now: number): Promise<Array<{ bucket: number; shard: number }>>;
 }
 
+/** A shard, in its runs' jurisdiction. */
 function shardStub(env: Env, ref: ShardRef): ShardRpc {
   // Workflow names never contain a newline, so these names cannot collide with a directory's.
   const name = `${ref.workflow}\n${ref.bucket}\n${ref.shard}`;
-  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(name)) as unknown as ShardRpc;
+  return namedStub(env.RUN_INDEX, ref.residency ?? null, name);
 }
 
-export function directoryStub(env: Env, workflow: string): DirectoryRpc {
-  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(workflow)) as unknown as DirectoryRpc;
+/** The workflow's directory of shards, in its runs' jurisdiction. */
+export function directoryStub(env: Env, workflow: string, residency: Residency | null): DirectoryRpc {
+  return namedStub(env.RUN_INDEX, residency, workflow);
 }
 
 function rowOf(run: ListedRun): IndexRow {
@@ -156,7 +162,7 @@ export async function listRuns(env: Env, q: ListQuery): Promise<ListPage> {
   const maxBucket = q.after
     ? Math.floor((q.after.id === "" ? q.after.t - 1 : q.after.t) / BUCKET_MS)
     : Number.MAX_SAFE_INTEGER;
-  const shards = await directoryStub(env, q.workflow).shards(maxBucket, now);
+  const shards = await directoryStub(env, q.workflow, q.residency).shards(maxBucket, now);
   const buckets = new Map<number, number[]>();
   for (const s of shards) buckets.set(s.bucket, [...(buckets.get(s.bucket) ?? []), s.shard]);
   const order = [...buckets.keys()].sort((a, b) => b - a);
@@ -171,7 +177,7 @@ export async function listRuns(env: Env, q: ListQuery): Promise<ListPage> {
     reads += members.length;
     const pages = await Promise.all(
       members.map((shard) =>
-        shardStub(env, { workflow: q.workflow, bucket, shard }).page(
+        shardStub(env, { workflow: q.workflow, bucket, shard, residency: q.residency }).page(
           q.after,
           q.status,
           q.limit + 1,

@@ -6,8 +6,9 @@
  * once) and the new run starts in its own object with the reused records. Refusals are
  * RunRefusal codes; the HTTP face parses requests and answers.
  */
-import type { Bundle, CompiledWorkflow, JsonObject } from "../bundle.ts";
+import type { Bundle, CompiledWorkflow, JsonObject, Residency } from "../bundle.ts";
 import type { RunStatus } from "../engine/types.ts";
+import { placed, residencyOf, runIdOf } from "./jurisdiction.ts";
 import { listRuns, type Position } from "./listing.ts";
 import { RunRefusal } from "./refusal.ts";
 import { planRerun } from "./rerun.ts";
@@ -76,7 +77,12 @@ export async function rerun(
       { path: "/from", message: "names no step of the workflow" },
     ]);
   }
-  const runId = env.RUNS.newUniqueId().toString();
+  // The re-run is kept where the definition it runs keeps its runs.
+  const residency = residencyOf(wf);
+  const runId = runIdOf(
+    placed(env.RUNS, residency, (ns) => ns.newUniqueId().toString()),
+    residency,
+  );
   const claim = await stub.rerunStarted(runId, o.once);
   if (claim === "already") return "already";
   if (claim === "not_found") throw new RunRefusal("run_not_found", "no run with this id");
@@ -102,6 +108,8 @@ export const RERUNNABLE: readonly RunStatus[] = ["failed", "canceled"];
 
 export interface BulkRerun {
   workflow: string;
+  /** The workflow's jurisdiction, where its listing is. */
+  residency: Residency | null;
   status: RunStatus;
   /** Created at or after this (epoch ms), or null. */
   since: number | null;
@@ -122,6 +130,7 @@ export async function rerunMany(
 ): Promise<{ runs: Array<{ rerun_of: string; run_id: string }>; next: Position | null }> {
   const page = await listRuns(env, {
     workflow: q.workflow,
+    residency: q.residency,
     status: q.status,
     limit: q.limit,
     after: q.after,

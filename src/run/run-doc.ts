@@ -150,7 +150,7 @@ export function newRunDoc(req: StartRun, now: number): RunDoc {
 
 /** The trace of a run: the one it was created in, or (a run stored before traces) one from its id. */
 export function traceOf(doc: RunDoc): TraceRef {
-  return doc.trace ?? { id: doc.run_id.slice(0, 32), parent: null };
+  return doc.trace ?? { id: doc.run_id.slice(-32), parent: null };
 }
 
 /** The workflow `key` of a definition (a run's pinned one, or the bundle). */

@@ -8,7 +8,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
-import type { Json } from "../bundle.ts";
+import type { Json, Residency } from "../bundle.ts";
 import { parseTraceparent } from "../engine/trace.ts";
 import { admit } from "./admission.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
@@ -16,6 +16,7 @@ import type { PublicDelivery } from "./deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import { EventHub } from "./events.ts";
 import type { BeginPayload } from "./flow-key-rpc.ts";
+import { parseRunId, residencyOfRun } from "./jurisdiction.ts";
 import { RunLifecycle } from "./lifecycle.ts";
 import type { CancelCode, CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import { retentionMs } from "./listing-layout.ts";
@@ -86,9 +87,11 @@ export class RunObject extends DurableObject<Env> {
   // ---- RPC used by the Worker -------------------------------------------------------------
 
   async start(req: StartRequest): Promise<StartResult> {
-    const runId = this.ctx.id.toString();
     await this.dropIfExpired();
     const doc = this.run.current;
+    // The id it is known by names this object (its jurisdiction first: jurisdiction.ts).
+    const hex = this.ctx.id.toString();
+    const runId = doc?.run_id ?? (req.runId && parseRunId(req.runId)?.hex === hex ? req.runId : hex);
     if (doc) {
       if (doc.body_hash !== req.bodyHash || doc.workflow_key !== req.workflowKey) {
         return { outcome: "conflict", runId };
@@ -286,16 +289,18 @@ export class RunObject extends DurableObject<Env> {
       case "deliver":
         return this.run.deliver();
       case "release": {
-        const id = this.ctx.id.toString();
-        const ok = await Promise.all(e.gates.map((g) => flowKeyStub(this.env, g).release(id))).then(
+        const id = this.runId;
+        const ok = await Promise.all(
+          e.gates.map((g) => flowKeyStub(this.env, this.residency, g).release(id)),
+        ).then(
           () => true,
           () => false,
         );
         return this.run.reported({ type: "release", ok });
       }
       case "ask_turn": {
-        const key = flowKeyStub(this.env, e.gate.name);
-        const runId = this.ctx.id.toString();
+        const key = flowKeyStub(this.env, this.residency, e.gate.name);
+        const runId = this.runId;
         const { name, settings, cancelOn } = e.gate;
         const ask = e.admit
           ? key.admit({ gate: name, runId, settings, priority: e.priority, params: e.params, cancelOn })
@@ -306,8 +311,8 @@ export class RunObject extends DurableObject<Env> {
         return;
       }
       case "register_wait": {
-        const box = signalKeyStub(this.env, this.run.rootWorkflow().name, e.name, e.key);
-        const kept = await box.register(this.ctx.id.toString()).catch(() => null);
+        const box = signalKeyStub(this.env, this.residency, this.run.rootWorkflow().name, e.name, e.key);
+        const kept = await box.register(this.runId).catch(() => null);
         if (kept !== null) this.run.signal(e.name, kept, e.key);
         return;
       }
@@ -318,6 +323,16 @@ export class RunObject extends DurableObject<Env> {
       case "delete":
         return this.deleteRun();
     }
+  }
+
+  /** The id the run is known by: its jurisdiction, if any, then its object's hex id. */
+  private get runId(): string {
+    return this.run.current?.run_id ?? this.ctx.id.toString();
+  }
+
+  /** Where the run's key objects are: the jurisdiction its id names. */
+  private get residency(): Residency | null {
+    return residencyOfRun(this.runId);
   }
 
   /** Resolves once every effect started so far (and any they started) is done. */
@@ -344,7 +359,7 @@ export class RunObject extends DurableObject<Env> {
     const { dropped, ended } = this.run.exported(ok);
     if (dropped > 0 && ended) {
       const traceId = batch[0]?.traceId ?? "";
-      console.log(JSON.stringify(droppedSpansLog(this.ctx.id.toString(), traceId, dropped)));
+      console.log(JSON.stringify(droppedSpansLog(this.runId, traceId, dropped)));
     }
   }
 

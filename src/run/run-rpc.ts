@@ -2,12 +2,13 @@
  * The RPC surface of a run's Durable Object as the Worker sees it (typed plainly: the generated
  * stub types are too deep), apart from the object so the HTTP face imports no Worker class.
  */
-import type { Bundle, Json, JsonObject } from "../bundle.ts";
+import type { Bundle, Json, JsonObject, Residency } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
 import type { ApprovalRecord, DecideResult } from "./approvals.ts";
 import type { PublicDelivery } from "./deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import type { BeginPayload, FlowKeyRpc } from "./flow-key-rpc.ts";
+import { namedStub, parseRunId, placed } from "./jurisdiction.ts";
 import type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import type { RateLimitSlot } from "./rate-limit.ts";
 import type { RunFlow } from "./run-doc.ts";
@@ -15,6 +16,8 @@ import type { RunFlow } from "./run-doc.ts";
 export type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 
 export interface StartRequest {
+  /** The id the run is known by (its jurisdiction first: jurisdiction.ts); default its object's hex id. */
+  runId?: string;
   workflowKey: string;
   params: JsonObject;
   /** The recorded request: `{headers}` with the workflow's declared headers (docs/triggers.md). */
@@ -57,13 +60,14 @@ export type StartResult =
   | { outcome: "rate_limited"; runId: string };
 
 /**
- * The object of the run `runId` names (64 hex digits, as issued), or null for anything else: a
- * caller's id is never trusted to be one.
+ * The object of the run `runId` names (64 hex digits, after its jurisdiction if it has one: as
+ * issued), in that jurisdiction, or null for anything else: a caller's id is never trusted to be one.
  */
 export function runStub(env: Env, runId: string): RunRpc | null {
-  if (!/^[0-9a-f]{64}$/.test(runId)) return null;
+  const id = parseRunId(runId);
+  if (!id) return null;
   try {
-    return env.RUNS.get(env.RUNS.idFromString(runId)) as unknown as RunRpc;
+    return placed(env.RUNS, id.residency, (ns) => ns.get(ns.idFromString(id.hex))) as unknown as RunRpc;
   } catch {
     return null;
   }
@@ -104,8 +108,7 @@ export interface RunRpc {
   recoverDeliveries(since: number): Promise<number>;
 }
 
-/** The flow key object named `name` (`<workflow>\n<key>`: flow-key-rpc.ts). */
-export function flowKeyStub(env: Env, name: string): FlowKeyRpc {
-  const ns = env.FLOW_KEYS;
-  return ns.get(ns.idFromName(name)) as unknown as FlowKeyRpc;
+/** The flow key object named `name` (`<workflow>\n<key>`: flow-key-rpc.ts), in its workflow's jurisdiction. */
+export function flowKeyStub(env: Env, residency: Residency | null, name: string): FlowKeyRpc {
+  return namedStub(env.FLOW_KEYS, residency, name);
 }

@@ -2,7 +2,8 @@
  * The RPC surface of a keyed-signal object (signal-keys.ts) as the Worker and the run objects
  * see it, apart from the class so the HTTP face imports no Worker class.
  */
-import type { Json } from "../bundle.ts";
+import type { Json, Residency } from "../bundle.ts";
+import { namedStub } from "./jurisdiction.ts";
 
 /** A signal nobody waited for is kept this long. */
 export const KEPT_SIGNAL_MS = 24 * 3600 * 1000;
@@ -18,8 +19,13 @@ export interface SignalKeyRpc {
   send(body: Json, name: string, key: string): Promise<KeyedSendResult>;
 }
 
-/** The object of (workflow, name, key). */
-export function signalKeyStub(env: Env, workflow: string, name: string, key: string): SignalKeyRpc {
-  const ns = env.SIGNAL_KEYS;
-  return ns.get(ns.idFromName(`${workflow}\n${name}\n${key}`)) as unknown as SignalKeyRpc;
+/** The object of (workflow, name, key), in the workflow's jurisdiction. */
+export function signalKeyStub(
+  env: Env,
+  residency: Residency | null,
+  workflow: string,
+  name: string,
+  key: string,
+): SignalKeyRpc {
+  return namedStub(env.SIGNAL_KEYS, residency, `${workflow}\n${name}\n${key}`);
 }

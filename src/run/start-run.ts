@@ -13,6 +13,7 @@ import { validateJson } from "../engine/schema.ts";
 import { collectSecrets } from "../engine/secrets.ts";
 import type { Envelope } from "./envelope.ts";
 import { flowPlan } from "./flow-gates.ts";
+import { parseRunId, placed, residencyOf, runIdOf } from "./jurisdiction.ts";
 import type { RateLimitSlot } from "./rate-limit.ts";
 import { RunRefusal } from "./refusal.ts";
 import type { RunFlow } from "./run-doc.ts";
@@ -80,15 +81,20 @@ export async function startRun(
   wf: CompiledWorkflow,
   o: StartOptions,
 ): Promise<StartOutcome> {
-  const ns = env.RUNS;
-  const id =
-    o.runId !== undefined
-      ? ns.idFromString(o.runId)
+  // The run's object, in its workflow's jurisdiction (a re-run's id, chosen before, names it).
+  const given = o.runId !== undefined ? parseRunId(o.runId) : null;
+  const residency = given ? given.residency : residencyOf(wf);
+  const { stub, hex } = placed(env.RUNS, residency, (ns) => {
+    const id = given
+      ? ns.idFromString(given.hex)
       : o.idempotencyKey === null
         ? ns.newUniqueId()
         : ns.idFromName(`${wf.name}\n${o.idempotencyKey}`);
-  const stub = ns.get(id) as unknown as RunRpc;
+    return { stub: ns.get(id) as unknown as RunRpc, hex: id.toString() };
+  });
+  const runId = runIdOf(hex, residency);
   const req: StartRequest = {
+    runId,
     workflowKey,
     params: o.params,
     request: o.request,
@@ -104,11 +110,10 @@ export async function startRun(
   const plan = flowPlan(wf, { params: o.params, request: o.request }, o.coalesce ?? true);
   // No flow keys, or a replay of a run that exists (its object answers it as ever).
   if (!plan || (o.idempotencyKey !== null && (await stub.view()) !== null)) return stub.start(req);
-  const runId = id.toString();
   const first = plan.gates[0];
   let flow: RunFlow;
   if (first) {
-    const verdict = await flowKeyStub(env, first.name).admit({
+    const verdict = await flowKeyStub(env, residency, first.name).admit({
       gate: first.name,
       runId,
       settings: first.settings,
@@ -146,7 +151,7 @@ export async function startRun(
     };
   }
   // A cancel_on whose key no other setting shares watches from its own key object.
-  await Promise.all(plan.watches.map((w) => flowKeyStub(env, w.name).watch(runId, w.signals)));
+  await Promise.all(plan.watches.map((w) => flowKeyStub(env, residency, w.name).watch(runId, w.signals)));
   return stub.start({ ...req, flow });
 }
 

@@ -12,6 +12,7 @@
 import type { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import { HttpProblem } from "../http/problem.ts";
+import { parseRunId } from "../run/jurisdiction.ts";
 import { frontPage } from "./front-page.ts";
 import { runPage, traceUrlTemplate } from "./run-page.ts";
 import { runsPage } from "./runs-page.ts";
@@ -19,8 +20,7 @@ import { runsPage } from "./runs-page.ts";
 export function mountViewer(app: Hono<{ Bindings: Env }>) {
   app.get("/runs/:id/view", (c) => {
     // Same shape check as the API: a page for a string that can never be a run helps nobody.
-    if (!/^[0-9a-f]{64}$/.test(c.req.param("id")))
-      throw new HttpProblem("run_not_found", "no run with this id");
+    if (!parseRunId(c.req.param("id"))) throw new HttpProblem("run_not_found", "no run with this id");
     return runPage(traceUrlTemplate(c.env));
   });
   app.get("/view/runs", () => runsPage());

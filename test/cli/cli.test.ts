@@ -116,6 +116,18 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
       next_cursor: null,
     },
   },
+  "GET /workflows/standup/schedules?from=2026-03-28T00%3A00%3A00Z&count=2": {
+    status: 200,
+    body: {
+      schedules: [
+        {
+          cron: "30 9 * * *",
+          timezone: "Europe/Berlin",
+          next: ["2026-03-28T08:30:00.000Z", "2026-03-29T07:30:00.000Z"],
+        },
+      ],
+    },
+  },
   "POST /deliveries/recover?workflow=alerts&since=2026-11-24T00%3A00%3A00Z": {
     status: 200,
     body: { recovered: 12 },
@@ -253,6 +265,30 @@ describe("against an HTTP server", () => {
     expect(rec.stdout.trim()).toBe("recovered: 12 failed deliveries attempted again");
     const bad = await cli(["deliveries", "recover", "--workflow", "alerts", "--url", url]);
     expect(bad.code).toBe(2);
+  });
+
+  it("schedules shows each entry's next fire times in UTC and on the zone's own clock", async () => {
+    const r = await cli([
+      "schedules",
+      "standup",
+      "--from",
+      "2026-03-28T00:00:00Z",
+      "--count",
+      "2",
+      "--url",
+      url,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.trimEnd()),
+    ).toEqual([
+      "CRON        TIMEZONE       NEXT (UTC)                LOCAL",
+      "30 9 * * *  Europe/Berlin  2026-03-28T08:30:00.000Z  2026-03-28 09:30",
+      "                           2026-03-29T07:30:00.000Z  2026-03-29 09:30",
+    ]);
   });
 
   it("prints each of the problem's errors (where, and what to fix) on its own line under the error", async () => {

@@ -30,6 +30,7 @@ describe("workflows/ examples", () => {
       "order-saga",
       "repo-reindex",
       "slack-app",
+      "standup-reminder",
       "support-triage",
       "tenant-events",
     ]);

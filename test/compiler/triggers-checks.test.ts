@@ -297,7 +297,7 @@ describe("schedule", () => {
     });
     expect(p.errors).toEqual([]);
     expect(p.result.bundle?.workflows[T]?.schedule).toEqual([
-      { cron: "*/5 * * * *", params: { user: "ada" } },
+      { cron: "*/5 * * * *", timezone: "UTC", params: { user: "ada" } },
     ]);
   });
 
@@ -330,6 +330,11 @@ describe("schedule", () => {
       "wrangler.toml": TOML,
     });
     expectOnlyError(p, T, 14, 35, /^schedule params do not match params\.schema: \/user:/);
+  });
+
+  it("refuses a cron that can never fire, at the cron", () => {
+    const p = compileFiles({ [T]: sched('  - {cron: "0 0 30 2 *"}\n'), "wrangler.toml": TOML });
+    expectOnlyError(p, T, 14, 12, /^cron `0 0 30 2 \*` never fires: no date matches it$/);
   });
 
   it("rejects a schedule on a file that is not invocable", () => {
@@ -379,5 +384,104 @@ describe("cron syntax", () => {
     ["* * * FOO *", /month `FOO`/],
   ])("rejects %s", (cron, problem) => {
     expect(cronProblem(cron)).toMatch(problem);
+  });
+});
+
+describe("schedules in local time", () => {
+  const TOML = '[triggers]\ncrons = ["30 7,8 * * 1-5"]\n';
+  const sched = (entries: string) => wf("  headers: []\n", undefined, `schedule:\n${entries}`);
+
+  it("compiles an entry in a zone when wrangler.toml lists the UTC crons that cover it", () => {
+    const p = compileFiles({
+      [T]: sched('  - {cron: "30 9 * * 1-5", timezone: Europe/Berlin}\n'),
+      "wrangler.toml": TOML,
+    });
+    expect(p.errors).toEqual([]);
+    expect(p.result.bundle?.workflows[T]?.schedule).toEqual([
+      { cron: "30 9 * * 1-5", timezone: "Europe/Berlin", params: {} },
+    ]);
+  });
+
+  it("shows the exact [triggers] line when wrangler.toml lacks the UTC crons of a zone's entry", () => {
+    const p = compileFiles({
+      [T]: sched(
+        '  - {cron: "0 9 * * *", timezone: Asia/Kolkata}\n  - {cron: "30 2 * * *", timezone: America/New_York}\n',
+      ),
+      "wrangler.toml": TOML,
+    });
+    const kolkata = expectDiagnostic(
+      p,
+      "error",
+      T,
+      14,
+      12,
+      /^cron `0 9 \* \* \*` in Asia\/Kolkata fires at the UTC crons `30 3 \* \* \*`/,
+    );
+    expect(kolkata.message).toContain('set:\n[triggers]\ncrons = ["30 7,8 * * 1-5", "30 3 * * *"]');
+    // Both offsets of New York, and 02:30 on the day it is skipped fires at 03:30 EDT (07:30 UTC).
+    const ny = expectDiagnostic(
+      p,
+      "error",
+      T,
+      15,
+      12,
+      /in America\/New_York fires at the UTC crons `30 6,7 \* \* \*`/,
+    );
+    expect(ny.message).toContain('crons = ["30 7,8 * * 1-5", "30 6,7 * * *"]');
+    expect(p.errors).toHaveLength(2);
+  });
+
+  it("covers a zone whose local day starts on the previous UTC day with every day's crons", () => {
+    const p = compileFiles({
+      [T]: sched(
+        '  - {cron: "0 9 * * 1-5", timezone: Australia/Sydney}\n  - {cron: "15 * * * *", timezone: Asia/Kolkata}\n',
+      ),
+      "wrangler.toml": '[triggers]\ncrons = ["0 22,23 * * *", "45 * * * *"]\n',
+    });
+    expect(p.errors).toEqual([]);
+  });
+
+  it("rejects an unknown zone at the timezone, with the closest name", () => {
+    const p = compileFiles({
+      [T]: sched('  - {cron: "30 9 * * 1-5", timezone: Europe/Berln}\n'),
+      "wrangler.toml": TOML,
+    });
+    expectOnlyError(
+      p,
+      T,
+      14,
+      38,
+      /^unknown time zone `Europe\/Berln` \(an IANA name such as `Europe\/Berlin`\); did you mean `Europe\/Berlin`\?$/,
+    );
+  });
+
+  it("rejects a UTC offset, which is not a zone", () => {
+    const p = compileFiles({
+      [T]: sched('  - {cron: "30 9 * * *", timezone: "+05:30"}\n'),
+      "wrangler.toml": TOML,
+    });
+    expectOnlyError(p, T, 14, 36, /^unknown time zone `\+05:30`/);
+  });
+
+  it("refuses a cron that never fires in a zone too", () => {
+    const p = compileFiles({
+      [T]: sched('  - {cron: "0 0 31 4,6,9,11 *", timezone: Europe/Berlin}\n'),
+      "wrangler.toml": TOML,
+    });
+    expectOnlyError(p, T, 14, 12, /^cron `0 0 31 4,6,9,11 \*` never fires: no date matches it$/);
+  });
+
+  it("refuses Cloudflare's forms croner cannot read in a zone, and keeps them in UTC", () => {
+    const p = compileFiles({
+      [T]: sched('  - {cron: "0 12 L-3 * *", timezone: Europe/Berlin}\n  - {cron: "0 12 L-3 * *"}\n'),
+      "wrangler.toml": '[triggers]\ncrons = ["0 12 L-3 * *"]\n',
+    });
+    expectOnlyError(
+      p,
+      T,
+      14,
+      12,
+      /^cron `0 12 L-3 \* \*` cannot be used with a `timezone`: the day-of-month form `L-n` is for UTC schedules only$/,
+    );
   });
 });

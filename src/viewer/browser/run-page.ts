@@ -25,7 +25,8 @@ setRender(() => {
 });
 
 async function start() {
-  if (!/^[0-9a-f]{64}$/.test(runId)) {
+  // The server serves this page for run ids only (src/run/jurisdiction.ts): a jurisdiction, then hex.
+  if (!/^(?:[a-z-]+-)?[0-9a-f]{64}$/.test(runId)) {
     showNotice(`Not a run id: ${runId}`, "error");
     return;
   }
