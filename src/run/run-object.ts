@@ -37,9 +37,8 @@ import { objectKv, workerRuntime } from "./worker-runtime.ts";
 const AFTER_ANSWER_MS = 15;
 
 /**
- * The wait in use: AFTER_ANSWER_MS, or the `AFTER_ANSWER_MS` var (0..100). The workerd tests set
- * 0: the test pool cannot end a test file while an object still has a timer that will make an RPC
- * (docs/decisions.md).
+ * The wait in use: AFTER_ANSWER_MS, or the `AFTER_ANSWER_MS` var (0..100; the workerd tests set
+ * 0, docs/decisions.md).
  */
 function afterAnswerMs(env: object): number {
   const ms = Number((env as { AFTER_ANSWER_MS?: string }).AFTER_ANSWER_MS);

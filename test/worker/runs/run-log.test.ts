@@ -26,7 +26,7 @@ async function linesOf(runId: string): Promise<Array<Record<string, unknown>>> {
 }
 
 describe("the finished-run log line", () => {
-  it("is one JSON object with the run's id, workflow, status, duration, cost and steps", async () => {
+  it("is one JSON object with the run's id, workflow, status, duration, cost, steps and trace", async () => {
     const e = await run("basic", { items: [{ name: "pen", price: 2 }] });
     const found = await linesOf(e.run_id);
     expect(found).toHaveLength(1);
@@ -46,6 +46,8 @@ describe("the finished-run log line", () => {
       steps: { total: 4, complete: 3, skipped: 1 },
       created_at: e.created_at,
       finished_at: e.finished_at,
+      trace_id: e.trace_id,
+      spans_dropped: 0,
     });
   });
 
