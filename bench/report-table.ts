@@ -18,6 +18,8 @@ export const MAX_ROWS_PER_RUN = 3;
 export const INVOKES_PER_S = 10_000;
 /** docs/operations.md: under load (≥ 50 runs a second of one workflow) the listing writes at most this. */
 export const MAX_LISTING_ROWS_PER_RUN = 0.1;
+/** At any load (the whole bench, sequential phases included) a run costs the listing at most this. */
+export const MAX_LISTING_ROWS_PER_RUN_ANY = 1.2;
 export const MAX_LISTING_WRITES_PER_RUN = 2;
 export const SHARD_LOAD_AT_SCALE = (INVOKES_PER_S * MAX_LISTING_WRITES_PER_RUN) / SHARDS_PER_BUCKET;
 
@@ -288,13 +290,25 @@ export function table(r: Results, d: Derived): string {
       verdict(r.expressWrites.rows === 0 && r.expressWrites.alarms === 0),
     ],
     [
-      "listing rows written per run (all runs of the bench, at its load)",
+      `listing rows written per run, one workflow at ${r.listingAtLoad.runsPerSecond.toFixed(0)} runs/s (64 clients)`,
+      (r.listingAtLoad.rows / Math.max(1, r.listingAtLoad.runs)).toFixed(3),
+      "",
+      "",
+      "",
+      `≤ ${MAX_LISTING_ROWS_PER_RUN} at ≥ 50 runs/s`,
+      verdict(
+        r.listingAtLoad.runsPerSecond >= 50 &&
+          r.listingAtLoad.rows / Math.max(1, r.listingAtLoad.runs) <= MAX_LISTING_ROWS_PER_RUN,
+      ),
+    ],
+    [
+      "listing rows written per run (all runs of the bench, sequential phases too)",
       d.listingRowsPerRun.toFixed(3),
       "0",
       "",
       "",
-      `≤ ${MAX_LISTING_ROWS_PER_RUN}`,
-      verdict(d.listingRowsPerRun <= MAX_LISTING_ROWS_PER_RUN),
+      `≤ ${MAX_LISTING_ROWS_PER_RUN_ANY}`,
+      verdict(d.listingRowsPerRun <= MAX_LISTING_ROWS_PER_RUN_ANY),
     ],
     [
       "SQLite rows written per run, 1 / 10 / 50 steps",

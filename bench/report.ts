@@ -80,6 +80,11 @@ export interface Results {
   cpu: Partial<Record<Contender, CpuPerRun>> | null;
   listing: ListingCheck;
   indexStats: IndexStats;
+  /**
+   * One workflow at load (64 clients for a few seconds, then its shards' flush window): its runs,
+   * their rate, and the rows the listing wrote for them.
+   */
+  listingAtLoad: { runs: number; runsPerSecond: number; rows: number };
   /** runs of ours (listing on or off) the bench made before the listing check */
   oursRuns: number;
   /** of those, with the listing on (every pipeline size) */

@@ -19,7 +19,14 @@ import { measureBundleSize, measureStartup } from "../bench/bundle-size.ts";
 import { cpuPerRun } from "../bench/cpu.ts";
 import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts";
 import { profileEngine } from "../bench/engine-profile.ts";
-import { baselineRunner, concurrentRounds, interleaved, oursRunner, type Runner } from "../bench/latency.ts";
+import {
+  baselineRunner,
+  concurrent,
+  concurrentRounds,
+  interleaved,
+  oursRunner,
+  type Runner,
+} from "../bench/latency.ts";
 import { checkListing, type ListingCheck } from "../bench/listing-check.ts";
 import { BENCH_PARAMS, buildBenchBundle, EXPRESS_PIPELINE, PIPELINE_SIZES } from "../bench/pipelines.ts";
 import {
@@ -31,6 +38,7 @@ import {
   type WriteCounts,
 } from "../bench/report.ts";
 import { profileWorkerd } from "../bench/workerd-profile.ts";
+import { FLUSH_WINDOW_MS } from "../src/run/listing-layout.ts";
 
 const quick = process.argv.includes("--quick");
 const SAMPLES = quick ? 30 : 150;
@@ -135,6 +143,18 @@ async function main(): Promise<void> {
       throughput.push({ concurrency: c, results: Object.fromEntries(tp) });
     }
 
+    log("listing at load: one workflow, 64 clients, then its shards' flush window");
+    const statsBefore = await getJson<IndexStats>(`${base}/bench/index-stats`);
+    const load = await concurrent(ours(10), 64, quick ? 2 : 6);
+    // Every entry of the load is written once its shard's flush window (8 s) has passed.
+    await new Promise((r) => setTimeout(r, FLUSH_WINDOW_MS + 1_500));
+    const statsAfter = await getJson<IndexStats>(`${base}/bench/index-stats`);
+    const listingAtLoad = {
+      runs: load.runs,
+      runsPerSecond: load.runsPerSecond,
+      rows: statsAfter.writes.rows - statsBefore.writes.rows,
+    };
+
     log("run listing: every run of ours listed exactly once, and how soon");
     const listing: ListingCheck = await checkListing(base, "bench-10", listed, quick ? 20_000 : 30_000);
     const indexStats = await getJson<IndexStats>(`${base}/bench/index-stats`);
@@ -210,6 +230,7 @@ async function main(): Promise<void> {
       cpu,
       listing,
       indexStats,
+      listingAtLoad,
       ...runsBeforeCheck,
       logLines,
       capacity,

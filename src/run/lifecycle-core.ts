@@ -303,11 +303,13 @@ export abstract class RunCore {
     doc.finished_at = new Date(now).toISOString();
     // Late results of aborted steps must not change the final record.
     this.records = finalRecords;
-    // Its spans: the steps not handed over yet, then the run's own (exported after the answer).
-    if (this.trace.exporting) {
-      this.trace.steps(doc, this.rootWorkflow(), finalRecords, now);
-      this.trace.root(doc, this.rootWorkflow());
-    }
+    // Its spans: the steps not handed over yet, then the run's own, built when the export takes
+    // them (after the answer).
+    const wf = this.rootWorkflow();
+    this.trace.ended(() => {
+      this.trace.steps(doc, wf, finalRecords, now);
+      this.trace.root(doc, wf);
+    });
     // An express run (`history: failures`) that completed before anything of it was written, and
     // owes nothing that needs it (a delivery, a flow key's slot), keeps no record of its own.
     const express =

@@ -261,12 +261,14 @@ export class RunObject extends DurableObject<Env> {
    * microtask).
    */
   private perform(effects: RunEffect[]): void {
-    // The log line and the listing write are CPU on the thread that also carries the answer back
-    // to the caller (one thread per workerd process: `npm start`, and a busy machine at the edge):
-    // they start once the answer is on its way (bench/paths-results.md measures what they cost).
-    // A flow key's slot goes back at once: the next invoke of the key may already be on its way.
-    const later = effects.filter((e) => e.type === "log" || e.type === "list");
-    const soon = effects.filter((e) => e.type !== "log" && e.type !== "list");
+    // The log line, the listing write and the spans' export are CPU on the thread that also
+    // carries the answer back to the caller (one thread per workerd process: `npm start`, and a
+    // busy machine at the edge): they start once the answer is on its way
+    // (bench/paths-results.md, bench/traces-results.md measure what they cost). A flow key's slot
+    // goes back at once: the next invoke of the key may already be on its way.
+    const afterAnswer = (e: RunEffect) => e.type === "log" || e.type === "list" || e.type === "export";
+    const later = effects.filter(afterAnswer);
+    const soon = effects.filter((e) => !afterAnswer(e));
     if (soon.length > 0) {
       const now = soon.every((e) => e.type === "register_wait" || e.type === "ask_turn");
       this.track(now ? Promise.resolve() : new Promise<void>((resolve) => setTimeout(resolve, 0)), soon);

@@ -76,6 +76,8 @@ export class RunTrace {
   dropped = 0;
   /** Told when EXPORT_BATCH spans wait. */
   private full: () => void = () => {};
+  /** The run's last spans, built when the export takes them (not before the answer). */
+  private atEnd: (() => void) | null = null;
 
   private readonly retryMs: number;
 
@@ -161,10 +163,15 @@ export class RunTrace {
     this.buffer.push(span);
   }
 
+  /** The run ended: `build` makes its last spans, when the export takes them (after the answer). */
+  ended(build: () => void): void {
+    if (this.exporting) this.atEnd = build;
+  }
+
   /** Whether an export should go now: spans wait (none in flight), or a retry is due. */
   due(now: number): boolean {
     if (!this.exporting || this.inFlight) return false;
-    return this.pending ? this.pending.at <= now : this.buffer.length > 0;
+    return this.pending ? this.pending.at <= now : this.buffer.length > 0 || this.atEnd !== null;
   }
 
   /** When a retry is due (null: none waits). */
@@ -177,6 +184,9 @@ export class RunTrace {
     if (!this.due(now)) return null;
     this.inFlight = true;
     if (this.pending) return this.pending.spans;
+    const build = this.atEnd;
+    this.atEnd = null;
+    build?.();
     const batch = this.buffer.splice(0, EXPORT_BATCH).map((s) => maskSpan(s, masker));
     this.pending = { spans: batch, tries: -1, at: now };
     return batch;
@@ -212,6 +222,7 @@ export class RunTrace {
   /** The run's storage was cleared. */
   forget(): void {
     this.buffer = [];
+    this.atEnd = null;
     this.handed.clear();
     this.pending = null;
     this.inFlight = false;
