@@ -217,6 +217,14 @@ export function addInvokeOperations(
               "Scoped to this workflow: the same key with an equal body answers with the same run; with a different body, 409.",
             schema: { type: "string", minLength: 1, maxLength: 255 },
           },
+          {
+            name: "traceparent",
+            in: "header",
+            required: false,
+            description:
+              "W3C Trace Context: a valid header puts the run in the caller's trace (its root span's parent is the header's span; the envelope's `trace_id` is the header's); an invalid one is ignored (a new trace), never an error.",
+            schema: { type: "string" },
+          },
           ...invokeHeaderParams(wf),
         ],
         requestBody: {

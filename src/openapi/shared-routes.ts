@@ -269,6 +269,61 @@ export function addSharedRoutes(
       },
     },
   };
+  paths["/workflows/{name}/signals/{signal}/{key}"] = {
+    post: {
+      operationId: "signalByKey",
+      summary:
+        "Send a signal to every run of the workflow waiting for it with that key (and cancel its cancel_on runs)",
+      tags: ["runs"],
+      // The workflow's invoke credentials (a signed sender signs the signal like an invoke).
+      security: runSecurity,
+      parameters: [
+        { name: "name", in: "path", required: true, schema: { type: "string", enum: names } },
+        {
+          name: "signal",
+          in: "path",
+          required: true,
+          schema: { type: "string", pattern: "^[a-z0-9_-]{1,64}$" },
+        },
+        { name: "key", in: "path", required: true, schema: { type: "string", minLength: 1 } },
+      ],
+      requestBody: {
+        required: false,
+        description:
+          "A JSON object (or a form), at most 1 MiB; empty is `{}`. It becomes each wait step's output.",
+        content: {
+          "application/json": { schema: { type: "object" } },
+          "application/x-www-form-urlencoded": { schema: { type: "object" } },
+        },
+      },
+      responses: {
+        "200": json(
+          "Delivered to the runs waiting now (`delivered` of them), and the `cancel_on` runs canceled.",
+          {
+            type: "object",
+            required: ["delivered", "runs"],
+            properties: {
+              delivered: { type: "integer", minimum: 0 },
+              runs: { type: "array", items: { type: "string", pattern: RUN_ID_PATTERN } },
+              canceled: { type: "integer", minimum: 0 },
+              canceled_runs: { type: "array", items: { type: "string", pattern: RUN_ID_PATTERN } },
+            },
+          },
+        ),
+        "202": json("No run waits with that key yet: kept (one per key and name) for the first that does.", {
+          type: "object",
+          required: ["delivered", "kept"],
+          properties: { delivered: { const: 0 }, kept: { const: true } },
+        }),
+        "401": problem("`unauthorized`."),
+        "404": problem(
+          "`workflow_not_found`; `unknown_signal`: no wait or `cancel_on` of the workflow names that signal.",
+        ),
+        "422": problem("`invalid_signal`: the body fails the waiting runs' `schema`."),
+        "500": problem("`server_misconfigured` or `internal_error`."),
+      },
+    },
+  };
   paths["/workflows/{name}/schedules"] = {
     get: {
       operationId: "listSchedules",

@@ -72,10 +72,10 @@ describe("OpenAPI document", () => {
     expect(schemaOf(body.content["application/json"].schema)).toEqual(workflow("basic").paramsSchema);
   });
 
-  it("documents the Prefer and Idempotency-Key headers on invoke", () => {
+  it("documents the Prefer, Idempotency-Key and traceparent headers on invoke", () => {
     const params = doc.paths["/invoke/basic"].post.parameters;
     const headers = params.filter((p: Doc) => p.in === "header").map((p: Doc) => p.name);
-    expect(headers).toEqual(["Prefer", "Idempotency-Key"]);
+    expect(headers).toEqual(["Prefer", "Idempotency-Key", "traceparent"]);
   });
 
   it("declares 202, 200 and problem+json errors for invoke, sharing one Problem schema", () => {
