@@ -4,6 +4,7 @@
  * objects live. Pure arithmetic, shared by the listing, the run object and the bench.
  */
 import type { Residency } from "../bundle.ts";
+import { shortenedMs } from "../common/shortened-ms.ts";
 import { residencyOfRun } from "./jurisdiction.ts";
 
 export const BUCKET_MS = 3_600_000;
@@ -23,8 +24,7 @@ export const FLUSH_WINDOW_MS = 8_000;
 
 /** The flush window in use: FLUSH_WINDOW_MS, or the `LISTING_FLUSH_MS` var (tests shorten it; at most 8 s). */
 export function flushWindowMs(env: object): number {
-  const ms = Number((env as { LISTING_FLUSH_MS?: string }).LISTING_FLUSH_MS);
-  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, FLUSH_WINDOW_MS) : FLUSH_WINDOW_MS;
+  return shortenedMs(env, "LISTING_FLUSH_MS", FLUSH_WINDOW_MS);
 }
 /** The longest a run can be active (`timeout_s` at most 86400) plus slack for a late alarm. */
 export const MAX_RUN_MS = 86_400_000 + 3_600_000;

@@ -7,6 +7,7 @@
  * an endpoint nothing is collected and nothing is written: only the `traceparent` travels.
  */
 import type { CompiledWorkflow } from "../bundle.ts";
+import { shortenedMs } from "../common/shortened-ms.ts";
 import type { Masker } from "../engine/mask.ts";
 import {
   newTraceId,
@@ -31,9 +32,8 @@ export const EXPORT_RETRIES = 3;
 export const EXPORT_RETRY_MS = 2_000;
 
 /** The first retry's delay in use: EXPORT_RETRY_MS, or the `TRACE_RETRY_MS` var (tests shorten it; at most 2 s). */
-export function exportRetryMs(env: Record<string, unknown>): number {
-  const ms = Number(env.TRACE_RETRY_MS);
-  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, EXPORT_RETRY_MS) : EXPORT_RETRY_MS;
+export function exportRetryMs(env: object): number {
+  return shortenedMs(env, "TRACE_RETRY_MS", EXPORT_RETRY_MS);
 }
 
 /** The run's `trace` row (run-store.ts keeps it with the run's other rows). */
