@@ -6,6 +6,7 @@
  * a transport is and those shared rules live here, so neither transport can drift from them.
  */
 import type { Json, JsonObject } from "../bundle.ts";
+import { withTimeout } from "../common/timeout.ts";
 
 /** Largest JSON-RPC message read from a server. */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -60,18 +61,15 @@ export function timed<T>(
   what: string,
   work: (s: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  // A timer that is cleared when the request settles: a pending timer keeps an idle object awake.
-  const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(new McpError(`${what}: timeout`)), Math.max(1, ms));
-  const both = AbortSignal.any([signal, timeout.signal]);
-  return work(both)
-    .catch((e: unknown) => {
+  // withTimeout clears its timer when the request settles: a pending timer keeps an idle object awake.
+  return withTimeout(Math.max(1, ms), (timeout) =>
+    work(AbortSignal.any([signal, timeout])).catch((e: unknown) => {
       if (signal.aborted) throw signal.reason ?? e;
-      if (timeout.signal.aborted) throw new McpError(`${what}: no answer within ${Math.round(ms / 1000)} s`);
+      if (timeout.aborted) throw new McpError(`${what}: no answer within ${Math.round(ms / 1000)} s`);
       if (e instanceof McpError) throw e;
       throw new McpError(`${what}: ${e instanceof Error ? e.message : String(e)}`);
-    })
-    .finally(() => clearTimeout(timer));
+    }),
+  );
 }
 
 function rpcError(method: string, error: unknown): McpError {
