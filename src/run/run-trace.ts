@@ -71,6 +71,8 @@ export class RunTrace {
   /** Step paths whose spans were handed over in this incarnation. */
   private handed = new Set<string>();
   private pending: Pending | null = null;
+  /** The `trace` row exists (loaded, or written since): known here, not read again per export. */
+  private stored = false;
   private inFlight = false;
   /** Spans dropped so far (the run's `spans_dropped`). */
   dropped = 0;
@@ -102,6 +104,7 @@ export class RunTrace {
   load(): void {
     const text = this.row.get();
     if (text === undefined) return;
+    this.stored = true;
     const row = JSON.parse(text) as TraceRow;
     this.pending = row.pending;
     this.dropped = row.dropped;
@@ -212,10 +215,13 @@ export class RunTrace {
       p.at = now + this.retryMs * 2 ** p.tries;
     }
     // The row exists once a try failed; it holds what is left to try, and the drops until the end.
-    const hadRow = p.tries >= 0 || this.row.get() !== undefined;
-    if (this.pending || (hadRow && this.dropped > 0 && !ended))
+    if (this.pending || (this.stored && this.dropped > 0 && !ended)) {
       this.row.put(JSON.stringify({ pending: this.pending, dropped: this.dropped } satisfies TraceRow));
-    else if (hadRow) this.row.delete();
+      this.stored = true;
+    } else if (this.stored) {
+      this.row.delete();
+      this.stored = false;
+    }
     return dropped;
   }
 
@@ -223,6 +229,7 @@ export class RunTrace {
   forget(): void {
     this.buffer = [];
     this.atEnd = null;
+    this.stored = false;
     this.handed.clear();
     this.pending = null;
     this.inFlight = false;
