@@ -25,25 +25,13 @@ import { sendSpans, traceExportOf } from "./otlp.ts";
 import { takeRateLimitSlot } from "./rate-limit.ts";
 import { traceOf } from "./run-doc.ts";
 import { droppedSpansLog, finishedRunLog } from "./run-log.ts";
-import { HEARTBEAT_MS, type RunEffect, type Wake } from "./run-plan.ts";
+import { afterAnswerMs, effectTiming, HEARTBEAT_MS, type RunEffect, type Wake } from "./run-plan.ts";
 import { rerunSourceOf, viewOf } from "./run-reads.ts";
 import { flowKeyStub, type RerunSource, type StartRequest, type StartResult } from "./run-rpc.ts";
 import { RunStore } from "./run-store.ts";
 import { newTrace } from "./run-trace.ts";
 import { signalKeyStub } from "./signal-key-rpc.ts";
 import { objectKv, workerRuntime } from "./worker-runtime.ts";
-
-/** How long after-answer work waits, so the answer leaves first. */
-const AFTER_ANSWER_MS = 15;
-
-/**
- * The wait in use: AFTER_ANSWER_MS, or the `AFTER_ANSWER_MS` var (0..100; the workerd tests set
- * 0, docs/decisions.md).
- */
-function afterAnswerMs(env: object): number {
-  const ms = Number((env as { AFTER_ANSWER_MS?: string }).AFTER_ANSWER_MS);
-  return Number.isFinite(ms) && ms >= 0 && ms <= 100 ? ms : AFTER_ANSWER_MS;
-}
 
 export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
@@ -255,22 +243,12 @@ export class RunObject extends DurableObject<Env> {
     }
   }
 
-  /**
-   * A keyed wait registers at once (a sender may signal as soon as it hears of the run); what a
-   * run owes the listing and the world waits for the answer being made to leave (a timer, not a
-   * microtask).
-   */
+  /** Each effect starts when run-plan.ts's `effectTiming` says (a timer, not a microtask, after the answer). */
   private perform(effects: RunEffect[]): void {
-    // The log line, the listing write and the spans' export are CPU on the thread that also
-    // carries the answer back to the caller (one thread per workerd process: `npm start`, and a
-    // busy machine at the edge): they start once the answer is on its way
-    // (bench/paths-results.md, bench/traces-results.md measure what they cost). A flow key's slot
-    // goes back at once: the next invoke of the key may already be on its way.
-    const afterAnswer = (e: RunEffect) => e.type === "log" || e.type === "list" || e.type === "export";
-    const later = effects.filter(afterAnswer);
-    const soon = effects.filter((e) => !afterAnswer(e));
+    const later = effects.filter((e) => effectTiming(e) === "answer");
+    const soon = effects.filter((e) => effectTiming(e) !== "answer");
     if (soon.length > 0) {
-      const now = soon.every((e) => e.type === "register_wait" || e.type === "ask_turn");
+      const now = soon.every((e) => effectTiming(e) === "now");
       this.track(now ? Promise.resolve() : new Promise<void>((resolve) => setTimeout(resolve, 0)), soon);
     }
     if (later.length > 0)

@@ -63,6 +63,28 @@ export type RunEffect =
   /** The run's retention passed: its storage goes. */
   | { type: "delete" };
 
+/**
+ * When an effect starts: `now` (a keyed wait registers at once, as a sender may signal as soon as
+ * it hears of the run; a queued run asks its key), `soon` (the next turn: a flow key's slot goes
+ * back before the next invoke of the key arrives, a delivery), or after the `answer` has left: the
+ * log line, the listing write and the spans' export are CPU on the thread that also carries the
+ * answer back (one thread per workerd process: `npm start`, and a busy machine at the edge);
+ * bench/paths-results.md and bench/traces-results.md measure what they cost.
+ */
+export function effectTiming(e: RunEffect): "now" | "soon" | "answer" {
+  if (e.type === "register_wait" || e.type === "ask_turn") return "now";
+  return e.type === "log" || e.type === "list" || e.type === "export" ? "answer" : "soon";
+}
+
+/** How long after-answer effects wait, so the answer leaves first. */
+export const AFTER_ANSWER_MS = 15;
+
+/** The wait in use: AFTER_ANSWER_MS, or the `AFTER_ANSWER_MS` var (0..100; the workerd tests set 0, docs/decisions.md). */
+export function afterAnswerMs(env: object): number {
+  const ms = Number((env as { AFTER_ANSWER_MS?: string }).AFTER_ANSWER_MS);
+  return Number.isFinite(ms) && ms >= 0 && ms <= 100 ? ms : AFTER_ANSWER_MS;
+}
+
 /** What an effect reported back. */
 export type EffectResult =
   /** `durableAt`: the shard lists the entry now and writes it by then (ask again); null: written. */

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  effectTiming,
   FIRST_WRITE_MS,
   LISTING_GUARD_MS,
   LISTING_RETRY_MAX_MS,
@@ -30,6 +31,21 @@ function facts(over: Partial<RunFacts> = {}): RunFacts {
     ...over,
   };
 }
+
+describe("when an effect starts", () => {
+  it("registers a keyed wait and asks a key at once, gives a slot back next, and leaves the log line, listing and spans for after the answer", () => {
+    const gate = {
+      name: "k",
+      settings: { throttle: null, debounce: null, batch: null, concurrency: null },
+      cancelOn: [],
+    };
+    expect(effectTiming({ type: "register_wait", name: "paid", key: "o-1" })).toBe("now");
+    expect(effectTiming({ type: "ask_turn", gate, admit: false, priority: 0, params: {} })).toBe("now");
+    expect(effectTiming({ type: "release", gates: ["k"] })).toBe("soon");
+    expect(effectTiming({ type: "deliver" })).toBe("soon");
+    for (const type of ["log", "list", "export"] as const) expect(effectTiming({ type })).toBe("answer");
+  });
+});
 
 describe("an active run's wake-up", () => {
   it("is a timer before the run is written: when the listing is due to see it, or its deadline if sooner", () => {
