@@ -19,9 +19,8 @@
 import { DurableObject, WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { app } from "../src/app.ts";
 import { FlowKey } from "../src/run/flow-keys.ts";
-import { type IndexRow, recordRun } from "../src/run/listing.ts";
+import { type IndexRow, type RecordAnswer, recordRun } from "../src/run/listing.ts";
 import { BUCKET_MS, type ShardRef } from "../src/run/listing-layout.ts";
-import type { RecordAnswer } from "../src/run/listing-shard.ts";
 import { RunIndex } from "../src/run/run-index.ts";
 import { RunObject } from "../src/run/run-object.ts";
 

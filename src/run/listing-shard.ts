@@ -10,6 +10,9 @@
  * keeps the alarm that guards its entry until then and asks again (`record` with the same entry):
  * the answer is "durable" once a written row holds that version, and a shard that lost its memory
  * (an eviction, a deploy) takes the entry again. So no entry is lost and no run waits on a write.
+ * Every answer also says which incarnation of the shard answers (`epoch`, new in each one), which
+ * batch the entries wait in and how many batches that incarnation has written: a run whose batch
+ * another answer of the same incarnation reports written need not ask again (listing.ts).
  *
  * Versions of one run merge by rule, not by arrival: a tombstone (DELETE) wins, a finished status
  * wins over an active one, and among equals the later write. Its first write registers the shard in
@@ -18,7 +21,13 @@
  * table a shard kept before (one row per run) are read alongside and swept the same way.
  */
 import type { RunStatus } from "../engine/types.ts";
-import { type DeliveryFilter, directoryStub, type IndexRow, type Position } from "./listing.ts";
+import {
+  type DeliveryFilter,
+  directoryStub,
+  type IndexRow,
+  type Position,
+  type RecordAnswer,
+} from "./listing.ts";
 import { bucketExpiresMs, flushWindowMs, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
 import { runStub } from "./run-rpc.ts";
 
@@ -67,11 +76,6 @@ export function mergeEntry(older: IndexRow | undefined, newer: IndexRow): IndexR
   return newer;
 }
 
-/** What a shard answers a write: durable now, or by `durableAt` (ask again then). */
-export interface RecordAnswer {
-  durableAt: number | null;
-}
-
 export class ListingShard {
   private registered = false;
   private registering: Promise<void> | null = null;
@@ -83,6 +87,10 @@ export class ListingShard {
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   /** The version of each entry written in this incarnation (a run asking again is answered from it). */
   private written = new Map<string, string>();
+  /** Names this incarnation in answers: entries it has not written are gone with it. */
+  private readonly epoch = crypto.randomUUID();
+  /** Batches written by this incarnation; what waits in the buffer is batch `batches + 1`. */
+  private batches = 0;
   private readonly ctx: DurableObjectState;
   private readonly env: Env;
 
@@ -103,10 +111,17 @@ export class ListingShard {
       this.buffer.set(entryKey(r), mergeEntry(this.buffer.get(entryKey(r)), r));
       waiting = true;
     }
-    if (!waiting) return { durableAt: null };
+    if (!waiting) return this.answer(null);
+    const batch = this.batches + 1;
     if (this.buffer.size >= MAX_BUFFER) this.flush();
     else this.scheduleFlush();
-    return { durableAt: this.flushAt ?? Date.now() };
+    // Written already (a full buffer): the answer leaves after that commit.
+    if (this.batches >= batch) return this.answer(null);
+    return this.answer(this.flushAt ?? Date.now(), batch);
+  }
+
+  private answer(durableAt: number | null, batch = this.batches): RecordAnswer {
+    return { durableAt, epoch: this.epoch, batch, written: this.batches };
   }
 
   /** A tombstone, durable before the answer: no later write of the run can bring the entry back. */
@@ -235,6 +250,7 @@ export class ListingShard {
         JSON.stringify(entries),
       );
     }
+    this.batches += 1;
     for (const r of batch.values()) this.written.set(entryKey(r), versionOf(r));
     // Remembered only for the runs that may still ask (their alarm comes within a window or two).
     if (this.written.size > 4 * MAX_BUFFER) this.written = new Map([...this.written].slice(-2 * MAX_BUFFER));

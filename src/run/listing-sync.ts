@@ -4,7 +4,7 @@
  * is in flight goes after it, with the status of that moment. Each write's outcome is reported to the lifecycle, which decides what comes next
  * (run-plan.ts: retries, the run's alarm).
  */
-import { type ListedRun, recordRun } from "./listing.ts";
+import { type ListedRun, type ListingTicket, recordRun, ticketWritten } from "./listing.ts";
 import type { RunDoc } from "./run-doc.ts";
 import { listKey } from "./run-plan.ts";
 
@@ -27,6 +27,8 @@ export class ListingWriter {
   private readonly report: (key: string, ok: boolean, durableAt: number | null) => void;
   /** The last entry the shard took without having written it yet: sent again, it is a confirmation. */
   private shown: string | null = null;
+  /** Where that entry waits: once its batch is heard written (listing.ts), no confirmation is sent. */
+  private ticket: ListingTicket | null = null;
 
   constructor(
     env: () => Env,
@@ -51,8 +53,13 @@ export class ListingWriter {
         if (!now) return;
         const { doc } = now;
         const key = listKey(doc.status, now.deliveries);
-        const answer = await recordRun(this.env(), listedRun(now), this.shown === key).catch(() => null);
+        const confirm = this.shown === key;
+        const answer =
+          confirm && this.ticket && ticketWritten(this.ticket)
+            ? { durableAt: null, ticket: null }
+            : await recordRun(this.env(), listedRun(now), confirm).catch(() => null);
         this.shown = answer?.durableAt != null ? key : null;
+        this.ticket = answer?.ticket ?? null;
         // A run deleted meanwhile (and perhaps created anew under the same id) is not this one.
         if (this.current()?.doc === doc) this.report(key, answer !== null, answer?.durableAt ?? null);
       } while (this.again);

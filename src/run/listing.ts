@@ -70,10 +70,21 @@ export interface IndexRow {
   failed_deliveries?: number;
 }
 
+/** What a shard answers a write: durable now, or by `durableAt` (ask again then). */
+export interface RecordAnswer {
+  durableAt: number | null;
+  /** This incarnation of the shard (a new one has lost what the old one had not written). */
+  epoch: string;
+  /** The batch (1, 2, …, in this incarnation) the entries wait in, when `durableAt` is not null. */
+  batch: number;
+  /** How many batches this incarnation has written (each answer is sent after their commit). */
+  written: number;
+}
+
 /** The RPC surface of RunIndex objects (typed plainly: the generated stub types are too deep). */
 export interface ShardRpc {
   /** Takes the entries: durable now (`durableAt` null) or by `durableAt` (ask again, `confirm`, then). */
-  record(ref: ShardRef, rows: IndexRow[], confirm?: boolean): Promise<{ durableAt: number | null }>;
+  record(ref: ShardRef, rows: IndexRow[], confirm?: boolean): Promise<RecordAnswer>;
   forget(ref: ShardRef, row: IndexRow): Promise<void>;
   page(
     after: Position | null,
@@ -88,11 +99,14 @@ export interface DirectoryRpc {
   shards(maxBucket: number, now: number): Promise<Array<{ bucket: number; shard: number }>>;
 }
 
+/** A shard's object name; workflow names never contain a newline, so none is a directory's. */
+function shardName(ref: ShardRef): string {
+  return `${ref.workflow}\n${ref.bucket}\n${ref.shard}`;
+}
+
 /** A shard, in its runs' jurisdiction. */
 function shardStub(env: Env, ref: ShardRef): ShardRpc {
-  // Workflow names never contain a newline, so these names cannot collide with a directory's.
-  const name = `${ref.workflow}\n${ref.bucket}\n${ref.shard}`;
-  return namedStub(env.RUN_INDEX, ref.residency ?? null, name);
+  return namedStub(env.RUN_INDEX, ref.residency ?? null, shardName(ref));
 }
 
 /** The workflow's directory of shards, in its runs' jurisdiction. */
@@ -111,18 +125,54 @@ function rowOf(run: ListedRun): IndexRow {
   };
 }
 
+/** Where an entry the shard took without writing it waits: that shard, its incarnation, the batch. */
+export interface ListingTicket {
+  shard: string;
+  epoch: string;
+  batch: number;
+}
+
+/**
+ * What this isolate has heard from each shard: its incarnation and how many batches it had written
+ * (every answer is sent after the commits before it). The run objects of an isolate share it: an
+ * entry waiting in batch n of an incarnation is written once any answer of that incarnation says n
+ * batches are, so its run need not ask again. A hint only: without it, the run asks.
+ */
+const heard = new Map<string, { epoch: string; written: number }>();
+/** Shards remembered (the oldest heard is forgotten first): a few hours of busy workflows. */
+const HEARD_MAX = 2_048;
+
+function hear(shard: string, a: RecordAnswer): void {
+  const before = heard.get(shard);
+  if (before?.epoch === a.epoch && before.written >= a.written) return;
+  heard.delete(shard);
+  heard.set(shard, { epoch: a.epoch, written: a.written });
+  if (heard.size > HEARD_MAX) heard.delete(heard.keys().next().value as string);
+}
+
+/** Whether the batch a ticket names is known to be written (an answer of its incarnation said so). */
+export function ticketWritten(t: ListingTicket): boolean {
+  const h = heard.get(t.shard);
+  return h !== undefined && h.epoch === t.epoch && h.written >= t.batch;
+}
+
 /**
  * Called by the run object (never on the invoke path): upserts the run's entry. The shard lists it
- * at once and answers when it will be durable (null: it is); the run asks again then (`confirm`).
+ * at once and answers when it will be durable (null: it is), with a ticket for the batch it waits
+ * in; the run asks again then (`confirm`) unless the ticket is heard written meanwhile.
  */
 export async function recordRun(
   env: Env,
   run: ListedRun,
   confirm = false,
-): Promise<{ durableAt: number | null }> {
+): Promise<{ durableAt: number | null; ticket: ListingTicket | null }> {
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
-  return shardStub(env, ref).record(ref, [row], confirm);
+  const answer = await shardStub(env, ref).record(ref, [row], confirm);
+  const shard = `${ref.residency ?? ""}\n${shardName(ref)}`;
+  hear(shard, answer);
+  const ticket = answer.durableAt === null ? null : { shard, epoch: answer.epoch, batch: answer.batch };
+  return { durableAt: answer.durableAt, ticket };
 }
 
 /** DELETE /runs/{id}: a tombstone, so that a late write of the run cannot bring it back. */

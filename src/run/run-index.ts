@@ -7,10 +7,10 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../engine/types.ts";
-import type { DeliveryFilter, IndexRow, Position } from "./listing.ts";
+import type { DeliveryFilter, IndexRow, Position, RecordAnswer } from "./listing.ts";
 import { ListingDirectory } from "./listing-directory.ts";
 import type { ShardRef } from "./listing-layout.ts";
-import { ListingShard, type RecordAnswer } from "./listing-shard.ts";
+import { ListingShard } from "./listing-shard.ts";
 
 export class RunIndex extends DurableObject<Env> {
   private readonly shard: ListingShard;

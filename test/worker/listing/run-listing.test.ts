@@ -87,6 +87,25 @@ function statusOf(runs: Listed[], runId: string): string | undefined {
   return runs.find((r) => r.run_id === runId)?.status;
 }
 
+/** Starts listing-quick in the object `id`, which reaches the listing through `index`. */
+async function startQuickIn(id: DurableObjectId, index: Env["RUN_INDEX"], n: number): Promise<string> {
+  const bundle = workflowBundle as Bundle;
+  const started = await runInDurableObject(env.RUNS.get(id), async (instance: RunObject) => {
+    (instance as unknown as { env: Env }).env = { ...env, RUN_INDEX: index };
+    return instance.start({
+      workflowKey: bundle.invocable["listing-quick"] as string,
+      params: { n },
+      request: { headers: {} },
+      bodyHash: null,
+      idempotencyKey: null,
+      waitMs: 10_000,
+    });
+  });
+  if (started.outcome !== "started") throw new Error(`a new run starts, not ${started.outcome}`);
+  expect(started.envelope?.status).toBe("complete");
+  return started.runId;
+}
+
 function runStub(runId: string): DurableObjectStub {
   return env.RUNS.get(env.RUNS.idFromString(runId));
 }
@@ -410,32 +429,15 @@ describe("the listing stays consistent with the runs", () => {
   });
 
   it("lists a finished run whose listing write failed: its alarm retries, also after an eviction", async () => {
-    const bundle = workflowBundle as Bundle;
-    const key = bundle.invocable["listing-quick"] as string;
-    const stub = env.RUNS.get(env.RUNS.newUniqueId());
+    const id = env.RUNS.newUniqueId();
+    const stub = env.RUNS.get(id);
     const broken = {
       idFromName: () => {
         throw new Error("the listing is unreachable");
       },
-    };
-    const started = await runInDurableObject(stub, async (instance: RunObject) => {
-      // This incarnation cannot reach the listing (as if its writes failed or it was evicted first).
-      (instance as unknown as { env: Env }).env = {
-        ...env,
-        RUN_INDEX: broken as unknown as Env["RUN_INDEX"],
-      };
-      return instance.start({
-        workflowKey: key,
-        params: { n: 1 },
-        request: { headers: {} },
-        bodyHash: null,
-        idempotencyKey: null,
-        waitMs: 10_000,
-      });
-    });
-    if (started.outcome !== "started") throw new Error(`a new run starts, not ${started.outcome}`);
-    expect(started.envelope?.status).toBe("complete");
-    const runId = started.runId;
+    } as unknown as Env["RUN_INDEX"];
+    // This incarnation cannot reach the listing (as if its writes failed or it was evicted first).
+    const runId = await startQuickIn(id, broken, 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBeUndefined();
     // The alarm is close (a retry), not at the end of retention.
@@ -462,6 +464,68 @@ describe("the listing stays consistent with the runs", () => {
     expect(e.status).toBe("complete");
     await listingUntil("workflow=listing-slow", (rs) => statusOf(rs, runId) === "complete");
   }, 30_000);
+});
+
+describe("the alarm that guards a finished run's listing entry", () => {
+  /** A RUN_INDEX namespace that counts the shard objects the run looks up (one per write it sends). */
+  function countingIndex(): { ns: Env["RUN_INDEX"]; sent: () => number } {
+    let sent = 0;
+    const ns = {
+      idFromName: (name: string) => {
+        if (name.includes("\n")) sent += 1;
+        return env.RUN_INDEX.idFromName(name);
+      },
+      get: (id: DurableObjectId) => env.RUN_INDEX.get(id),
+    } as unknown as Env["RUN_INDEX"];
+    return { ns, sent: () => sent };
+  }
+
+  function shardStubOf(runId: string): DurableObjectStub {
+    const ref = placeRun("listing-quick", runId, Date.now());
+    return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-quick\n${ref.bucket}\n${ref.shard}`));
+  }
+
+  it("sends the entry again when its shard lost it unwritten (the shard restarted), and the run is listed", async () => {
+    const counted = countingIndex();
+    const runId = await startQuickIn(env.RUNS.newUniqueId(), counted.ns, 1);
+    await new Promise((r) => setTimeout(r, 20)); // sent after the answer, waiting in the shard's batch
+    expect(counted.sent()).toBe(1);
+    // The shard is killed before it writes its batch (LISTING_FLUSH_MS: 300 ms here).
+    await evictDurableObject(shardStubOf(runId));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBeUndefined();
+    // The run's guard alarm asks its shard again: the new incarnation takes the entry.
+    const guard = await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm());
+    expect(guard).not.toBeNull();
+    expect(await runDurableObjectAlarm(runStub(runId))).toBe(true);
+    expect(counted.sent()).toBe(2);
+    expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBe("complete");
+    // Once written, the next ask is told so, and nothing more is due on the run.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await runDurableObjectAlarm(runStub(runId))).toBe(true);
+    expect(await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm())).toBeNull();
+    expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBe("complete");
+  });
+
+  it("does not ask its shard again when another run heard that its batch was written since", async () => {
+    // Two runs whose entries go to the same shard.
+    const a = env.RUNS.newUniqueId();
+    let b = env.RUNS.newUniqueId();
+    while (shardOf(b.toString()) !== shardOf(a.toString())) b = env.RUNS.newUniqueId();
+    const counted = countingIndex();
+    const first = await startQuickIn(a, counted.ns, 1);
+    await new Promise((r) => setTimeout(r, 400)); // the shard has written the batch holding it
+    expect(counted.sent()).toBe(1);
+    // The second run's write is answered by the same incarnation, which says that batch is written.
+    await startQuickIn(b, env.RUN_INDEX, 2);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await runDurableObjectAlarm(runStub(first))).toBe(true);
+    expect(counted.sent(), "the first run's guard sent nothing").toBe(1);
+    expect(await runInDurableObject(runStub(first), (_o, state) => state.storage.getAlarm())).toBeNull();
+    // Its entry is written: it stays listed after the shard restarts.
+    await evictDurableObject(shardStubOf(first));
+    expect(statusOf(await listAll("workflow=listing-quick"), first)).toBe("complete");
+  });
 });
 
 describe("retention", () => {
