@@ -9,6 +9,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
 import { ablationVariants, renderAblation, runAblation } from "./ablation.ts";
 import { ROOT, startBenchServer } from "./dev-server.ts";
 import { buildBenchBundle } from "./pipelines.ts";
@@ -24,7 +25,8 @@ try {
     samples,
     cpuRounds: 3,
     cpuBlock: 40,
-    settleMs: 2500,
+    // What a run leaves behind (its shard's batch, its guard alarm) is counted with it.
+    settleMs: LISTING_GUARD_MS + 1_500,
   });
   console.log(`${steps} steps, ${samples} latency samples per variant\n`);
   console.log(renderAblation(rows));

@@ -3,7 +3,7 @@
  * disturbs far less than wall time: another process taking the cores makes our requests wait,
  * but does not make them burn more CPU. Contenders run in alternating blocks so that drift is
  * shared; every block is followed by a pause of `settleMs` so that work a run leaves behind (its
- * listing write, a shard's commit, the alarm that fires two seconds after a run started) is
+ * listing write, its shard's batch, the guard alarm that fires seconds after a run ended) is
  * counted with it. What workerd burns while idle (its own timers, at 10 ms clock ticks) is
  * measured in an empty block of each round and subtracted per millisecond of each block, so a
  * slow contender is not charged for the idling its longer blocks contain.

@@ -39,6 +39,7 @@ import {
 } from "../bench/report.ts";
 import { profileWorkerd } from "../bench/workerd-profile.ts";
 import { FLUSH_WINDOW_MS } from "../src/run/listing-layout.ts";
+import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
 
 const quick = process.argv.includes("--quick");
 const SAMPLES = quick ? 30 : 150;
@@ -47,13 +48,17 @@ const CONCURRENCY = [16, 64] as const;
 const THROUGHPUT_S = quick ? 1 : 3;
 const THROUGHPUT_ROUNDS = quick ? 1 : 2;
 const CPU_ROUNDS = quick ? 1 : 3;
-const CPU_BLOCK = quick ? 15 : 40;
-/**
- * A run of ours leaves work behind: its listing write (batched within FLUSH_MS) and the alarm
- * due LISTING_FIRST_WRITE_MS after it started. Rounds and CPU blocks end with this much quiet so
- * that it is counted with its own contender.
- */
+const CPU_BLOCK = quick ? 15 : 100;
+/** Throughput rounds end with this much quiet, so one contender's leftovers do not slow the next. */
 const SETTLE_MS = 2_500;
+/**
+ * A finished run of ours leaves work behind: its shard writes the batch holding its entry
+ * (FLUSH_WINDOW_MS after the first entry), and its guard alarm fires LISTING_GUARD_MS after its end
+ * and asks the shard whether the entry is written. A CPU block ends with this much quiet so that
+ * all of it is counted with its own contender (an earlier bench waited 2.5 s, and charged the
+ * alarms of ours to the contenders after it).
+ */
+const CPU_SETTLE_MS = quick ? 2_500 : LISTING_GUARD_MS + 1_500;
 const UNLISTED = "/bench/unlisted";
 
 const tmp = join(ROOT, "bench/tmp");
@@ -181,7 +186,7 @@ async function main(): Promise<void> {
           ],
           CPU_ROUNDS,
           CPU_BLOCK,
-          SETTLE_MS,
+          CPU_SETTLE_MS,
         ),
       );
     }
@@ -191,7 +196,7 @@ async function main(): Promise<void> {
       samples: quick ? 20 : 60,
       cpuRounds: quick ? 1 : 2,
       cpuBlock: quick ? 10 : 30,
-      settleMs: 1_000,
+      settleMs: CPU_SETTLE_MS,
     });
 
     log("storage writes per run");
