@@ -61,9 +61,14 @@ export function ablationVariants(base: string, steps: number): AblationVariant[]
       run: bare("alarm,kv"),
     },
     {
+      key: "bare DO + guard alarm",
+      what: "an alarm armed with the last write, 9 s away, that fires once (as ours' guard)",
+      run: bare("guard"),
+    },
+    {
       key: "bare DO + all ours must do",
-      what: "KV rows, the alarm, a log line, the listing write after answering",
-      run: bare("alarm,kv,log,listing"),
+      what: "KV rows, the guard alarm, a log line, the listing write after answering",
+      run: bare("guard,kv,log,listing"),
     },
   ];
 }

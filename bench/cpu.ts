@@ -2,7 +2,7 @@
  * CPU time per run of the workerd process (user + system, from /proc), which a busy machine
  * disturbs far less than wall time: another process taking the cores makes our requests wait,
  * but does not make them burn more CPU. Contenders run in alternating blocks so that drift is
- * shared; every block is followed by a pause of `settleMs` so that work a run leaves behind (its
+ * shared (every other round in reverse order); every block is followed by a pause of `settleMs` so that work a run leaves behind (its
  * listing write, its shard's batch, the guard alarm that fires seconds after a run ended) is
  * counted with it. What workerd burns while idle (its own timers, at 10 ms clock ticks) is
  * measured in an empty block of each round and subtracted per millisecond of each block, so a
@@ -67,7 +67,8 @@ export async function cpuPerRun(
       user: (idleTo.user - idleFrom.user) / idleMs,
       system: (idleTo.system - idleFrom.system) / idleMs,
     };
-    for (const [key, run] of runners) {
+    // Every other round in reverse order, so what drifts over the phase weighs on all alike.
+    for (const [key, run] of r % 2 === 0 ? runners : [...runners].reverse()) {
       await pause();
       const before = cpuMs(pid);
       const t0 = performance.now();

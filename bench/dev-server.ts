@@ -104,9 +104,14 @@ export interface BenchServer {
 
 /**
  * The bench Worker (bench/entry.ts, bundled) with the bindings of bench/wrangler.bench.toml, and
- * `vars` besides (bench/traces.ts runs one with an OTLP endpoint beside one without).
+ * `vars` besides (bench/traces.ts runs one with an OTLP endpoint beside one without). `stateDir`:
+ * where its objects' storage goes (default `<tmp>/state`, or BENCH_STATE_DIR).
  */
-export async function startBenchServer(tmp: string, vars: Record<string, string> = {}): Promise<BenchServer> {
+export async function startBenchServer(
+  tmp: string,
+  vars: Record<string, string> = {},
+  stateDir: string | null = null,
+): Promise<BenchServer> {
   const before = workerdPids();
   // The Worker imports the viewer's bundled scripts (written by the build, which the bench skips).
   await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
@@ -115,7 +120,7 @@ export async function startBenchServer(tmp: string, vars: Record<string, string>
     join(tmp, "bench-out"),
     "entry.ts",
   );
-  const persist = process.env.BENCH_STATE_DIR ?? join(tmp, "state");
+  const persist = stateDir ?? process.env.BENCH_STATE_DIR ?? join(tmp, "state");
   rmSync(persist, { recursive: true, force: true });
   const inspectorPort = await freePort();
   let logLines = 0;

@@ -21,6 +21,8 @@ export const MAX_LISTING_ROWS_PER_RUN = 0.1;
 /** At any load (the whole bench, sequential phases included) a run costs the listing at most this. */
 export const MAX_LISTING_ROWS_PER_RUN_ANY = 1.2;
 export const MAX_LISTING_WRITES_PER_RUN = 2;
+/** Issue 34: workerd CPU per 10-step run at most this multiple of the bare Durable Object's. */
+export const MAX_CPU_RATIO_TO_BARE = 1.6;
 export const SHARD_LOAD_AT_SCALE = (INVOKES_PER_S * MAX_LISTING_WRITES_PER_RUN) / SHARDS_PER_BUCKET;
 
 export function classify(w: WriteCounts): { data: number; schema: number; internal: number } {
@@ -120,6 +122,7 @@ export function table(r: Results, d: Derived): string {
     const v = r.cpu?.[c];
     return v ? `${ms(v.total)} ms (user ${ms(v.user)}, sys ${ms(v.system)})` : "—";
   };
+  const cpuRatio = (c: Contender) => (r.cpu?.[c]?.total ?? Number.NaN) / (r.cpu?.bare?.total ?? Number.NaN);
   const s = r.startup;
   const l = r.listing;
   const rows: string[][] = [
@@ -217,6 +220,15 @@ export function table(r: Results, d: Derived): string {
       "",
     ],
     [
+      "  CPU per run / bare DO CPU per run",
+      x(cpuRatio("ours")),
+      x(cpuRatio("unlisted")),
+      "1x",
+      x(cpuRatio("workflows")),
+      `≤ ${MAX_CPU_RATIO_TO_BARE}x`,
+      verdict(cpuRatio("ours") <= MAX_CPU_RATIO_TO_BARE),
+    ],
+    [
       "run listing after the load: runs listed once, complete",
       `${l.listed} of ${l.expected} (${l.duplicates} twice), ${(l.catchUpMs / 1000).toFixed(1)} s after the last invoke`,
       "",
@@ -288,6 +300,15 @@ export function table(r: Results, d: Derived): string {
       "",
       "0 rows, 0 setAlarm",
       verdict(r.expressWrites.rows === 0 && r.expressWrites.alarms === 0),
+    ],
+    [
+      "  express run: CPU per run / bare DO CPU per run",
+      x(cpuRatio("express")),
+      "",
+      "1x",
+      "",
+      `≤ ${MAX_CPU_RATIO_TO_BARE}x`,
+      verdict(cpuRatio("express") <= MAX_CPU_RATIO_TO_BARE),
     ],
     [
       `listing rows written per run, one workflow at ${r.listingAtLoad.runsPerSecond.toFixed(0)} runs/s (64 clients)`,

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { cpus, freemem, loadavg, platform, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { FLUSH_WINDOW_MS, SHARDS_PER_BUCKET } from "../src/run/listing-layout.ts";
+import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
 import { type AblationRow, renderAblation } from "./ablation.ts";
 import type { BundleSize, Startup } from "./bundle-size.ts";
 import { costPerMillion, renderCost } from "./cost.ts";
@@ -175,7 +176,7 @@ function findings(r: Results, d: Derived): string[] {
   if (r.cpu?.ours && r.cpu.bare) {
     const c = r.cpu;
     out.push(
-      `CPU: workerd spends ${ms(c.ours?.total ?? 0)} ms per run of ours, ${ms(c.unlisted?.total ?? 0)} ms with the listing off and ${ms(c.bare?.total ?? 0)} ms for the bare baseline (user + system time of the whole process from /proc, so the creation of each run's SQLite database on disk counts; a busy machine moves this far less than wall time). Workflows: ${ms(c.workflows?.total ?? 0)} ms.`,
+      `CPU: workerd spends ${ms(c.ours?.total ?? 0)} ms per run of ours (${x((c.ours?.total ?? 0) / (c.bare?.total ?? 1))} the bare DO's), ${ms(c.unlisted?.total ?? 0)} ms with the listing off, ${ms(c.express?.total ?? 0)} ms per express run (${x((c.express?.total ?? 0) / (c.bare?.total ?? 1))}) and ${ms(c.bare?.total ?? 0)} ms for the bare baseline (user + system time from /proc of a workerd of its own, its storage in memory (tmpfs) where the machine has one, so creating each run's SQLite database counts but this machine's disk does not; a busy machine moves this far less than wall time). Workflows: ${ms(c.workflows?.total ?? 0)} ms. Each block is counted until ${((LISTING_GUARD_MS + 1_500) / 1000).toFixed(1)} s after its last run, so a run's guard alarm (${LISTING_GUARD_MS / 1000} s after its end) and its shard's batch are counted with it; the quiet is estimated and subtracted, and that estimate moves these figures by a few tenths of a millisecond between runs of the bench.`,
     );
   }
   const st = r.indexStats;
@@ -201,8 +202,15 @@ function findings(r: Results, d: Derived): string[] {
       a.cpu === null || b.cpu === null ? "n/a" : x(a.cpu / b.cpu);
     const netX = (a: AblationRow, b: AblationRow) =>
       a.net === null || b.net === null ? "n/a" : x(a.net / b.net);
+    const guard = ab("bare DO + guard alarm");
+    const guardNote =
+      guard?.cpu != null && abBare.cpu !== null
+        ? guard.cpu > abBare.cpu
+          ? `${ms(guard.cpu - abBare.cpu)} ms of CPU per run (${cpuX(guard, abBare)})`
+          : `nothing this run could measure (${cpuX(guard, abBare)}: within its noise)`
+        : "n/a";
     out.push(
-      `What limits it (ablation below, its own series, p50 net of /health): switching the alarm off takes ours from ${netX(abUnlisted, abBare)} to ${netX(abNoAlarm, abBare)} of the bare DO (CPU ${cpuX(abUnlisted, abBare)} → ${cpuX(abNoAlarm, abBare)}). A run that finishes before its answer has no deadline alarm; the alarm it keeps guards its listing write, which happens after the answer and must survive an eviction (docs/operations.md, "The deadline alarm"), so it stays. Against the floor of a run that does what ours must (bare DO + all ours must do: its rows through the KV API, the alarm, the run.finished line and the listing write after answering) ours is ${netX(abOurs, abFloor)} at p50 net and ${cpuX(abOurs, abFloor)} in CPU per run: what is left above that is the engine itself (routing, params, masking, the envelope). Locally the first setAlarm on a new object's database costs about a millisecond of CPU (the profile's \`setAlarm (native)\` line); on Cloudflare a SQLite-backed object keeps its alarm in its own database, so we expect it to ride in the same commit as the run document, which the output gate waits for anyway (not measurable here).`,
+      `What limits it (ablation below, its own series, p50 net of /health): switching the alarm off takes ours from ${netX(abUnlisted, abBare)} to ${netX(abNoAlarm, abBare)} of the bare DO (CPU ${cpuX(abUnlisted, abBare)} → ${cpuX(abNoAlarm, abBare)}); the same guard added to the bare DO (armed with its last write, fired once) costs it ${guardNote}. A run that finishes before its answer has no deadline alarm; the alarm it keeps guards its listing entry, which is sent after the answer and written by its shard in a batch seconds later: it must survive the run's object dying after its answer and the shard losing an unwritten batch (docs/decisions.md), so it stays; what it sends is usually nothing (the isolate has heard the batch written). Against the floor of a run that does what ours must (bare DO + all ours must do: its rows through the KV API, the guard alarm, the run.finished line and the listing write after answering) ours is ${netX(abOurs, abFloor)} at p50 net and ${cpuX(abOurs, abFloor)} in CPU per run: what is left above that is the engine itself (routing, params, masking, the envelope). Locally the first setAlarm on a new object's database costs about a millisecond of CPU (the profile's \`setAlarm (native)\` line); on Cloudflare a SQLite-backed object keeps its alarm in its own database, so we expect it to ride in the same commit as the run document, which the output gate waits for anyway (not measurable here).`,
     );
   }
   const netSpeedup = d.net.workflows / d.net.ours;
@@ -305,7 +313,7 @@ Produced by \`npm run bench\` (scripts/bench.ts); this file is rewritten on ever
 
 ## How to run and read it
 
-\`npm run bench\` (about 4.5 minutes; \`npm run bench -- --quick\` for a smoke run) compiles three
+\`npm run bench\` (about 14 minutes; \`npm run bench -- --quick\` for a smoke run) compiles three
 transform pipelines of 1, 10 and 50 steps (bench/pipelines.ts) with our compiler, bundles
 bench/wrangler.bench.toml with \`wrangler deploy --dry-run\` and serves it from one local workerd
 (Miniflare, the engine under \`wrangler dev\` minus its extra proxy hop; storage on disk in
@@ -328,8 +336,9 @@ All do the same work on the same payload, and every answer is checked. Reading t
 - *throughput*: 16 and 64 clients in a loop; completed runs per second and the p50 latency under
   that load; the contenders take turns, several rounds each (Workflows at 16 clients only).
 - *workerd CPU per run*: user + system time of the workerd process (/proc) over alternating
-  blocks of runs, less what workerd burns idle (measured each round), divided by the runs; what
-  a busy machine disturbs least.
+  blocks of runs, each counted until the work its runs leave behind is done (their guard alarms,
+  their shards' batches), less what workerd burns idle (measured each round), divided by the
+  runs; what a busy machine disturbs least.
 - *run listing*: after the load, the bench pages through \`GET /runs?workflow=bench-10\` (100 a
   page, following \`next_cursor\`) until every run of ours it started is listed as complete, and
   checks that none is listed twice. *Listing writes per run* counts the shard requests.
