@@ -9,8 +9,8 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
 import { ablationVariants, renderAblation, runAblation } from "./ablation.ts";
+import { AFTER_RUNS_SETTLE_MS } from "./cpu.ts";
 import { ROOT, startBenchServer } from "./dev-server.ts";
 import { buildBenchBundle } from "./pipelines.ts";
 
@@ -26,7 +26,7 @@ try {
     cpuRounds: 3,
     cpuBlock: 40,
     // What a run leaves behind (its shard's batch, its guard alarm) is counted with it.
-    settleMs: LISTING_GUARD_MS + 1_500,
+    settleMs: AFTER_RUNS_SETTLE_MS,
   });
   console.log(`${steps} steps, ${samples} latency samples per variant\n`);
   console.log(renderAblation(rows));

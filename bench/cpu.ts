@@ -9,7 +9,15 @@
  * slow contender is not charged for the idling its longer blocks contain.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
 import type { Runner } from "./latency.ts";
+
+/**
+ * The quiet after a block of runs before its CPU is read: what a finished run of ours leaves behind
+ * is done by then (its shard writes the batch holding its entry FLUSH_WINDOW_MS after the first
+ * entry; its guard alarm fires LISTING_GUARD_MS after its end and asks whether it is written).
+ */
+export const AFTER_RUNS_SETTLE_MS = LISTING_GUARD_MS + 1_500;
 
 /** The workerd children of this Node process (Miniflare starts one each), found through /proc. */
 export function workerdPids(): number[] {

@@ -13,6 +13,7 @@ import { type AblationRow, renderAblation } from "./ablation.ts";
 import type { BundleSize, Startup } from "./bundle-size.ts";
 import { costPerMillion, renderCost } from "./cost.ts";
 import type { CpuPerRun } from "./cpu.ts";
+import { AFTER_RUNS_SETTLE_MS } from "./cpu.ts";
 import { ROOT } from "./dev-server.ts";
 import type { EngineProfile } from "./engine-profile.ts";
 import { type Samples, type Throughput, WORKFLOW_POLL_MS } from "./latency.ts";
@@ -176,7 +177,7 @@ function findings(r: Results, d: Derived): string[] {
   if (r.cpu?.ours && r.cpu.bare) {
     const c = r.cpu;
     out.push(
-      `CPU: workerd spends ${ms(c.ours?.total ?? 0)} ms per run of ours (${x((c.ours?.total ?? 0) / (c.bare?.total ?? 1))} the bare DO's), ${ms(c.unlisted?.total ?? 0)} ms with the listing off, ${ms(c.express?.total ?? 0)} ms per express run (${x((c.express?.total ?? 0) / (c.bare?.total ?? 1))}) and ${ms(c.bare?.total ?? 0)} ms for the bare baseline (user + system time from /proc of a workerd of its own, its storage in memory (tmpfs) where the machine has one, so creating each run's SQLite database counts but this machine's disk does not; a busy machine moves this far less than wall time). Workflows: ${ms(c.workflows?.total ?? 0)} ms. Each block is counted until ${((LISTING_GUARD_MS + 1_500) / 1000).toFixed(1)} s after its last run, so a run's guard alarm (${LISTING_GUARD_MS / 1000} s after its end) and its shard's batch are counted with it; the quiet is estimated and subtracted, and that estimate moves these figures by a few tenths of a millisecond between runs of the bench.`,
+      `CPU: workerd spends ${ms(c.ours?.total ?? 0)} ms per run of ours (${x((c.ours?.total ?? 0) / (c.bare?.total ?? 1))} the bare DO's), ${ms(c.unlisted?.total ?? 0)} ms with the listing off, ${ms(c.express?.total ?? 0)} ms per express run (${x((c.express?.total ?? 0) / (c.bare?.total ?? 1))}) and ${ms(c.bare?.total ?? 0)} ms for the bare baseline (user + system time from /proc of a workerd of its own, its storage in memory (tmpfs) where the machine has one, so creating each run's SQLite database counts but this machine's disk does not; a busy machine moves this far less than wall time). Workflows: ${ms(c.workflows?.total ?? 0)} ms. Each block is counted until ${(AFTER_RUNS_SETTLE_MS / 1000).toFixed(1)} s after its last run, so a run's guard alarm (${LISTING_GUARD_MS / 1000} s after its end) and its shard's batch are counted with it; the quiet is estimated and subtracted, and that estimate moves these figures by a few tenths of a millisecond between runs of the bench.`,
     );
   }
   const st = r.indexStats;

@@ -16,7 +16,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { ablationVariants, runAblation } from "../bench/ablation.ts";
 import { measureBundleSize, measureStartup } from "../bench/bundle-size.ts";
-import { cpuPerRun } from "../bench/cpu.ts";
+import { AFTER_RUNS_SETTLE_MS, cpuPerRun } from "../bench/cpu.ts";
 import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts";
 import { profileEngine } from "../bench/engine-profile.ts";
 import {
@@ -39,7 +39,6 @@ import {
 } from "../bench/report.ts";
 import { profileWorkerd } from "../bench/workerd-profile.ts";
 import { FLUSH_WINDOW_MS } from "../src/run/listing-layout.ts";
-import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
 
 const quick = process.argv.includes("--quick");
 const SAMPLES = quick ? 30 : 150;
@@ -56,17 +55,33 @@ const CPU_BLOCK = quick ? 15 : 400;
 /** Throughput rounds end with this much quiet, so one contender's leftovers do not slow the next. */
 const SETTLE_MS = 2_500;
 /**
- * A finished run of ours leaves work behind: its shard writes the batch holding its entry
- * (FLUSH_WINDOW_MS after the first entry), and its guard alarm fires LISTING_GUARD_MS after its end
- * and asks the shard whether the entry is written. A CPU block ends with this much quiet so that
- * all of it is counted with its own contender (an earlier bench waited 2.5 s, and charged the
+ * A CPU block ends with this much quiet, so that what its runs leave behind (their shards'
+ * batches, their guard alarms) is counted with them (an earlier bench waited 2.5 s, and charged the
  * alarms of ours to the contenders after it).
  */
-const CPU_SETTLE_MS = quick ? 2_500 : LISTING_GUARD_MS + 1_500;
+const CPU_SETTLE_MS = quick ? 2_500 : AFTER_RUNS_SETTLE_MS;
 const UNLISTED = "/bench/unlisted";
 
 const tmp = join(ROOT, "bench/tmp");
 const log = (s: string) => process.stderr.write(`${s}\n`);
+
+/**
+ * `fn` on a workerd process of its own, stopped afterwards. CPU is measured there: the bench's
+ * main server holds thousands of objects from the phases before, and their evictions land in
+ * whichever block is being measured. Its storage is in memory (tmpfs) where there is one: each run
+ * creates a database file, and this machine's disk made that cost wander by milliseconds between
+ * blocks (Cloudflare has no such file per object).
+ */
+async function onFreshServer<T>(name: string, fn: (server: BenchServer) => Promise<T>): Promise<T> {
+  const state = existsSync("/dev/shm") ? `/dev/shm/workflow-edge-bench-${name}` : null;
+  const server = await startBenchServer(join(tmp, name), {}, state);
+  try {
+    return await fn(server);
+  } finally {
+    await server.stop();
+    if (state) rmSync(state, { recursive: true, force: true });
+  }
+}
 
 async function main(): Promise<void> {
   const t0 = performance.now();
@@ -181,54 +196,37 @@ async function main(): Promise<void> {
     // storage is in memory (tmpfs) where there is one: each run creates a database file, and this
     // machine's disk made that cost wander by milliseconds between blocks (Cloudflare has no such
     // file per object).
-    const cpuState = (name: string) =>
-      existsSync("/dev/shm") ? `/dev/shm/workflow-edge-bench-${name}` : null;
     let cpu: Results["cpu"] = null;
-    let ablation: Results["ablation"] = [];
-    {
-      log(
-        `CPU per run: a new workerd, user + system time from /proc, ${CPU_ROUNDS} alternating blocks of ${CPU_BLOCK}`,
-      );
-      const fresh = await startBenchServer(join(tmp, "cpu"), {}, cpuState("cpu"));
-      try {
-        const b = fresh.url;
-        const contenders: Array<readonly [string, Runner]> = [
-          ["ours", oursRunner(b, 10)],
-          ["unlisted", oursRunner(b, 10, undefined, UNLISTED)],
-          ["bare", baselineRunner(b, "bare", 10)],
-          ["workflows", baselineRunner(b, "workflows", 10)],
-          ["express", oursRunner(b, 10, undefined, "", EXPRESS_PIPELINE)],
-        ];
-        // Warm code, and every listing shard of the hour created before anything is counted.
-        for (let i = 0; i < (quick ? 5 : 100); i++) for (const [, run] of contenders) await run();
-        if (fresh.pid !== null)
-          cpu = Object.fromEntries(
-            await cpuPerRun(fresh.pid, contenders, CPU_ROUNDS, CPU_BLOCK, CPU_SETTLE_MS),
-          );
-      } finally {
-        await fresh.stop();
-        const dir = cpuState("cpu");
-        if (dir) rmSync(dir, { recursive: true, force: true });
-      }
-    }
-    {
-      log(
-        "ablation: each part of a run switched off in turn, the bare floor with each part added (a new workerd)",
-      );
-      const fresh = await startBenchServer(join(tmp, "ablation"), {}, cpuState("ablation"));
-      try {
-        ablation = await runAblation(ablationVariants(fresh.url, 10), fresh.pid, {
-          samples: quick ? 20 : 60,
-          cpuRounds: 1,
-          cpuBlock: quick ? 10 : 200,
-          settleMs: CPU_SETTLE_MS,
-        });
-      } finally {
-        await fresh.stop();
-        const dir = cpuState("ablation");
-        if (dir) rmSync(dir, { recursive: true, force: true });
-      }
-    }
+    log(
+      `CPU per run: a new workerd, user + system time from /proc, ${CPU_ROUNDS} alternating blocks of ${CPU_BLOCK}`,
+    );
+    await onFreshServer("cpu", async (fresh) => {
+      const b = fresh.url;
+      const contenders: Array<readonly [string, Runner]> = [
+        ["ours", oursRunner(b, 10)],
+        ["unlisted", oursRunner(b, 10, undefined, UNLISTED)],
+        ["bare", baselineRunner(b, "bare", 10)],
+        ["workflows", baselineRunner(b, "workflows", 10)],
+        ["express", oursRunner(b, 10, undefined, "", EXPRESS_PIPELINE)],
+      ];
+      // Warm code, and every listing shard of the hour created before anything is counted.
+      for (let i = 0; i < (quick ? 5 : 100); i++) for (const [, run] of contenders) await run();
+      if (fresh.pid !== null)
+        cpu = Object.fromEntries(
+          await cpuPerRun(fresh.pid, contenders, CPU_ROUNDS, CPU_BLOCK, CPU_SETTLE_MS),
+        );
+    });
+    log(
+      "ablation: each part of a run switched off in turn, the bare floor with each part added (a new workerd)",
+    );
+    const ablation = await onFreshServer("ablation", (fresh) =>
+      runAblation(ablationVariants(fresh.url, 10), fresh.pid, {
+        samples: quick ? 20 : 60,
+        cpuRounds: 1,
+        cpuBlock: quick ? 10 : 200,
+        settleMs: CPU_SETTLE_MS,
+      }),
+    );
 
     log("storage writes per run");
     const writes: Record<number, WriteCounts> = {};
