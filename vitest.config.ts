@@ -97,6 +97,8 @@ export default defineConfig({
                 PUBLIC_URL: "https://flows.example.com/some/path",
                 // Listing shards write their batches after this long (docs/operations.md; 8 s deployed).
                 LISTING_FLUSH_MS: "300",
+                // A busy isolate's finished runs ride to their shard together after this long (1 s deployed).
+                LISTING_RIDE_MS: "250",
                 // After-answer effects at once: what a test checks right after an answer (the log
                 // line, the listing) is there without a wait (docs/decisions.md).
                 AFTER_ANSWER_MS: "0",

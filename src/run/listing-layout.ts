@@ -22,6 +22,19 @@ export const MAX_SHARD_READS = 48;
  */
 export const FLUSH_WINDOW_MS = 8_000;
 
+/**
+ * How long a run that carries other runs' entries to their shards collects them first (listing.ts,
+ * "Entries ride together"): under load a shard then hears from an isolate once per window, not once
+ * per run.
+ */
+export const RIDE_WINDOW_MS = 1_000;
+
+/** The ride window in use: RIDE_WINDOW_MS, or the `LISTING_RIDE_MS` var (shorter; `off`: no riding). */
+export function rideWindowMs(env: object): number {
+  if ((env as Record<string, unknown>).LISTING_RIDE_MS === "off") return 0;
+  return shortenedMs(env, "LISTING_RIDE_MS", RIDE_WINDOW_MS);
+}
+
 /** The flush window in use: FLUSH_WINDOW_MS, or the `LISTING_FLUSH_MS` var (tests shorten it; at most 8 s). */
 export function flushWindowMs(env: object): number {
   return shortenedMs(env, "LISTING_FLUSH_MS", FLUSH_WINDOW_MS);

@@ -4,7 +4,14 @@
  * is in flight goes after it, with the status of that moment. Each write's outcome is reported to the lifecycle, which decides what comes next
  * (run-plan.ts: retries, the run's alarm).
  */
-import { type ListedRun, type ListingTicket, recordRun, ticketWritten } from "./listing.ts";
+import {
+  handOver,
+  type ListedRun,
+  type ListingTicket,
+  recordRun,
+  rodeTicket,
+  ticketWritten,
+} from "./listing.ts";
 import type { RunDoc } from "./run-doc.ts";
 import { listKey } from "./run-plan.ts";
 
@@ -15,6 +22,8 @@ export interface ListingSubject {
   workflow: string;
   /** Its deliveries' counts (null: none). */
   deliveries: { total: number; failed: number } | null;
+  /** It has finished and its guard alarm is armed: its entry may ride with other runs' (listing.ts). */
+  guarded: boolean;
 }
 
 export class ListingWriter {
@@ -54,10 +63,19 @@ export class ListingWriter {
         const { doc } = now;
         const key = listKey(doc.status, now.deliveries);
         const confirm = this.shown === key;
+        const entry = listedRun(now);
+        // An entry that rode with other runs' has its ticket from their carrier (listing.ts).
+        const ticket = confirm ? (this.ticket ?? rodeTicket(entry)) : null;
+        const send = () =>
+          confirm
+            ? recordRun(this.env(), entry, true)
+            : now.guarded
+              ? handOver(this.env(), entry)
+              : recordRun(this.env(), entry);
         const answer =
-          confirm && this.ticket && ticketWritten(this.ticket)
+          ticket && ticketWritten(ticket)
             ? { durableAt: null, ticket: null }
-            : await recordRun(this.env(), listedRun(now), confirm).catch(() => null);
+            : await send().catch(() => null);
         this.shown = answer?.durableAt != null ? key : null;
         this.ticket = answer?.ticket ?? null;
         // A run deleted meanwhile (and perhaps created anew under the same id) is not this one.

@@ -19,7 +19,15 @@
 import type { Residency } from "../bundle.ts";
 import type { RunStatus } from "../engine/types.ts";
 import { namedStub } from "./jurisdiction.ts";
-import { BUCKET_MS, MAX_SHARD_READS, placeRun, retentionMs, type ShardRef } from "./listing-layout.ts";
+import {
+  BUCKET_MS,
+  flushWindowMs,
+  MAX_SHARD_READS,
+  placeRun,
+  retentionMs,
+  rideWindowMs,
+  type ShardRef,
+} from "./listing-layout.ts";
 
 /** What the listing shows of a run (the shape of `GET /runs` items). */
 export interface ListedRun {
@@ -104,6 +112,11 @@ function shardName(ref: ShardRef): string {
   return `${ref.workflow}\n${ref.bucket}\n${ref.shard}`;
 }
 
+/** A shard as this isolate's maps know it: its jurisdiction and its name. */
+function shardKey(ref: ShardRef): string {
+  return `${ref.residency ?? ""}\n${shardName(ref)}`;
+}
+
 /** A shard, in its runs' jurisdiction. */
 function shardStub(env: Env, ref: ShardRef): ShardRpc {
   return namedStub(env.RUN_INDEX, ref.residency ?? null, shardName(ref));
@@ -169,10 +182,91 @@ export async function recordRun(
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
   const answer = await shardStub(env, ref).record(ref, [row], confirm);
-  const shard = `${ref.residency ?? ""}\n${shardName(ref)}`;
+  const shard = shardKey(ref);
   hear(shard, answer);
   const ticket = answer.durableAt === null ? null : { shard, epoch: answer.epoch, batch: answer.batch };
   return { durableAt: answer.durableAt, ticket };
+}
+
+/**
+ * **Entries ride together.** Under load (RIDE_BUSY finished runs of this isolate handed their
+ * entries over within the last second), a finished run whose guard alarm is armed does not send its
+ * entry itself: it leaves it for one run of the isolate, the carrier, which collects entries for
+ * rideWindowMs and sends each shard its share in one write. A shard then hears from a busy isolate
+ * once per window instead of once per run. The entry is listed when it arrives (at most a window
+ * later); the run is told when its shard will have written it, and its guard alarm (LISTING_GUARD_MS,
+ * run-plan.ts) asks the shard then, unless the carrier's answer and a later one say the batch is
+ * written. A carrier that never sends (its object reset) costs a rider nothing but time: its guard
+ * sends the entry itself. Only plain data crosses between runs: each carrier uses its own stub.
+ */
+const riding = new Map<string, { ref: ShardRef; rows: Map<string, IndexRow> }>();
+/** When the carrier collecting now sends (null: none is collecting). */
+let carrierDue: number | null = null;
+/** The latest hand-overs (times), to tell a busy isolate. */
+const handedAt: number[] = [];
+const RIDE_BUSY = 10;
+/** A carrier this late has lost its context (its object was reset): the next run carries. */
+const CARRIER_LOST_MS = 5_000;
+/** The ticket of each entry a carrier sent, until its run asks (bounded: the oldest go first). */
+const rode = new Map<string, ListingTicket>();
+const RODE_MAX = 20_000;
+
+const entryKey = (r: IndexRow): string => `${r.created_ms}/${r.run_id}`;
+
+/** The ticket of the batch a carrier's write put the run's entry in (null: none heard of). */
+export function rodeTicket(run: ListedRun): ListingTicket | null {
+  return rode.get(entryKey(rowOf(run))) ?? null;
+}
+
+/**
+ * A finished run whose guard alarm is armed hands its entry over: under load it rides with other
+ * runs' (above), else it is written at once (`recordRun`). Resolves with when it will be durable.
+ */
+export async function handOver(
+  env: Env,
+  run: ListedRun,
+): Promise<{ durableAt: number | null; ticket: ListingTicket | null }> {
+  const now = Date.now();
+  handedAt.push(now);
+  if (handedAt.length > RIDE_BUSY) handedAt.shift();
+  const window = rideWindowMs(env);
+  const busy = handedAt.length === RIDE_BUSY && now - (handedAt[0] as number) < 1_000;
+  if (window === 0 || !busy) return recordRun(env, run);
+  const row = rowOf(run);
+  const ref = placeRun(run.workflow, run.run_id, row.created_ms);
+  const shard = shardKey(ref);
+  const share = riding.get(shard) ?? { ref, rows: new Map<string, IndexRow>() };
+  share.rows.set(entryKey(row), row);
+  riding.set(shard, share);
+  if (carrierDue !== null && now < carrierDue + CARRIER_LOST_MS) {
+    return { durableAt: carrierDue + flushWindowMs(env), ticket: null };
+  }
+  // This run carries: what is left for the window goes with its own entry.
+  carrierDue = now + window;
+  await new Promise((resolve) => setTimeout(resolve, window));
+  const shares = [...riding.values()];
+  riding.clear();
+  carrierDue = null;
+  const answers = await Promise.allSettled(
+    shares.map((s) => shardStub(env, s.ref).record(s.ref, [...s.rows.values()])),
+  );
+  let own: { durableAt: number | null; ticket: ListingTicket | null } | null = null;
+  for (const [i, a] of answers.entries()) {
+    const s = shares[i];
+    if (a.status !== "fulfilled" || !s) continue;
+    const key = shardKey(s.ref);
+    hear(key, a.value);
+    const written = a.value.durableAt === null;
+    const ticket = { shard: key, epoch: a.value.epoch, batch: written ? a.value.written : a.value.batch };
+    for (const k of s.rows.keys()) {
+      rode.delete(k);
+      rode.set(k, ticket);
+    }
+    if (key === shard) own = { durableAt: a.value.durableAt, ticket: written ? null : ticket };
+  }
+  while (rode.size > RODE_MAX) rode.delete(rode.keys().next().value as string);
+  if (own === null) throw new Error("the run's listing shard did not answer");
+  return own;
 }
 
 /** DELETE /runs/{id}: a tombstone, so that a late write of the run cannot bring it back. */

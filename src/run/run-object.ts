@@ -57,9 +57,11 @@ export class RunObject extends DurableObject<Env> {
     );
     const current = () => {
       const doc = this.run.current;
-      return doc
-        ? { doc, workflow: this.run.rootWorkflow().name, deliveries: this.run.deliverySummary() }
-        : null;
+      if (!doc) return null;
+      const workflow = this.run.rootWorkflow().name;
+      // A finished run that is kept has an alarm that guards what its shard has not written yet.
+      const guarded = !this.run.active && doc.kept !== false;
+      return { doc, workflow, deliveries: this.run.deliverySummary(), guarded };
     };
     this.listing = new ListingWriter(
       () => this.env,
@@ -68,7 +70,8 @@ export class RunObject extends DurableObject<Env> {
     );
     // No schema to create: the synchronous KV API keeps one row per key (DDL on a fresh database
     // was the largest fixed cost per run).
-    ctx.blockConcurrencyWhile(async () => this.run.load());
+    // Loading is synchronous (the SQLite-backed KV API): no event reaches the object before it.
+    this.run.load();
   }
 
   // ---- RPC used by the Worker -------------------------------------------------------------

@@ -17,7 +17,7 @@ import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
 import type { FlowGate } from "./flow-key-rpc.ts";
 import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
-import { FLUSH_WINDOW_MS } from "./listing-layout.ts";
+import { FLUSH_WINDOW_MS, RIDE_WINDOW_MS } from "./listing-layout.ts";
 import { flowKeys, flowOf, type RunDoc } from "./run-doc.ts";
 import { runGraph } from "./run-graph.ts";
 
@@ -38,11 +38,12 @@ export const LISTING_RETRY_MS = 3_000;
 export const LISTING_RETRY_MAX_MS = 5_000;
 /**
  * A finished run's guard: its alarm this long after its end (in the commit of its last write). By
- * then its listing shard has written the entry it was sent (FLUSH_WINDOW_MS): the run asks once
- * more, is told it is durable, and has nothing left (a write that failed is tried again then too,
- * still inside the 10 s a listing may lag).
+ * then its listing shard has written the entry (sent after the answer, at most RIDE_WINDOW_MS later
+ * when it rode with other runs' entries, then written within FLUSH_WINDOW_MS): the run asks once
+ * more unless it has heard the batch written, and has nothing left. A write that failed, or a
+ * carrier that never sent, is tried again then.
  */
-export const LISTING_GUARD_MS = FLUSH_WINDOW_MS + 1_000;
+export const LISTING_GUARD_MS = FLUSH_WINDOW_MS + RIDE_WINDOW_MS + 600;
 
 /** An effect outside the run's own storage: the object performs it and reports how it went. */
 export type RunEffect =

@@ -87,11 +87,19 @@ function statusOf(runs: Listed[], runId: string): string | undefined {
   return runs.find((r) => r.run_id === runId)?.status;
 }
 
-/** Starts listing-quick in the object `id`, which reaches the listing through `index`. */
-async function startQuickIn(id: DurableObjectId, index: Env["RUN_INDEX"], n: number): Promise<string> {
+/**
+ * Starts listing-quick in the object `id`, which reaches the listing through `index`. `vars`: Worker
+ * vars for this run only (its entry rides with other runs' unless LISTING_RIDE_MS says `off`).
+ */
+async function startQuickIn(
+  id: DurableObjectId,
+  index: Env["RUN_INDEX"],
+  n: number,
+  vars: Record<string, string> = { LISTING_RIDE_MS: "off" },
+): Promise<string> {
   const bundle = workflowBundle as Bundle;
   const started = await runInDurableObject(env.RUNS.get(id), async (instance: RunObject) => {
-    (instance as unknown as { env: Env }).env = { ...env, RUN_INDEX: index };
+    (instance as unknown as { env: Env }).env = { ...env, ...vars, RUN_INDEX: index };
     return instance.start({
       workflowKey: bundle.invocable["listing-quick"] as string,
       params: { n },
@@ -104,6 +112,19 @@ async function startQuickIn(id: DurableObjectId, index: Env["RUN_INDEX"], n: num
   if (started.outcome !== "started") throw new Error(`a new run starts, not ${started.outcome}`);
   expect(started.envelope?.status).toBe("complete");
   return started.runId;
+}
+
+/** A RUN_INDEX namespace that counts the writes sent to shards (each looks its shard up once). */
+function countingIndex(): { ns: Env["RUN_INDEX"]; sent: () => number } {
+  let sent = 0;
+  const ns = {
+    idFromName: (name: string) => {
+      if (name.includes("\n")) sent += 1;
+      return env.RUN_INDEX.idFromName(name);
+    },
+    get: (id: DurableObjectId) => env.RUN_INDEX.get(id),
+  } as unknown as Env["RUN_INDEX"];
+  return { ns, sent: () => sent };
 }
 
 function runStub(runId: string): DurableObjectStub {
@@ -467,19 +488,6 @@ describe("the listing stays consistent with the runs", () => {
 });
 
 describe("the alarm that guards a finished run's listing entry", () => {
-  /** A RUN_INDEX namespace that counts the shard objects the run looks up (one per write it sends). */
-  function countingIndex(): { ns: Env["RUN_INDEX"]; sent: () => number } {
-    let sent = 0;
-    const ns = {
-      idFromName: (name: string) => {
-        if (name.includes("\n")) sent += 1;
-        return env.RUN_INDEX.idFromName(name);
-      },
-      get: (id: DurableObjectId) => env.RUN_INDEX.get(id),
-    } as unknown as Env["RUN_INDEX"];
-    return { ns, sent: () => sent };
-  }
-
   function shardStubOf(runId: string): DurableObjectStub {
     const ref = placeRun("listing-quick", runId, Date.now());
     return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-quick\n${ref.bucket}\n${ref.shard}`));
@@ -525,6 +533,57 @@ describe("the alarm that guards a finished run's listing entry", () => {
     // Its entry is written: it stays listed after the shard restarts.
     await evictDurableObject(shardStubOf(first));
     expect(statusOf(await listAll("workflow=listing-quick"), first)).toBe("complete");
+  });
+});
+
+describe("entries that ride together (a busy isolate)", () => {
+  /** `n` new run objects whose entries all go to one shard. */
+  function idsOnOneShard(n: number): DurableObjectId[] {
+    const first = env.RUNS.newUniqueId();
+    const ids = [first];
+    while (ids.length < n) {
+      const id = env.RUNS.newUniqueId();
+      if (shardOf(id.toString()) === shardOf(first.toString())) ids.push(id);
+    }
+    return ids;
+  }
+
+  const RIDING = { LISTING_RIDE_MS: "250" };
+
+  it("sends a shard one write per window instead of one per run, and lists every run once", async () => {
+    const counted = countingIndex();
+    const runIds: string[] = [];
+    for (const [i, id] of idsOnOneShard(30).entries())
+      runIds.push(await startQuickIn(id, counted.ns, i, RIDING));
+    // The last carrier's window ends; every run is listed, once.
+    const runs = await listingUntil("workflow=listing-quick", (rs) => runIds.every((id) => statusOf(rs, id)));
+    for (const id of runIds) expect(runs.filter((r) => r.run_id === id)).toHaveLength(1);
+    // At most the first ten of a burst write on their own (the isolate is not busy yet); then one
+    // write per window carries the entries of every run that finished in it.
+    expect(counted.sent()).toBeLessThanOrEqual(10 + 6);
+  });
+
+  it("lists riders whose batch their shard lost unwritten: each guard alarm sends its entry again", async () => {
+    const counted = countingIndex();
+    const runIds: string[] = [];
+    for (const [i, id] of idsOnOneShard(16).entries())
+      runIds.push(await startQuickIn(id, counted.ns, i, RIDING));
+    await new Promise((r) => setTimeout(r, 300)); // the window ends: the carrier has sent the riders
+    const riders = runIds.slice(10);
+    const sentBefore = counted.sent();
+    expect(sentBefore).toBeLessThan(runIds.length);
+    // The shard is killed before it writes its batch (LISTING_FLUSH_MS: 300 ms here).
+    const ref = placeRun("listing-quick", runIds[0] as string, Date.now());
+    await evictDurableObject(
+      env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-quick\n${ref.bucket}\n${ref.shard}`)),
+    );
+    const listed = await listAll("workflow=listing-quick");
+    for (const id of riders) expect(statusOf(listed, id)).toBeUndefined();
+    // Each rider's guard alarm asks the shard: the new incarnation takes the entry.
+    for (const id of riders) expect(await runDurableObjectAlarm(runStub(id))).toBe(true);
+    expect(counted.sent()).toBe(sentBefore + riders.length);
+    const after = await listAll("workflow=listing-quick");
+    for (const id of riders) expect(statusOf(after, id)).toBe("complete");
   });
 });
 
