@@ -2,11 +2,13 @@
  * CPU time per run of the workerd process (user + system, from /proc), which a busy machine
  * disturbs far less than wall time: another process taking the cores makes our requests wait,
  * but does not make them burn more CPU. Contenders run in alternating blocks so that drift is
- * shared (every other round in reverse order); every block is followed by a pause of `settleMs` so that work a run leaves behind (its
- * listing write, its shard's batch, the guard alarm that fires seconds after a run ended) is
- * counted with it. What workerd burns while idle (its own timers, at 10 ms clock ticks) is
- * measured in an empty block of each round and subtracted per millisecond of each block, so a
- * slow contender is not charged for the idling its longer blocks contain.
+ * shared (every other round in reverse order); every block is followed by a pause of `settleMs`
+ * so that work a run leaves behind (its listing write, its shard's batch, the guard alarm that
+ * fires seconds after a run ended) is counted with it, and that pause is the quiet the next block
+ * starts from. What workerd burns while idle (its own timers, at 10 ms clock ticks) is measured
+ * in an empty stretch of each round and subtracted per millisecond of each block, so a slow
+ * contender is not charged for the idling its longer blocks contain. Each round's figure is kept:
+ * how far the rounds' ratios spread says how far one figure can be trusted on this machine.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
@@ -51,6 +53,8 @@ export interface CpuPerRun {
   user: number;
   system: number;
   runs: number;
+  /** ms per run in each round, in round order. */
+  rounds: number[];
 }
 
 export async function cpuPerRun(
@@ -61,10 +65,11 @@ export async function cpuPerRun(
   settleMs: number,
 ): Promise<Map<string, CpuPerRun>> {
   const pause = () => new Promise((r) => setTimeout(r, settleMs));
-  const acc = new Map(runners.map(([k]) => [k, { user: 0, system: 0, runs: 0 }]));
+  const acc = new Map(runners.map(([k]) => [k, { user: 0, system: 0, runs: 0, rounds: [] as number[] }]));
+  // What the warm-up left behind is done before anything is counted.
+  await pause();
   for (let r = 0; r < rounds; r++) {
-    // Idle: one settle pause after another, nothing run.
-    await pause();
+    // Idle: two settle pauses, nothing run (the pause after the last block made it quiet).
     const idleFrom = cpuMs(pid);
     const idleT0 = performance.now();
     await pause();
@@ -77,7 +82,6 @@ export async function cpuPerRun(
     };
     // Every other round in reverse order, so what drifts over the phase weighs on all alike.
     for (const [key, run] of r % 2 === 0 ? runners : [...runners].reverse()) {
-      await pause();
       const before = cpuMs(pid);
       const t0 = performance.now();
       for (let i = 0; i < perBlock; i++) await run();
@@ -86,15 +90,30 @@ export async function cpuPerRun(
       const elapsed = performance.now() - t0;
       const a = acc.get(key);
       if (!a) continue;
-      a.user += after.user - before.user - idle.user * elapsed;
-      a.system += after.system - before.system - idle.system * elapsed;
+      const user = after.user - before.user - idle.user * elapsed;
+      const system = after.system - before.system - idle.system * elapsed;
+      a.user += user;
+      a.system += system;
       a.runs += perBlock;
+      a.rounds.push((user + system) / perBlock);
     }
   }
   return new Map(
     [...acc].map(([k, a]) => [
       k,
-      { total: (a.user + a.system) / a.runs, user: a.user / a.runs, system: a.system / a.runs, runs: a.runs },
+      {
+        total: (a.user + a.system) / a.runs,
+        user: a.user / a.runs,
+        system: a.system / a.runs,
+        runs: a.runs,
+        rounds: a.rounds,
+      },
     ]),
   );
+}
+
+/** Each round's ratio of `of` to `to` (their figures of the same round), lowest to highest. */
+export function roundRatios(of: CpuPerRun | undefined, to: CpuPerRun | undefined): number[] {
+  if (!of || !to) return [];
+  return of.rounds.map((v, i) => v / (to.rounds[i] ?? Number.NaN)).sort((a, b) => a - b);
 }

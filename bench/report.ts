@@ -13,7 +13,7 @@ import { type AblationRow, renderAblation } from "./ablation.ts";
 import type { BundleSize, Startup } from "./bundle-size.ts";
 import { costPerMillion, renderCost } from "./cost.ts";
 import type { CpuPerRun } from "./cpu.ts";
-import { AFTER_RUNS_SETTLE_MS } from "./cpu.ts";
+import { AFTER_RUNS_SETTLE_MS, roundRatios } from "./cpu.ts";
 import { ROOT } from "./dev-server.ts";
 import type { EngineProfile } from "./engine-profile.ts";
 import { type Samples, type Throughput, WORKFLOW_POLL_MS } from "./latency.ts";
@@ -177,7 +177,7 @@ function findings(r: Results, d: Derived): string[] {
   if (r.cpu?.ours && r.cpu.bare) {
     const c = r.cpu;
     out.push(
-      `CPU: workerd spends ${ms(c.ours?.total ?? 0)} ms per run of ours (${x((c.ours?.total ?? 0) / (c.bare?.total ?? 1))} the bare DO's), ${ms(c.unlisted?.total ?? 0)} ms with the listing off, ${ms(c.express?.total ?? 0)} ms per express run (${x((c.express?.total ?? 0) / (c.bare?.total ?? 1))}) and ${ms(c.bare?.total ?? 0)} ms for the bare baseline (user + system time from /proc of a workerd of its own, its storage in memory (tmpfs) where the machine has one, so creating each run's SQLite database counts but this machine's disk does not; a busy machine moves this far less than wall time). Workflows: ${ms(c.workflows?.total ?? 0)} ms. Each block is counted until ${(AFTER_RUNS_SETTLE_MS / 1000).toFixed(1)} s after its last run, so a run's guard alarm (${LISTING_GUARD_MS / 1000} s after its end) and its shard's batch are counted with it; the quiet is estimated and subtracted, and that estimate moves these figures by a few tenths of a millisecond between runs of the bench.`,
+      `CPU: workerd spends ${ms(c.ours?.total ?? 0)} ms per run of ours (${x((c.ours?.total ?? 0) / (c.bare?.total ?? 1))} the bare DO's), ${ms(c.unlisted?.total ?? 0)} ms with the listing off, ${ms(c.express?.total ?? 0)} ms per express run (${x((c.express?.total ?? 0) / (c.bare?.total ?? 1))}) and ${ms(c.bare?.total ?? 0)} ms for the bare baseline (user + system time from /proc of a workerd of its own, its storage in memory (tmpfs) where the machine has one, so creating each run's SQLite database counts but this machine's disk does not; a busy machine moves this far less than wall time). Workflows: ${ms(c.workflows?.total ?? 0)} ms. Each block is counted until ${(AFTER_RUNS_SETTLE_MS / 1000).toFixed(1)} s after its last run, so a run's guard alarm (${LISTING_GUARD_MS / 1000} s after its end) and its shard's batch are counted with it; the quiet is estimated and subtracted. ${spreadNote(c)}`,
     );
   }
   const st = r.indexStats;
@@ -405,4 +405,13 @@ each record like the Durable Object does): ${us(r.engine.us1)} per 1-step run, $
 ${hot}
 `;
   return { table: t, markdown };
+}
+
+/** How far the CPU ratio moved between rounds of this bench: how far one figure can be trusted here. */
+function spreadNote(c: Partial<Record<Contender, CpuPerRun>>): string {
+  const each = roundRatios(c.ours, c.bare);
+  if (each.length < 2) return "One round only: no spread to report.";
+  const express = roundRatios(c.express, c.bare);
+  const range = (a: number[]) => `${x(a[0] as number)} to ${x(a[a.length - 1] as number)}`;
+  return `Round by round (${each.length} rounds of ${c.ours?.runs ? c.ours.runs / each.length : "?"} runs, each against the bare DO's block of the same round) ours came to ${range(each)} the bare DO${express.length > 1 ? ` and the express run to ${range(express)}` : ""}: on this machine one block's figure moves that much, so only the whole phase's ratio is held to the target.`;
 }

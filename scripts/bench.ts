@@ -46,7 +46,7 @@ const WARMUP = quick ? 5 : 20;
 const CONCURRENCY = [16, 64] as const;
 const THROUGHPUT_S = quick ? 1 : 3;
 const THROUGHPUT_ROUNDS = quick ? 1 : 2;
-const CPU_ROUNDS = quick ? 1 : 2;
+const CPU_ROUNDS = quick ? 1 : 4;
 /**
  * Runs per CPU block: the block is counted with the quiet after it (CPU_SETTLE_MS), and what
  * workerd does while quiet is estimated, so the runs must outweigh that estimate's error.
