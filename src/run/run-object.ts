@@ -2,9 +2,9 @@
  * One Durable Object per run: the adapter that performs what the run lifecycle (lifecycle.ts)
  * decides. It gives the lifecycle the object's SQLite-backed KV (run-store.ts decides what is
  * written), arms the wake-ups it asks for (the object's alarm, or a timer before the run's first
- * write), serves the Worker's RPC and the event stream, and performs the lifecycle's effects:
- * the listing write, notifications, the concurrency slot's release, a keyed wait's registration,
- * the log line, deletion when retention has passed. It decides nothing itself.
+ * write), serves the Worker's RPC and the event stream, and has the lifecycle's effects performed
+ * (run-effects.ts: the listing write, notifications, the concurrency slot's release, a keyed
+ * wait's registration, the log line, deletion when retention has passed). It decides nothing itself.
  */
 import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
@@ -21,16 +21,13 @@ import { RunLifecycle } from "./lifecycle.ts";
 import type { CancelCode, CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
 import { retentionMs } from "./listing-layout.ts";
 import { ListingWriter } from "./listing-sync.ts";
-import { sendSpans, traceExportOf } from "./otlp.ts";
 import { takeRateLimitSlot } from "./rate-limit.ts";
-import { traceOf } from "./run-doc.ts";
-import { droppedSpansLog, finishedRunLog } from "./run-log.ts";
-import { afterAnswerMs, effectTiming, HEARTBEAT_MS, type RunEffect, type Wake } from "./run-plan.ts";
+import { RunEffects } from "./run-effects.ts";
+import { HEARTBEAT_MS, type Wake } from "./run-plan.ts";
 import { rerunSourceOf, viewOf } from "./run-reads.ts";
-import { flowKeyStub, type RerunSource, type StartRequest, type StartResult } from "./run-rpc.ts";
+import type { RerunSource, StartRequest, StartResult } from "./run-rpc.ts";
 import { RunStore } from "./run-store.ts";
 import { newTrace } from "./run-trace.ts";
-import { signalKeyStub } from "./signal-key-rpc.ts";
 import { objectKv, workerRuntime } from "./worker-runtime.ts";
 
 export class RunObject extends DurableObject<Env> {
@@ -39,8 +36,7 @@ export class RunObject extends DurableObject<Env> {
   private readonly listing: ListingWriter;
   /** The wake-up of a run not written yet (it has no alarm). */
   private timer: ReturnType<typeof setTimeout> | null = null;
-  /** Effects under way: an alarm or an RPC that started them waits for them. */
-  private readonly pending = new Set<Promise<unknown>>();
+  private readonly effects: RunEffects;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -50,7 +46,7 @@ export class RunObject extends DurableObject<Env> {
       runtime,
       {
         wake: (w) => this.arm(w),
-        perform: (effects) => this.perform(effects),
+        perform: (effects) => this.effects.perform(effects),
         ...this.hub.news(() => this.run.current?.finished_at ?? null),
       },
       { heartbeatMs: HEARTBEAT_MS, retentionMs: retentionMs(env) },
@@ -68,9 +64,17 @@ export class RunObject extends DurableObject<Env> {
       current,
       (key, ok, durableAt) => this.run.reported({ type: "list", key, ok, durableAt }),
     );
+    this.effects = new RunEffects({
+      env: () => this.env,
+      run: this.run,
+      listing: this.listing,
+      runId: () => this.runId,
+      residency: () => this.residency,
+      deleteRun: () => this.deleteRun(),
+    });
     // No schema to create: the synchronous KV API keeps one row per key (DDL on a fresh database
-    // was the largest fixed cost per run).
-    // Loading is synchronous (the SQLite-backed KV API): no event reaches the object before it.
+    // was the largest fixed cost per run). Loading is synchronous: no event reaches the object
+    // before it.
     this.run.load();
   }
 
@@ -217,12 +221,12 @@ export class RunObject extends DurableObject<Env> {
   /** The listing's legacy index asks runs it knew to report themselves (src/run/run-index.ts). */
   async relist(): Promise<void> {
     this.run.relist();
-    await this.settled();
+    await this.effects.settled();
   }
 
   override async alarm(): Promise<void> {
     this.run.alarm(Date.now());
-    await this.settled();
+    await this.effects.settled();
   }
 
   // ---- performing the lifecycle's decisions -----------------------------------------------
@@ -246,67 +250,6 @@ export class RunObject extends DurableObject<Env> {
     }
   }
 
-  /** Each effect starts when run-plan.ts's `effectTiming` says (a timer, not a microtask, after the answer). */
-  private perform(effects: RunEffect[]): void {
-    const later = effects.filter((e) => effectTiming(e) === "answer");
-    const soon = effects.filter((e) => effectTiming(e) !== "answer");
-    if (soon.length > 0) {
-      const now = soon.every((e) => effectTiming(e) === "now");
-      this.track(now ? Promise.resolve() : new Promise<void>((resolve) => setTimeout(resolve, 0)), soon);
-    }
-    if (later.length > 0)
-      this.track(new Promise<void>((resolve) => setTimeout(resolve, afterAnswerMs(this.env))), later);
-  }
-
-  private track(start: Promise<void>, effects: RunEffect[]): void {
-    const done = start.then(() => Promise.all(effects.map((e) => this.effect(e)))).catch(() => {});
-    this.pending.add(done);
-    void done.finally(() => this.pending.delete(done));
-  }
-
-  private async effect(e: RunEffect): Promise<void> {
-    switch (e.type) {
-      case "list":
-        return this.listing.write();
-      case "deliver":
-        return this.run.deliver();
-      case "release": {
-        const id = this.runId;
-        const ok = await Promise.all(
-          e.gates.map((g) => flowKeyStub(this.env, this.residency, g).release(id)),
-        ).then(
-          () => true,
-          () => false,
-        );
-        return this.run.reported({ type: "release", ok });
-      }
-      case "ask_turn": {
-        const key = flowKeyStub(this.env, this.residency, e.gate.name);
-        const runId = this.runId;
-        const { name, settings, cancelOn } = e.gate;
-        const ask = e.admit
-          ? key.admit({ gate: name, runId, settings, priority: e.priority, params: e.params, cancelOn })
-          : key.turn(runId);
-        // Unreachable now: the run's heartbeat asks again.
-        const verdict = await ask.catch(() => null);
-        if (verdict) this.run.reported({ type: "ask_turn", gate: name, verdict });
-        return;
-      }
-      case "register_wait": {
-        const box = signalKeyStub(this.env, this.residency, this.run.rootWorkflow().name, e.name, e.key);
-        const kept = await box.register(this.runId).catch(() => null);
-        if (kept !== null) this.run.signal(e.name, kept, e.key);
-        return;
-      }
-      case "export":
-        return this.exportSpans();
-      case "log":
-        return this.logFinished();
-      case "delete":
-        return this.deleteRun();
-    }
-  }
-
   /** The id the run is known by: its jurisdiction, if any, then its object's hex id. */
   private get runId(): string {
     return this.run.current?.run_id ?? this.ctx.id.toString();
@@ -315,34 +258,6 @@ export class RunObject extends DurableObject<Env> {
   /** Where the run's key objects are: the jurisdiction its id names. */
   private get residency(): Residency | null {
     return residencyOfRun(this.runId);
-  }
-
-  /** Resolves once every effect started so far (and any they started) is done. */
-  private async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
-  }
-
-  /** One `run.finished` line (run-log.ts), masked; never lets the line break the run's bookkeeping. */
-  private logFinished(): void {
-    const doc = this.run.current;
-    if (doc) {
-      const trace = { id: traceOf(doc).id, dropped: this.run.trace.dropped };
-      const line = finishedRunLog(doc, this.run.rootWorkflow(), this.run.stepRecords, trace);
-      console.log(JSON.stringify(this.run.runMasker.maskJson(line)));
-    }
-  }
-
-  /** One batch of the run's spans to the collector (otlp.ts); spans dropped after the log line get their own. */
-  private async exportSpans(): Promise<void> {
-    const config = traceExportOf(this.env as unknown as Record<string, unknown>);
-    const batch = this.run.spansToExport();
-    if (!config || !batch) return;
-    const ok = await sendSpans(config, batch);
-    const { dropped, ended } = this.run.exported(ok);
-    if (dropped > 0 && ended) {
-      const traceId = batch[0]?.traceId ?? "";
-      console.log(JSON.stringify(droppedSpansLog(this.runId, traceId, dropped)));
-    }
   }
 
   /** A finished run past retention is gone for every reader, even before its shard says so. */
