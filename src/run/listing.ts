@@ -192,8 +192,9 @@ export async function recordRun(
  * **Entries ride together.** Under load (RIDE_BUSY finished runs of this isolate handed their
  * entries over within the last second), a finished run whose guard alarm is armed does not send its
  * entry itself: it leaves it for one run of the isolate, the carrier, which collects entries for
- * rideWindowMs and sends each shard its share in one write. A shard then hears from a busy isolate
- * once per window instead of once per run. The entry is listed when it arrives (at most a window
+ * rideWindowMs (or until no run has finished for RIDE_QUIET_MS: a burst's last entries are not held
+ * back) and sends each shard its share in one write. A shard then hears from a busy isolate once
+ * per window instead of once per run. The entry is listed when it arrives (at most a window
  * later); the run is told when its shard will have written it, and its guard alarm (LISTING_GUARD_MS,
  * run-plan.ts) asks the shard then, unless the carrier's answer and a later one say the batch is
  * written. A carrier that never sends (its object reset) costs a rider nothing but time: its guard
@@ -205,6 +206,8 @@ let carrierDue: number | null = null;
 /** The latest hand-overs (times), to tell a busy isolate. */
 const handedAt: number[] = [];
 const RIDE_BUSY = 10;
+/** A carrier leaves early once no run has handed an entry over for this long (a burst has ended). */
+const RIDE_QUIET_MS = 100;
 /** A carrier this late has lost its context (its object was reset): the next run carries. */
 const CARRIER_LOST_MS = 5_000;
 /** The ticket of each entry a carrier sent, until its run asks (bounded: the oldest go first). */
@@ -241,9 +244,15 @@ export async function handOver(
   if (carrierDue !== null && now < carrierDue + CARRIER_LOST_MS) {
     return { durableAt: carrierDue + flushWindowMs(env), ticket: null };
   }
-  // This run carries: what is left for the window goes with its own entry.
-  carrierDue = now + window;
-  await new Promise((resolve) => setTimeout(resolve, window));
+  // This run carries what is left until the window ends, or until runs stop finishing.
+  const due = now + window;
+  carrierDue = due;
+  for (;;) {
+    const wait = Math.min(RIDE_QUIET_MS, due - Date.now());
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const t = Date.now();
+    if (t >= due || t - (handedAt[handedAt.length - 1] as number) >= RIDE_QUIET_MS) break;
+  }
   const shares = [...riding.values()];
   riding.clear();
   carrierDue = null;

@@ -563,6 +563,21 @@ describe("entries that ride together (a busy isolate)", () => {
     expect(counted.sent()).toBeLessThanOrEqual(10 + 6);
   });
 
+  it("does not hold a burst's last entries back for the whole window: the carrier leaves once runs stop finishing", async () => {
+    const counted = countingIndex();
+    const runIds: string[] = [];
+    // A one-second window, as deployed.
+    for (const [i, id] of idsOnOneShard(16).entries())
+      runIds.push(await startQuickIn(id, counted.ns, i, { LISTING_RIDE_MS: "1000" }));
+    const sent = counted.sent();
+    expect(sent).toBeLessThan(runIds.length);
+    // Well under the window after the last run, every entry has been carried.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(counted.sent()).toBeGreaterThan(sent);
+    const listed = await listAll("workflow=listing-quick");
+    for (const id of runIds) expect(statusOf(listed, id)).toBe("complete");
+  });
+
   it("lists riders whose batch their shard lost unwritten: each guard alarm sends its entry again", async () => {
     const counted = countingIndex();
     const runIds: string[] = [];
