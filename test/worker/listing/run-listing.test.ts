@@ -115,16 +115,22 @@ async function startQuickIn(
 }
 
 /** A RUN_INDEX namespace that counts the writes sent to shards (each looks its shard up once). */
-function countingIndex(): { ns: Env["RUN_INDEX"]; sent: () => number } {
-  let sent = 0;
+function countingIndex(): {
+  ns: Env["RUN_INDEX"];
+  sent: () => number;
+  /** Writes sent to shard number `shard` (of any hour). */
+  sentTo: (shard: number) => number;
+} {
+  const names: string[] = [];
   const ns = {
     idFromName: (name: string) => {
-      if (name.includes("\n")) sent += 1;
+      if (name.includes("\n")) names.push(name);
       return env.RUN_INDEX.idFromName(name);
     },
     get: (id: DurableObjectId) => env.RUN_INDEX.get(id),
   } as unknown as Env["RUN_INDEX"];
-  return { ns, sent: () => sent };
+  const sentTo = (shard: number) => names.filter((n) => n.endsWith(`\n${shard}`)).length;
+  return { ns, sent: () => names.length, sentTo };
 }
 
 function runStub(runId: string): DurableObjectStub {
@@ -538,23 +544,31 @@ describe("the alarm that guards a finished run's listing entry", () => {
 
 describe("entries that ride together (a busy isolate)", () => {
   /** `n` new run objects whose entries all go to one shard. */
-  function idsOnOneShard(n: number): DurableObjectId[] {
-    const first = env.RUNS.newUniqueId();
-    const ids = [first];
+  function idsOnOneShard(n: number, shard = shardOf(env.RUNS.newUniqueId().toString())): DurableObjectId[] {
+    const ids: DurableObjectId[] = [];
     while (ids.length < n) {
       const id = env.RUNS.newUniqueId();
-      if (shardOf(id.toString()) === shardOf(first.toString())) ids.push(id);
+      if (shardOf(id.toString()) === shard) ids.push(id);
     }
     return ids;
+  }
+
+  /** `n` runs started at once, whose entries all go to one shard. */
+  function burstOnOneShard(
+    n: number,
+    index: Env["RUN_INDEX"],
+    vars: Record<string, string>,
+    shard?: number,
+  ): Promise<string[]> {
+    return Promise.all(idsOnOneShard(n, shard).map((id, i) => startQuickIn(id, index, i, vars)));
   }
 
   const RIDING = { LISTING_RIDE_MS: "250" };
 
   it("sends a shard one write per window instead of one per run, and lists every run once", async () => {
     const counted = countingIndex();
-    const runIds: string[] = [];
-    for (const [i, id] of idsOnOneShard(30).entries())
-      runIds.push(await startQuickIn(id, counted.ns, i, RIDING));
+    // A burst: the runs finish together.
+    const runIds = await burstOnOneShard(30, counted.ns, RIDING);
     // The last carrier's window ends; every run is listed, once.
     const runs = await listingUntil("workflow=listing-quick", (rs) => runIds.every((id) => statusOf(rs, id)));
     for (const id of runIds) expect(runs.filter((r) => r.run_id === id)).toHaveLength(1);
@@ -565,14 +579,15 @@ describe("entries that ride together (a busy isolate)", () => {
 
   it("does not hold a burst's last entries back for the whole window: the carrier leaves once runs stop finishing", async () => {
     const counted = countingIndex();
-    const runIds: string[] = [];
     // A one-second window, as deployed.
-    for (const [i, id] of idsOnOneShard(16).entries())
-      runIds.push(await startQuickIn(id, counted.ns, i, { LISTING_RIDE_MS: "1000" }));
+    const runIds = await burstOnOneShard(16, counted.ns, { LISTING_RIDE_MS: "1000" });
+    const lastRunAt = Date.now();
     const sent = counted.sent();
     expect(sent).toBeLessThan(runIds.length);
-    // Well under the window after the last run, every entry has been carried.
-    await new Promise((r) => setTimeout(r, 400));
+    // Well inside the window (it started at the first rider, before the last run), every entry
+    // has been carried.
+    while (counted.sent() === sent && Date.now() - lastRunAt < 700)
+      await new Promise((r) => setTimeout(r, 20));
     expect(counted.sent()).toBeGreaterThan(sent);
     const listed = await listAll("workflow=listing-quick");
     for (const id of runIds) expect(statusOf(listed, id)).toBe("complete");
@@ -580,15 +595,17 @@ describe("entries that ride together (a busy isolate)", () => {
 
   it("lists riders whose batch their shard lost unwritten: each guard alarm sends its entry again", async () => {
     const counted = countingIndex();
-    const runIds: string[] = [];
-    for (const [i, id] of idsOnOneShard(16).entries())
-      runIds.push(await startQuickIn(id, counted.ns, i, RIDING));
-    await new Promise((r) => setTimeout(r, 300)); // the window ends: the carrier has sent the riders
-    const riders = runIds.slice(10);
-    const sentBefore = counted.sent();
-    expect(sentBefore).toBeLessThan(runIds.length);
-    // The shard is killed before it writes its batch (LISTING_FLUSH_MS: 300 ms here).
-    const ref = placeRun("listing-quick", runIds[0] as string, Date.now());
+    // Ten runs on one shard make the isolate busy; the six after them, on another shard, ride.
+    const busyShard = shardOf(env.RUNS.newUniqueId().toString());
+    const shard = (busyShard + 1) % SHARDS_PER_BUCKET;
+    await burstOnOneShard(10, counted.ns, RIDING, busyShard);
+    const riders = await burstOnOneShard(6, counted.ns, RIDING, shard);
+    // The carrier sends the riders' entries (to the shard they wait in, unwritten for 300 ms here).
+    while (counted.sentTo(shard) === 0) await new Promise((r) => setTimeout(r, 10));
+    expect(counted.sentTo(shard), "the six riders' entries went in one write").toBe(1);
+    // The shard is killed before it writes its batch.
+    const ref = placeRun("listing-quick", riders[0] as string, Date.now());
+    expect(ref.shard).toBe(shard);
     await evictDurableObject(
       env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-quick\n${ref.bucket}\n${ref.shard}`)),
     );
@@ -596,7 +613,7 @@ describe("entries that ride together (a busy isolate)", () => {
     for (const id of riders) expect(statusOf(listed, id)).toBeUndefined();
     // Each rider's guard alarm asks the shard: the new incarnation takes the entry.
     for (const id of riders) expect(await runDurableObjectAlarm(runStub(id))).toBe(true);
-    expect(counted.sent()).toBe(sentBefore + riders.length);
+    expect(counted.sentTo(shard)).toBe(1 + riders.length);
     const after = await listAll("workflow=listing-quick");
     for (const id of riders) expect(statusOf(after, id)).toBe("complete");
   });
