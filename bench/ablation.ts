@@ -5,6 +5,7 @@
  * from /proc) in alternating blocks, as in the main table. Used by `npm run bench` (a section of
  * bench/results.md) and `npm run bench:ablate` (the table alone).
  */
+import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
 import { cpuPerRun } from "./cpu.ts";
 import { baselineRunner, interleaved, oursRunner, type Runner } from "./latency.ts";
 
@@ -62,7 +63,7 @@ export function ablationVariants(base: string, steps: number): AblationVariant[]
     },
     {
       key: "bare DO + guard alarm",
-      what: "an alarm armed with the last write, 9 s away, that fires once (as ours' guard)",
+      what: `an alarm armed with the last write, ${LISTING_GUARD_MS / 1000} s away, that fires once (as ours' guard)`,
       run: bare("guard"),
     },
     {

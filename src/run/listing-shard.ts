@@ -24,6 +24,7 @@ import type { RunStatus } from "../engine/types.ts";
 import {
   type DeliveryFilter,
   directoryStub,
+  entryKey,
   type IndexRow,
   type Position,
   type RecordAnswer,
@@ -64,8 +65,6 @@ const unpack = (p: Packed): IndexRow => ({
   failed_deliveries: p[5],
 });
 const versionOf = (r: IndexRow): string => JSON.stringify(pack(r));
-/** An entry's identity: a run id reused (DELETE, then the same Idempotency-Key) is another entry. */
-const entryKey = (r: IndexRow): string => `${r.created_ms}/${r.run_id}`;
 
 /** Which of two versions of a run's entry stands: a tombstone, then a finished status, then `newer`. */
 export function mergeEntry(older: IndexRow | undefined, newer: IndexRow): IndexRow {

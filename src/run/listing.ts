@@ -89,6 +89,9 @@ export interface RecordAnswer {
   written: number;
 }
 
+/** An entry's identity: a run id reused (DELETE, then the same Idempotency-Key) is another entry. */
+export const entryKey = (r: IndexRow): string => `${r.created_ms}/${r.run_id}`;
+
 /** The RPC surface of RunIndex objects (typed plainly: the generated stub types are too deep). */
 export interface ShardRpc {
   /** Takes the entries: durable now (`durableAt` null) or by `durableAt` (ask again, `confirm`, then). */
@@ -182,10 +185,19 @@ export async function recordRun(
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
   const answer = await shardStub(env, ref).record(ref, [row], confirm);
-  const shard = shardKey(ref);
-  hear(shard, answer);
-  const ticket = answer.durableAt === null ? null : { shard, epoch: answer.epoch, batch: answer.batch };
-  return { durableAt: answer.durableAt, ticket };
+  return answered(shardKey(ref), answer);
+}
+
+/** What a shard's answer tells the writer (and this isolate, which hears it): when, and the ticket. */
+function answered(
+  shard: string,
+  a: RecordAnswer,
+): { durableAt: number | null; ticket: ListingTicket | null } {
+  hear(shard, a);
+  return {
+    durableAt: a.durableAt,
+    ticket: a.durableAt === null ? null : { shard, epoch: a.epoch, batch: a.batch },
+  };
 }
 
 /**
@@ -213,8 +225,6 @@ const CARRIER_LOST_MS = 5_000;
 /** The ticket of each entry a carrier sent, until its run asks (bounded: the oldest go first). */
 const rode = new Map<string, ListingTicket>();
 const RODE_MAX = 20_000;
-
-const entryKey = (r: IndexRow): string => `${r.created_ms}/${r.run_id}`;
 
 /** The ticket of the batch a carrier's write put the run's entry in (null: none heard of). */
 export function rodeTicket(run: ListedRun): ListingTicket | null {
@@ -264,14 +274,14 @@ export async function handOver(
     const s = shares[i];
     if (a.status !== "fulfilled" || !s) continue;
     const key = shardKey(s.ref);
-    hear(key, a.value);
-    const written = a.value.durableAt === null;
-    const ticket = { shard: key, epoch: a.value.epoch, batch: written ? a.value.written : a.value.batch };
+    const told = answered(key, a.value);
+    // Written already: the ticket of a batch this incarnation has written.
+    const ticket = told.ticket ?? { shard: key, epoch: a.value.epoch, batch: a.value.written };
     for (const k of s.rows.keys()) {
       rode.delete(k);
       rode.set(k, ticket);
     }
-    if (key === shard) own = { durableAt: a.value.durableAt, ticket: written ? null : ticket };
+    if (key === shard) own = told;
   }
   while (rode.size > RODE_MAX) rode.delete(rode.keys().next().value as string);
   if (own === null) throw new Error("the run's listing shard did not answer");

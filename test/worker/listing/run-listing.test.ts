@@ -133,6 +133,16 @@ function countingIndex(): {
   return { ns, sent: () => names.length, sentTo };
 }
 
+/** `n` new run objects whose entries all go to one shard. */
+function idsOnOneShard(n: number, shard = shardOf(env.RUNS.newUniqueId().toString())): DurableObjectId[] {
+  const ids: DurableObjectId[] = [];
+  while (ids.length < n) {
+    const id = env.RUNS.newUniqueId();
+    if (shardOf(id.toString()) === shard) ids.push(id);
+  }
+  return ids;
+}
+
 function runStub(runId: string): DurableObjectStub {
   return env.RUNS.get(env.RUNS.idFromString(runId));
 }
@@ -523,9 +533,7 @@ describe("the alarm that guards a finished run's listing entry", () => {
 
   it("does not ask its shard again when another run heard that its batch was written since", async () => {
     // Two runs whose entries go to the same shard.
-    const a = env.RUNS.newUniqueId();
-    let b = env.RUNS.newUniqueId();
-    while (shardOf(b.toString()) !== shardOf(a.toString())) b = env.RUNS.newUniqueId();
+    const [a, b] = idsOnOneShard(2) as [DurableObjectId, DurableObjectId];
     const counted = countingIndex();
     const first = await startQuickIn(a, counted.ns, 1);
     await new Promise((r) => setTimeout(r, 400)); // the shard has written the batch holding it
@@ -543,16 +551,6 @@ describe("the alarm that guards a finished run's listing entry", () => {
 });
 
 describe("entries that ride together (a busy isolate)", () => {
-  /** `n` new run objects whose entries all go to one shard. */
-  function idsOnOneShard(n: number, shard = shardOf(env.RUNS.newUniqueId().toString())): DurableObjectId[] {
-    const ids: DurableObjectId[] = [];
-    while (ids.length < n) {
-      const id = env.RUNS.newUniqueId();
-      if (shardOf(id.toString()) === shard) ids.push(id);
-    }
-    return ids;
-  }
-
   /** `n` runs started at once, whose entries all go to one shard. */
   function burstOnOneShard(
     n: number,
