@@ -18,12 +18,12 @@
  */
 import { DurableObject, WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { app } from "../src/app.ts";
-import { FlowKey } from "../src/run/flow-keys.ts";
-import { type IndexRow, type RecordAnswer, recordRun } from "../src/run/listing.ts";
-import { BUCKET_MS, type ShardRef } from "../src/run/listing-layout.ts";
-import { RunIndex } from "../src/run/run-index.ts";
-import { RunObject } from "../src/run/run-object.ts";
-import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
+import { FlowKey } from "../src/run/keys/flow-keys.ts";
+import { LISTING_GUARD_MS } from "../src/run/lifecycle/run-plan.ts";
+import { type IndexRow, type RecordAnswer, recordRun } from "../src/run/listing/listing.ts";
+import { BUCKET_MS, type ShardRef } from "../src/run/listing/listing-layout.ts";
+import { RunIndex } from "../src/run/listing/run-index.ts";
+import { RunObject } from "../src/run/object/run-object.ts";
 
 interface BenchEnv {
   RUNS: DurableObjectNamespace;
@@ -37,7 +37,7 @@ interface BenchEnv {
 
 /** The payload every pipeline transforms: a few order lines, each step bumps `n`. */
 // Keyed signals as deployed; flow keys counted (npm run bench:bursts reads what they write).
-export { SignalKey } from "../src/run/signal-keys.ts";
+export { SignalKey } from "../src/run/keys/signal-keys.ts";
 
 export interface Item {
   id: string;
@@ -163,11 +163,12 @@ export class NoAlarmRunObject extends UnlistedRunObject {
 export class NoLogRunObject extends UnlistedRunObject {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    // RunObject's private logFinished (src/run/run-object.ts) writes the run.finished line.
-    const self = this as unknown as { logFinished: () => void };
-    if (typeof self.logFinished !== "function")
-      throw new Error("RunObject.logFinished is gone: fix the ablation");
-    self.logFinished = () => {};
+    // The run object's effects (src/run/object/run-effects.ts, its private logFinished) write the
+    // run.finished line.
+    const effects = (this as unknown as { effects?: { logFinished?: () => void } }).effects;
+    if (!effects || typeof effects.logFinished !== "function")
+      throw new Error("RunEffects.logFinished is gone: fix the ablation");
+    effects.logFinished = () => {};
   }
 }
 
