@@ -2,7 +2,10 @@
  * The layers of src/ (docs/architecture.md), checked by `npm run lint:layers` in `npm test`.
  * Data flows one way: the compiler writes the bundle, the runtime reads it; below the runtime's
  * shell (the run's Durable Object, the HTTP face) the engine stays pure TypeScript. Bottom to
- * top: common < bundle < engine < (gateway, mcp, steps) < run < (http, viewer, openapi, schedules) < app.
+ * top: common < bundle < engine < (gateway, mcp, steps) < run < triggers < (http, viewer, openapi) < app.
+ * Inside the run layer, its rooms (docs/architecture.md, "The run layer's rooms"): what every room
+ * shares at the top of src/run/; waits, events, keys, listing, deliveries and trace below the
+ * lifecycle; start beside it; the lifecycle below the object.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -11,7 +14,7 @@ module.exports = {
       name: "no-cycles",
       comment: "An import cycle ties its modules into one: nothing in it can be read or tested alone.",
       severity: "error",
-      from: { path: "^(src|cli)/" },
+      from: { path: "^(src|cli|scripts|bench)/" },
       to: { circular: true },
     },
     {
@@ -43,7 +46,9 @@ module.exports = {
         "The compiler imports the bundle, the pure engine and shared pieces, never the runtime (run, HTTP, steps, gateway, MCP), the test runner or the viewer.",
       severity: "error",
       from: { path: "^src/compiler/" },
-      to: { path: "^src/(run|http|steps|gateway|mcp|testing|viewer|openapi)/|^src/(app|index)\\.ts$" },
+      to: {
+        path: "^src/(run|triggers|http|steps|gateway|mcp|testing|viewer|openapi)/|^src/(app|index)\\.ts$",
+      },
     },
     {
       name: "executors-below-the-run",
@@ -51,23 +56,63 @@ module.exports = {
         "Step executors, the model gateway and the MCP client are called by the engine: they never import the run, the HTTP face, the compiler or the test runner.",
       severity: "error",
       from: { path: "^src/(steps|gateway|mcp|agents)/" },
-      to: { path: "^src/(run|http|testing|viewer|openapi|compiler)/|^src/(app|index)\\.ts$" },
+      to: { path: "^src/(run|triggers|http|testing|viewer|openapi|compiler)/|^src/(app|index)\\.ts$" },
     },
     {
-      name: "run-below-the-face",
+      name: "run-below-the-triggers",
       comment:
-        "The run lifecycle and its Durable Object shell never import the HTTP face, the viewer, the compiler or the test runner.",
+        "The run layer never imports a trigger, the HTTP face, the viewer, the compiler or the test runner: triggers reach it through start/.",
       severity: "error",
       from: { path: "^src/run/" },
-      to: { path: "^src/(http|viewer|openapi|testing|compiler|schedules)/|^src/(app|index)\\.ts$" },
+      to: { path: "^src/(triggers|http|viewer|openapi|testing|compiler)/|^src/(app|index)\\.ts$" },
     },
     {
-      name: "schedules-are-a-trigger",
+      name: "run-rooms-below-the-lifecycle",
       comment:
-        "Cron schedules start runs through the run layer like an invoke does, but they are not HTTP: they import neither the HTTP face, the viewer, OpenAPI nor the app.",
+        "Waits, events, the key objects, the listing, deliveries and traces are used by the lifecycle and the object: they never import either, nor start/.",
       severity: "error",
-      from: { path: "^src/schedules/" },
-      to: { path: "^src/(http|viewer|openapi|testing|compiler)/|^src/(app|index)\\.ts$" },
+      from: { path: "^src/run/(waits|events|keys|listing|deliveries|trace)/" },
+      to: { path: "^src/run/(lifecycle|object|start)/" },
+    },
+    {
+      name: "run-shared-at-the-top",
+      comment:
+        "The files at the top of src/run/ (the run's document and store, its envelope and graph, the object's RPC, where objects live) are what every room shares: they import no room that decides or performs.",
+      severity: "error",
+      from: { path: "^src/run/[^/]+\\.ts$" },
+      to: { path: "^src/run/(lifecycle|object|start)/" },
+    },
+    {
+      name: "lifecycle-decides-the-object-performs",
+      comment: "The lifecycle decides and never imports the Durable Object shell that performs it.",
+      severity: "error",
+      from: { path: "^src/run/lifecycle/" },
+      to: { path: "^src/run/(object|start)/" },
+    },
+    {
+      name: "start-asks-the-object",
+      comment:
+        "Starting runs and re-runs reach a run through its RPC (run-rpc.ts), never the lifecycle or the object.",
+      severity: "error",
+      from: { path: "^src/run/start/" },
+      to: { path: "^src/run/(lifecycle|object)/" },
+    },
+    {
+      name: "triggers-start-runs",
+      comment:
+        "Each trigger turns its event into one start request for the run layer: it imports start/ and what the run shares, never the lifecycle, the object, the HTTP face, the viewer, the compiler or the test runner.",
+      severity: "error",
+      from: { path: "^src/triggers/" },
+      to: {
+        path: "^src/run/(lifecycle|object)/|^src/(http|viewer|openapi|testing|compiler)/|^src/(app|index)\\.ts$",
+      },
+    },
+    {
+      name: "a-trigger-is-its-own-room",
+      comment: "One trigger never imports another (what they share is at the top of src/triggers/).",
+      severity: "error",
+      from: { path: "^src/triggers/([^/]+)/" },
+      to: { path: "^src/triggers/[^/]+/", pathNot: "^src/triggers/$1/" },
     },
     {
       name: "face-not-the-app",
@@ -79,10 +124,10 @@ module.exports = {
     {
       name: "test-runner-drives-the-lifecycle",
       comment:
-        "The workflow-test runner drives the run lifecycle in memory: never the Durable Object shell, the Worker app or the viewer.",
+        "The workflow-test runner drives the run lifecycle in memory: never the Durable Object shell, the HTTP face (what both answer with is in common/ and triggers/), the Worker app or the viewer.",
       severity: "error",
       from: { path: "^src/testing/" },
-      to: { path: "^src/run/run-object\\.ts$|^src/(app|index)\\.ts$|^src/(viewer|openapi)/" },
+      to: { path: "^src/run/object/|^src/(app|index)\\.ts$|^src/(http|viewer|openapi)/" },
     },
     {
       name: "runtime-has-no-build-libraries",
@@ -109,7 +154,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "^src/generated/" },
+    exclude: { path: "^(src/generated|bench/tmp)/" },
     // TypeScript 7 has no JS API yet: sources are parsed with swc, which reads TypeScript as written.
     parser: "swc",
     tsPreCompilationDeps: true,

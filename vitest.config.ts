@@ -48,7 +48,7 @@ const quietPackageSourcemaps: Plugin = {
 
 export default defineConfig({
   test: {
-    // Every finished run logs one JSON line (src/run/run-log.ts); the suite starts thousands.
+    // Every finished run logs one JSON line (src/run/object/run-log.ts); the suite starts thousands.
     onConsoleLog: (log) => !log.startsWith('{"event":"run.finished"'),
     projects: [
       {
@@ -67,7 +67,7 @@ export default defineConfig({
             "test/http/**/*.test.ts",
             "test/mcp/**/*.test.ts",
             "test/openapi/**/*.test.ts",
-            "test/schedules/**/*.test.ts",
+            "test/triggers/**/*.test.ts",
             "test/scripts/**/*.test.ts",
             "test/reliability/compiler/**/*.test.ts",
             "test/testing/**/*.test.ts",

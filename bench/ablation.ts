@@ -5,7 +5,7 @@
  * from /proc) in alternating blocks, as in the main table. Used by `npm run bench` (a section of
  * bench/results.md) and `npm run bench:ablate` (the table alone).
  */
-import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
+import { LISTING_GUARD_MS } from "../src/run/lifecycle/run-plan.ts";
 import { cpuPerRun } from "./cpu.ts";
 import { baselineRunner, interleaved, oursRunner, type Runner } from "./latency.ts";
 

@@ -196,7 +196,7 @@ Added per invoke, p50 net: concurrency **${ms(net("concurrency") - net("plain"))
 slot given back at the run's end); an invoke that joins a debounce group or a batch is answered in
 ${ms(net("debounce"))} / ${ms(net("batch"))} net against ${ms(net("plain202"))} for a plain \`202\` (it makes
 no run: one row in the key object). Workflows that declare none of it never contact a key object
-(test/run/start-run.workerd.test.ts).
+(test/run/start/start-run.workerd.test.ts).
 
 ## A burst of ${BURST.toLocaleString("en")} invokes to one throttled key
 

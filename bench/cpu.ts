@@ -11,7 +11,7 @@
  * how far the rounds' ratios spread says how far one figure can be trusted on this machine.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
+import { LISTING_GUARD_MS } from "../src/run/lifecycle/run-plan.ts";
 import type { Runner } from "./latency.ts";
 
 /**

@@ -140,7 +140,7 @@ export async function startBenchServer(
     },
     workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
     bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "false", ...vars },
-    // Counted, not printed: every finished run logs one JSON line (src/run/run-log.ts).
+    // Counted, not printed: every finished run logs one JSON line (src/run/object/run-log.ts).
     handleStructuredLogs: (log: { message?: string }) => {
       // Count occurrences: one message may carry several lines when workerd writes fast.
       const n = (log.message ?? "").split('"event":"run.finished"').length - 1;

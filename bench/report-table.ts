@@ -2,10 +2,10 @@
  * The results table of `npm run bench` and what it derives from the measurements: the ratios,
  * the targets each line is held to, and the formatting of its cells (report.ts writes the page).
  */
-import { SHARDS_PER_BUCKET } from "../src/run/listing-layout.ts";
+import { SHARDS_PER_BUCKET } from "../src/run/listing/listing-layout.ts";
 import { roundRatios } from "./cpu.ts";
 import type { Samples, Throughput } from "./latency.ts";
-import type { Contender, Results, WriteCounts } from "./report.ts";
+import type { Contender, Results, WriteCounts } from "./results-shape.ts";
 
 // ---- targets (issues 5 and 10) -------------------------------------------------------------
 export const MAX_RATIO_TO_BARE = 1.25;

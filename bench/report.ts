@@ -7,17 +7,14 @@
 import { readFileSync } from "node:fs";
 import { cpus, freemem, loadavg, platform, release, totalmem } from "node:os";
 import { join } from "node:path";
-import { FLUSH_WINDOW_MS, SHARDS_PER_BUCKET } from "../src/run/listing-layout.ts";
-import { LISTING_GUARD_MS } from "../src/run/run-plan.ts";
+import { LISTING_GUARD_MS } from "../src/run/lifecycle/run-plan.ts";
+import { FLUSH_WINDOW_MS, SHARDS_PER_BUCKET } from "../src/run/listing/listing-layout.ts";
 import { type AblationRow, renderAblation } from "./ablation.ts";
-import type { BundleSize, Startup } from "./bundle-size.ts";
 import { costPerMillion, renderCost } from "./cost.ts";
 import type { CpuPerRun } from "./cpu.ts";
 import { AFTER_RUNS_SETTLE_MS, roundRatios } from "./cpu.ts";
 import { ROOT } from "./dev-server.ts";
-import type { EngineProfile } from "./engine-profile.ts";
-import { type Samples, type Throughput, WORKFLOW_POLL_MS } from "./latency.ts";
-import type { ListingCheck } from "./listing-check.ts";
+import { WORKFLOW_POLL_MS } from "./latency.ts";
 import {
   classify,
   type Derived,
@@ -35,79 +32,10 @@ import {
   us,
   x,
 } from "./report-table.ts";
+import type { Contender, MachineInfo, Results, WriteCounts } from "./results-shape.ts";
 import type { WorkerdProfile } from "./workerd-profile.ts";
 
-export interface WriteCounts {
-  rows: number;
-  alarms: number;
-  byStatement: Record<string, number>;
-  /** Bytes the run's object stores once it has finished (its SQLite database; 0 when it keeps nothing). */
-  bytes?: number;
-}
-
-export interface MachineInfo {
-  cpu: string;
-  cores: number;
-  memoryGiB: number;
-  freeGiB: number;
-  load: string;
-  /** filled in when the bench ends */
-  loadAtEnd?: string;
-  os: string;
-  node: string;
-  wrangler: string;
-  workerd: string;
-  date: string;
-}
-
-/** The four ways a 10-step pipeline runs in the bench. */
-export type Contender = "ours" | "unlisted" | "bare" | "workflows" | "express";
-
-export interface IndexStats {
-  records: number;
-  recordedRows: number;
-  registrations: number;
-  writes: WriteCounts;
-}
-
-export interface Results {
-  /** p50/p99 by contender and pipeline size (unlisted and workflows: 10 steps only) */
-  latency: Record<Contender, Record<number, Samples>>;
-  /** GET /health on the same server, interleaved with the runs: the fixed HTTP cost of a request */
-  health: Samples;
-  /** 10 steps: parts of ours switched off, parts added to the bare floor (bench/ablation.ts) */
-  ablation: AblationRow[];
-  throughput: Array<{ concurrency: number; results: Partial<Record<Contender, Throughput>> }>;
-  /** workerd CPU (user + system) per 10-step run, null when /proc could not be read */
-  cpu: Partial<Record<Contender, CpuPerRun>> | null;
-  listing: ListingCheck;
-  indexStats: IndexStats;
-  /**
-   * One workflow at load (64 clients for a few seconds, then its shards' flush window): its runs,
-   * their rate, and the rows the listing wrote for them.
-   */
-  listingAtLoad: { runs: number; runsPerSecond: number; rows: number };
-  /** runs of ours (listing on or off) the bench made before the listing check */
-  oursRuns: number;
-  /** of those, with the listing on (every pipeline size) */
-  listedRuns: number;
-  /** `run.finished` log lines the Worker wrote by then */
-  logLines: number;
-  capacity: { perSecond: number; writes: number; concurrency: number };
-  /** CPU profiles inside workerd: ours 10, bare 10, ours 50. */
-  workerd: WorkerdProfile[];
-  writes: Record<number, WriteCounts>;
-  /** A 10-step express run (`history: failures`) that completed before its answer. */
-  expressWrites: WriteCounts;
-  bareWrites: Record<number, WriteCounts>;
-  samples: number;
-  bundle: BundleSize;
-  startup: Startup;
-  engine: EngineProfile;
-  machine: MachineInfo;
-  totalS: number;
-  quick: boolean;
-}
+export type { Contender, IndexStats, MachineInfo, Results, WriteCounts } from "./results-shape.ts";
 
 function version(pkg: string): string {
   try {

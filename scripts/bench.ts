@@ -38,7 +38,7 @@ import {
   type WriteCounts,
 } from "../bench/report.ts";
 import { profileWorkerd } from "../bench/workerd-profile.ts";
-import { FLUSH_WINDOW_MS } from "../src/run/listing-layout.ts";
+import { FLUSH_WINDOW_MS } from "../src/run/listing/listing-layout.ts";
 
 const quick = process.argv.includes("--quick");
 const SAMPLES = quick ? 30 : 150;

@@ -1,7 +1,8 @@
 /**
  * `npm run lint:layers`: the layer rules of .dependency-cruiser.cjs (docs/architecture.md) over
- * src/ and cli/ of the current folder, and proof that dependency-cruiser read every module: the
- * modules it cruised must be exactly the .ts files under src/ and cli/ (src/generated aside), or a
+ * src/, cli/, scripts/ and bench/ of the current folder, and proof that dependency-cruiser read every
+ * module: the modules it cruised must be exactly the .ts files under those folders (src/generated and
+ * bench/tmp aside), or a
  * file it skipped would escape the rules unseen. Prints each violation as `rule: from → to`, then
  * `layers: N modules checked, V violations`; exits 1 on any violation or any module not cruised.
  *
@@ -10,12 +11,14 @@
  * shown. Any other environment issue is printed.
  */
 import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const SKIPPED_WARNING = "missing-tsc-transpiler";
+/** The folders whose modules the rules cover (a tree without scripts/ or bench/ is checked without them). */
+const FOLDERS = ["src", "cli", "scripts", "bench"].filter((f) => existsSync(f));
 
 interface CruiseResult {
   modules: Array<{ source: string }>;
@@ -29,8 +32,7 @@ const r = spawnSync(
   process.execPath,
   [
     join(root, "node_modules/dependency-cruiser/bin/dependency-cruiser.mjs"),
-    "src",
-    "cli",
+    ...FOLDERS,
     "--config",
     join(root, ".dependency-cruiser.cjs"),
     "--output-type",
@@ -50,15 +52,15 @@ for (const issue of result.summary.environment?.issues ?? []) {
   if (issue.name !== SKIPPED_WARNING) console.error(`${issue.severity} ${issue.name}: ${issue.description}`);
 }
 
-/** The project's modules: every .ts file under src/ and cli/, src/generated aside. */
+/** The project's modules: every .ts file under `dir`, generated code and the bench's scratch aside. */
 function sources(dir: string): string[] {
   const entries = readdirSync(dir, { recursive: true, encoding: "utf8" });
   return entries
     .map((entry) => join(dir, entry))
-    .filter((path) => path.endsWith(".ts") && !path.startsWith("src/generated/"));
+    .filter((path) => path.endsWith(".ts") && !/^(src\/generated|bench\/tmp)\//.test(path));
 }
 
-const expected = [...sources("src"), ...sources("cli")].sort();
+const expected = FOLDERS.flatMap(sources).sort();
 const cruised = new Set(result.modules.map((m) => m.source));
 const missed = expected.filter((f) => !cruised.has(f));
 const checked = expected.length - missed.length;

@@ -1,8 +1,8 @@
 /**
- * HTTP routes (docs/http-api.md). The invoke path checks, in this order: the workflow exists, the
- * caller's credentials or the sender's signature, the body (size, content type, JSON object or
- * form), `params.schema`, the secrets' configuration, the rate limit; only then is a run created
- * in its own Durable Object. Every route that reads runs checks `requireReader`. Every error leaves as
+ * HTTP routes (docs/http-api.md). The invoke path finds the workflow, then the webhook trigger
+ * (src/triggers/webhook/invoke.ts) checks, in this order, the caller's credentials or the sender's
+ * signature, the body (size, content type, JSON object or form), `params.schema`, the secrets'
+ * configuration, the rate limit; only then is a run created in its own Durable Object. Every route that reads runs checks `requireReader`. Every error leaves as
  * application/problem+json through `HttpProblem`, never with a stack or a secret.
  */
 
@@ -10,108 +10,43 @@ import { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import { type Bundle, type CompiledWorkflow, isSignature, SIGNAL_NAME } from "./bundle.ts";
 import { hint as didYouMean } from "./common/did-you-mean.ts";
-import { authenticatedBody, requireReader } from "./http/auth.ts";
-import { readParams } from "./http/body.ts";
+import { HttpProblem } from "./common/problem.ts";
 import { readDecision } from "./http/decision.ts";
 import { deliveryListPage, parseSince, recoverDeliveries } from "./http/deliveries.ts";
 import { unmatched } from "./http/methods.ts";
-import { HttpProblem } from "./http/problem.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
 import { runListPage, single, workflowParam } from "./http/run-list.ts";
 import { schedulesOf } from "./http/schedules.ts";
-import { decodeParams } from "./http/triggers/body.ts";
-import { enforceRateLimit, rateLimited, rateLimitSlot } from "./http/triggers/rate-limit.ts";
-import { invokeResponse } from "./http/triggers/response.ts";
-import { deliveryId } from "./http/triggers/signature.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
-import { deliveryRunId } from "./run/deliveries.ts";
-import { flowKeyName } from "./run/flow-key-rpc.ts";
+import { deliveryRunId } from "./run/deliveries/deliveries.ts";
 import { residencyOf } from "./run/jurisdiction.ts";
-import { forgetRun } from "./run/listing.ts";
+import { flowKeyName } from "./run/keys/flow-key-rpc.ts";
+import { signalKeyStub } from "./run/keys/signal-key-rpc.ts";
+import { forgetRun } from "./run/listing/listing.ts";
 import { RunRefusal } from "./run/refusal.ts";
-import { type Deployed, rerun, rerunMany } from "./run/reruns.ts";
 import { pinDefinition } from "./run/run-doc.ts";
 import { declaredSignals } from "./run/run-graph.ts";
-import { recordRequest } from "./run/run-request.ts";
 import { flowKeyStub, type RunRpc, runStub } from "./run/run-rpc.ts";
-import { signalKeyStub } from "./run/signal-key-rpc.ts";
-import { checkRunInputs, startRun } from "./run/start-run.ts";
+import { type Deployed, rerun, rerunMany } from "./run/start/reruns.ts";
+import { startRun } from "./run/start/start-run.ts";
+import { authenticatedBody, requireReader } from "./triggers/webhook/auth.ts";
+import { decodeParams } from "./triggers/webhook/body.ts";
+import { invokeAnswer, invokeStart, requestedWait } from "./triggers/webhook/invoke.ts";
+import { readParams } from "./triggers/webhook/request-body.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
 const bundle: Bundle = workflowBundle;
-const MAX_WAIT_S = 60;
-const MAX_IDEMPOTENCY_KEY = 255;
 
 export const app = new Hono<{ Bindings: Env }>();
 
 app.get("/health", (c) => c.json({ status: "ok" }));
 
 app.post("/invoke/:name", async (c) => {
-  const name = c.req.param("name");
-  const { key, wf } = invocable(name, "");
+  const { key, wf } = invocable(c.req.param("name"), "");
   const env = c.env as unknown as Record<string, unknown>;
-  const req = c.req.raw;
-  // The triggers pipeline (docs/triggers.md): credentials or signature (on the raw bytes), the body
-  // by its content type, the declared request headers, params.schema, the rate limit, the run.
-  const body = await authenticatedBody(wf.auth, req, env);
-  const params = decodeParams(body, req.headers.get("content-type"));
-  const request = recordRequest(wf.invoke.headers, req.headers);
-  checkRunInputs(bundle, wf, params, env);
-  const idempotencyKey = c.req.header("idempotency-key") ?? null;
-  if (
-    idempotencyKey !== null &&
-    (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
-  ) {
-    throw new HttpProblem(
-      "invalid_idempotency_key",
-      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
-    );
-  }
-  const runKey =
-    idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null);
-  const slot = rateLimitSlot(wf, { params, request }, env);
-  // An invoke that names its run may be a replay: the run's object answers it from the run that
-  // exists, and counts it against the limit only if it creates the run.
-  if (runKey === null) await enforceRateLimit(slot, wf, env);
-
-  const requested = requestedWait(req);
-  const response = wf.invoke.response;
-  // A requested wait, even `wait=0`, replaces invoke.response's wait_s (docs/triggers.md: it changes how long).
-  const waitS = requested ?? response?.waitS ?? 0;
-  const result = await startRun(c.env, key, wf, {
-    params,
-    request,
-    // A sender's redelivery carries the same delivery id: it reaches the same run.
-    idempotencyKey: runKey,
-    rateLimit: runKey === null ? null : slot,
-    waitS,
-    origin: new URL(c.req.url).origin,
-    // The caller's trace, if it sent one (an invalid header is ignored: a new trace).
-    traceparent: c.req.header("traceparent") ?? null,
-  });
-  if (result.outcome === "rate_limited") throw rateLimited(wf);
-  // Burst shaping (docs/triggers.md): a full queue is the only refusal; a skipped invoke is a 2xx.
-  if (result.outcome === "queue_full") {
-    throw new HttpProblem("queue_full", `${wf.name}'s queue for this key holds 10,000 runs; retry later`, {
-      headers: { "retry-after": String(result.retryAfterS) },
-    });
-  }
-  if (result.outcome === "skipped") return c.json({ run_id: result.runId, status: "skipped" }, 202);
-  if (result.outcome === "conflict") {
-    throw new HttpProblem(
-      "idempotency_conflict",
-      "this Idempotency-Key was already used with a different body for this workflow",
-    );
-  }
-  const location = `/runs/${result.runId}`;
-  if (response && result.envelope) return invokeResponse(wf, response, result.envelope, env);
-  // Without a requested wait the answer is 202 even for a run that has already finished (a
-  // replayed Idempotency-Key), as docs/http-api.md says: "answers as an invoke of that run would".
-  if (result.envelope && waitS > 0) {
-    return c.json(result.envelope, 200, { location, "preference-applied": `wait=${waitS}` });
-  }
-  const queued = result.outcome === "joined" || ("queued" in result && result.queued === true);
-  return c.json({ run_id: result.runId, status: queued ? "queued" : "accepted" }, 202, { location });
+  // The webhook trigger (src/triggers/webhook/invoke.ts) makes the start request; the run layer starts it.
+  const started = await invokeStart(bundle, wf, c.req.raw, env);
+  return invokeAnswer(wf, started, await startRun(c.env, key, wf, started), env);
 });
 
 async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Request } }) {
@@ -412,16 +347,4 @@ function invocable(name: string, hint: string): { key: string; wf: CompiledWorkf
       `no workflow named "${name}"${hint || didYouMean(name, Object.keys(bundle.invocable))}`,
     );
   return found;
-}
-
-/** A run id is the hex id of its Durable Object; anything else names no run. */
-/** `Prefer: wait=N` (RFC 7240) or `?wait=N`, capped at 60 s; null when the request asks for none. */
-function requestedWait(req: Request): number | null {
-  const fromQuery = new URL(req.url).searchParams.get("wait");
-  const prefer = req.headers.get("prefer") ?? "";
-  const m = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(prefer);
-  const raw = fromQuery ?? m?.[1] ?? null;
-  if (raw === null) return null;
-  const n = Number.parseInt(raw, 10);
-  return Number.isFinite(n) && n > 0 ? Math.min(n, MAX_WAIT_S) : 0;
 }

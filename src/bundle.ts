@@ -14,6 +14,7 @@ import type { EnvDecl, JsonObject, JsonSchema, Template } from "./bundle/values.
 
 export * from "./bundle/agents.ts";
 export * from "./bundle/steps.ts";
+export * from "./bundle/triggers.ts";
 export * from "./bundle/values.ts";
 
 export interface Bundle {

@@ -1,18 +1,17 @@
 /**
- * Worker entry: HTTP requests go to the Hono app, cron events to the schedule handler; the run
- * Durable Object classes are exported beside them.
+ * Worker entry: HTTP requests go to the Hono app (the webhook trigger among its routes), every
+ * other trigger's events to the handlers of src/triggers/index.ts; the Durable Object classes are
+ * exported beside them.
  */
 import { app } from "./app.ts";
-import { runSchedules } from "./schedules/schedule.ts";
+import { triggerHandlers } from "./triggers/index.ts";
 
-export { FlowKey } from "./run/flow-keys.ts";
-export { RunIndex } from "./run/run-index.ts";
-export { RunObject } from "./run/run-object.ts";
-export { SignalKey } from "./run/signal-keys.ts";
+export { FlowKey } from "./run/keys/flow-keys.ts";
+export { SignalKey } from "./run/keys/signal-keys.ts";
+export { RunIndex } from "./run/listing/run-index.ts";
+export { RunObject } from "./run/object/run-object.ts";
 
 export default {
   fetch: app.fetch,
-  async scheduled(controller, env) {
-    await runSchedules(controller, env);
-  },
+  ...triggerHandlers,
 } satisfies ExportedHandler<Env>;

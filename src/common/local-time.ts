@@ -129,7 +129,7 @@ function pattern(cron: string): Cron {
 
 /**
  * Null when croner reads `cron` (so its fire times can be worked out), else why not. The cron's
- * syntax is checked before (src/compiler/cron.ts); croner lacks two of Cloudflare's forms.
+ * syntax is checked before (src/compiler/triggers/cron/cron.ts); croner lacks two of Cloudflare's forms.
  */
 export function patternProblem(cron: string): string | null {
   const [, , dom = "", , dow = ""] = cron.trim().split(/\s+/);

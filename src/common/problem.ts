@@ -1,10 +1,9 @@
 /**
  * One HTTP error type. Every error response is RFC 9457 application/problem+json with a stable
  * `code`; the mapping from code to status and title lives here and nowhere else (the error table
- * of docs/errors-and-limits.md mirrors it).
+ * of docs/errors-and-limits.md mirrors it). It sits below the HTTP face and the workflow-test runner,
+ * which both answer with it.
  */
-
-import type { RefusalCode, RunRefusal } from "../run/refusal.ts";
 
 export const PROBLEMS = {
   workflow_not_found: [404, "Workflow not found"],
@@ -42,10 +41,6 @@ export const PROBLEMS = {
 
 export type ProblemCode = keyof typeof PROBLEMS;
 
-/** Every refusal of the run layer has its problem here. */
-const REFUSALS_ARE_PROBLEMS: Record<RefusalCode, unknown> = PROBLEMS;
-void REFUSALS_ARE_PROBLEMS;
-
 export interface ProblemDetail {
   path: string;
   message: string;
@@ -76,8 +71,12 @@ export class HttpProblem extends Error {
     this.extra = opts.extra ?? {};
   }
 
-  /** The problem a refusal of the run layer is answered with. */
-  static from(refusal: RunRefusal): HttpProblem {
+  /** The problem a refusal of the run layer (src/run/refusal.ts: its codes are problem codes) is answered with. */
+  static from(refusal: {
+    code: ProblemCode;
+    message: string;
+    errors?: ProblemDetail[] | undefined;
+  }): HttpProblem {
     return new HttpProblem(refusal.code, refusal.message, refusal.errors ? { errors: refusal.errors } : {});
   }
 

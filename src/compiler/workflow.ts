@@ -24,7 +24,6 @@ import type { AgentResolver } from "./agents.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { envShorthandWarning, expandEnvShorthand, readEnvDecls } from "./env-refs.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
-import { compileTriggers } from "./invoke.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
 import { byIndex, closure, reportCycles } from "./step-dependencies.ts";
 import { STEP_KIND_COMPILERS, STEP_KINDS, type StepKind } from "./step-kinds/index.ts";
@@ -39,6 +38,7 @@ import {
 } from "./step-kinds/step-base.ts";
 import { stepFieldKinds, stepLabel } from "./structure-check.ts";
 import { compileTemplate } from "./templates.ts";
+import { compileTriggers } from "./triggers/invoke.ts";
 import type { WranglerFacts } from "./wrangler-config.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
 

@@ -3,7 +3,7 @@
  * the world, and the W3C `traceparent` every outbound request carries. Executors see only
  * `StepContext.trace` (a `StepTracer`): each outbound request is a client span under the step's
  * span, ended with what came back. Spans of steps and the run itself are built from the run's
- * records by the run layer (src/run/run-trace.ts); their ids follow from the trace id and the
+ * records by the run layer (src/run/trace/run-trace.ts); their ids follow from the trace id and the
  * step's path, so a span made after an eviction finds its parent without anything stored.
  */
 

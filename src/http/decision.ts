@@ -3,8 +3,9 @@
  * Anything else is 400 `invalid_decision` (a body that is not JSON too: the caller meant to decide
  * and said nothing we can act on).
  */
-import { readObjectBody } from "./body.ts";
-import { HttpProblem } from "./problem.ts";
+
+import { HttpProblem } from "../common/problem.ts";
+import { readObjectBody } from "../triggers/webhook/request-body.ts";
 
 /** Longest comment kept with an approval. */
 export const MAX_COMMENT_CHARS = 2000;

@@ -1,7 +1,7 @@
 /**
  * The workflow-wide view of deliveries (docs/http-api.md, "Deliveries"), once the route has found
  * the workflow and checked the caller's credentials: `GET /deliveries` and
- * `POST /deliveries/recover`. Deliveries live in their run's object (src/run/deliveries.ts); the
+ * `POST /deliveries/recover`. Deliveries live in their run's object (src/run/deliveries/deliveries.ts); the
  * run listing knows which runs have any and which have failed ones (each run reports the counts
  * with its listing entry, after its answer), so these read only those runs' objects and the invoke
  * path contacts nothing more.
@@ -12,10 +12,10 @@
  */
 
 import type { CompiledWorkflow } from "../bundle.ts";
-import type { PublicDelivery } from "../run/deliveries.ts";
-import type { DeliveryState } from "../run/delivery-rules.ts";
+import type { PublicDelivery } from "../run/deliveries/deliveries.ts";
+import type { DeliveryState } from "../run/deliveries/delivery-rules.ts";
 import { parseRunId, residencyOf } from "../run/jurisdiction.ts";
-import { type DeliveryFilter, type ListedRun, listRuns, type Position } from "../run/listing.ts";
+import { type DeliveryFilter, type ListedRun, listRuns, type Position } from "../run/listing/listing.ts";
 import { runStub } from "../run/run-rpc.ts";
 import { bad, base64url, checksum, fromBase64url, parseDateTime, parseLimit, single } from "./run-list.ts";
 

@@ -3,7 +3,7 @@
  * 404, so that a client learns what to send instead; OPTIONS answers 204 with the same `Allow`.
  * The methods come from the app's own route table, so a new route needs nothing here.
  */
-import { HttpProblem } from "./problem.ts";
+import { HttpProblem } from "../common/problem.ts";
 
 interface Route {
   method: string;

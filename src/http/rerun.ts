@@ -1,15 +1,15 @@
 /**
  * Re-runs as the HTTP face sees them (docs/http-api.md, "Re-runs"): the body of
  * `POST /runs/{id}/rerun` and the query of the bulk `POST /runs/rerun?workflow=…`, parsed and
- * checked; the run layer (src/run/reruns.ts) does the re-running.
+ * checked; the run layer (src/run/start/reruns.ts) does the re-running.
  */
 import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
+import { HttpProblem } from "../common/problem.ts";
 import type { RunStatus } from "../engine/types.ts";
 import { residencyOf } from "../run/jurisdiction.ts";
-import type { Position } from "../run/listing.ts";
-import { type BulkRerun, RERUNNABLE, type RerunRequest } from "../run/reruns.ts";
-import { readObjectBody } from "./body.ts";
-import { HttpProblem } from "./problem.ts";
+import type { Position } from "../run/listing/listing.ts";
+import { type BulkRerun, RERUNNABLE, type RerunRequest } from "../run/start/reruns.ts";
+import { readObjectBody } from "../triggers/webhook/request-body.ts";
 import { decodeCursor, encodeCursor, parseLimit, single } from "./run-list.ts";
 
 function invalid(detail: string, path: string, message: string): HttpProblem {

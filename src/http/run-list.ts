@@ -2,7 +2,7 @@
  * `GET /runs?workflow=NAME[&status=S][&limit=N][&cursor=C]` (docs/http-api.md) once the route has
  * found the workflow and checked the caller's credentials: the query is checked (every problem
  * is a 400 `invalid_query`, never a 500), then one page comes from the run listing
- * (src/run/listing.ts).
+ * (src/run/listing/listing.ts).
  *
  * The cursor is opaque to clients: base64url of the position where the next page starts, bound
  * to the workflow and status filter it was made for, with a checksum, so that a truncated,
@@ -10,10 +10,10 @@
  * position, not a credential: the caller's access was checked before.
  */
 import type { CompiledWorkflow } from "../bundle.ts";
+import { HttpProblem } from "../common/problem.ts";
 import type { RunStatus } from "../engine/types.ts";
 import { parseRunId, residencyOf } from "../run/jurisdiction.ts";
-import { type ListedRun, listRuns, type Position } from "../run/listing.ts";
-import { HttpProblem } from "./problem.ts";
+import { type ListedRun, listRuns, type Position } from "../run/listing/listing.ts";
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;

@@ -7,8 +7,8 @@
 
 import { checkOutboundUrl } from "../engine/net.ts";
 import type { ToolHost } from "../engine/types.ts";
-import { type FetchLike, McpError } from "../mcp/channel.ts";
-import { connectMcp } from "../mcp/client.ts";
+import { type FetchLike, McpError } from "./channel.ts";
+import { connectMcp } from "./client.ts";
 
 /** The server's URL, or an McpError saying why no request may go there. */
 export function serverUrl(raw: string, allowPrivate: boolean): URL {

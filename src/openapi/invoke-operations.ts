@@ -12,10 +12,10 @@ import {
   type JsonSchema,
   type SignatureAuth,
 } from "../bundle.ts";
-import { SCHEMES } from "../http/triggers/schemes.ts";
+import { SCHEMES } from "../triggers/webhook/schemes.ts";
 import { componentName, embeddedSchema, problem, ref } from "./components.ts";
 
-// Every problem an invoke can answer with, by status (docs/http-api.md; codes from src/http/problem.ts).
+// Every problem an invoke can answer with, by status (docs/http-api.md; codes from src/common/problem.ts).
 const INVOKE_PROBLEMS: Array<[string, string]> = [
   ["400", "`invalid_json` (the body is not a JSON object) or `invalid_idempotency_key`."],
   ["401", "`unauthorized`: missing or invalid credentials."],

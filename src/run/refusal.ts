@@ -1,11 +1,15 @@
 /**
  * Why the run layer refuses what it is asked (a run that does not exist, one still active, inputs
  * that do not match): a control-flow error with a stable code from a closed list, which the HTTP
- * face answers as application/problem+json (src/http/problem.ts maps each code to its status; the
+ * face answers as application/problem+json (src/common/problem.ts maps each code to its status; the
  * table of codes is in docs/errors-and-limits.md). The run layer never builds HTTP answers.
  */
+import type { ProblemCode } from "../common/problem.ts";
 
-export type RefusalCode =
+/** Only problem codes (src/common/problem.ts): a refusal the problem table lacks does not compile. */
+type ProblemCodes<T extends ProblemCode> = T;
+
+export type RefusalCode = ProblemCodes<
   | "workflow_not_found"
   | "run_not_found"
   | "run_active"
@@ -13,7 +17,8 @@ export type RefusalCode =
   | "unknown_step"
   | "invalid_params"
   | "server_misconfigured"
-  | "internal_error";
+  | "internal_error"
+>;
 
 export class RunRefusal extends Error {
   readonly code: RefusalCode;

@@ -6,8 +6,8 @@
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
 import { newTraceId, type TraceRef } from "../engine/trace.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
-import type { FlowGate } from "./flow-key-rpc.ts";
-import type { QueueReason } from "./flow-key-rules.ts";
+import type { FlowGate } from "./keys/flow-key-rpc.ts";
+import type { QueueReason } from "./keys/flow-key-types.ts";
 
 export interface RunError {
   code: string;
@@ -111,7 +111,7 @@ export interface StartRun {
   bodyHash: string | null;
   idempotencyKey: string | null;
   origin: string | null;
-  /** A re-run: the run it re-runs, and the records it reuses from it (see rerun.ts). */
+  /** A re-run: the run it re-runs, and the records it reuses from it (see start/rerun-plan.ts). */
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
   /** Its flow keys, and how far it got through them at its invoke (`at < gates.length`: queued). */
   flow?: RunFlow | null;

@@ -4,16 +4,21 @@
  */
 import type { Bundle, Json, JsonObject, Residency } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
-import type { ApprovalRecord, DecideResult } from "./approvals.ts";
-import type { PublicDelivery } from "./deliveries.ts";
+import type { PublicDelivery } from "./deliveries/deliveries.ts";
 import type { Envelope } from "./envelope.ts";
-import type { BeginPayload, FlowKeyRpc } from "./flow-key-rpc.ts";
 import { namedStub, parseRunId, placed } from "./jurisdiction.ts";
-import type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
-import type { RateLimitSlot } from "./rate-limit.ts";
+import type { BeginPayload, FlowKeyRpc } from "./keys/flow-key-rpc.ts";
+import type { CancelResult, RateLimitSlot, RunView, SignalResult } from "./run-calls.ts";
 import type { RunFlow } from "./run-doc.ts";
+import type { ApprovalRecord, DecideResult } from "./waits/approvals.ts";
 
-export type { CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
+export {
+  CANCELED,
+  type CancelCode,
+  type CancelResult,
+  type RunView,
+  type SignalResult,
+} from "./run-calls.ts";
 
 export interface StartRequest {
   /** The id the run is known by (its jurisdiction first: jurisdiction.ts); default its object's hex id. */
@@ -32,7 +37,7 @@ export interface StartRequest {
   rateLimit?: RateLimitSlot | null;
   /** The definition to pin instead of this deployment's (a re-run of the old run's pinned one). */
   definition?: Bundle | null;
-  /** A re-run: the run it re-runs and the records it reuses (src/run/rerun.ts). */
+  /** A re-run: the run it re-runs and the records it reuses (src/run/start/rerun-plan.ts). */
   rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
   /** Its flow keys and how far its invoke got through them (start-run.ts asked the first). */
   flow?: RunFlow | null;

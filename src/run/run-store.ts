@@ -29,12 +29,12 @@
  */
 import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
-import type { ApprovalRecord } from "./approvals.ts";
-import type { DeliveryRecord } from "./delivery-rules.ts";
+import type { DeliveryRecord } from "./deliveries/delivery-rules.ts";
+import { StepNews } from "./events/step-news.ts";
 import type { KvPort } from "./kv-port.ts";
 import type { RunDoc } from "./run-doc.ts";
-import { StepNews } from "./step-news.ts";
-import type { WaitRecord } from "./waits.ts";
+import type { ApprovalRecord } from "./waits/approvals.ts";
+import type { WaitRecord } from "./waits/waits.ts";
 
 /** A run as stored: its document, its finished steps, its approvals and its waits. */
 export interface StoredRun {

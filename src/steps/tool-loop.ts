@@ -12,13 +12,7 @@
  * gated call asked again finds its approval by the same key. The MCP client is reached only
  * through `ctx.tools`, so a test (or the workflow-test runner) can stand in for every server.
  */
-import type {
-  CompiledApprovalPolicy,
-  CompiledGroup,
-  CompiledServerRef,
-  Json,
-  JsonObject,
-} from "../bundle.ts";
+import type { CompiledApprovalPolicy, CompiledGroup, CompiledServerRef, Json } from "../bundle.ts";
 import { governingEntry } from "../engine/allowlist.ts";
 import { systemClock } from "../engine/clock.ts";
 import { render, stringify } from "../engine/substitute.ts";
@@ -32,64 +26,15 @@ import {
   type ToolSession,
 } from "../engine/types.ts";
 import { completeInGroup, type GroupCompletion } from "../gateway/complete.ts";
-import type {
-  ChatMessage,
-  ModelRequest,
-  ToolCall,
-  ToolResultMessage,
-  ToolSpec,
-} from "../gateway/provider.ts";
-import type { GroupModel } from "../gateway/select.ts";
+import type { ToolCall, ToolResultMessage, ToolSpec } from "../gateway/provider.ts";
+import {
+  FINAL_TURN_PROMPT,
+  type LoopPlan,
+  type LoopResult,
+  type LoopState,
+  type OfferedTool,
+} from "./tool-loop-state.ts";
 import { providerToolNames, refuseSecretToCallerHost, serverTarget, toolParameters } from "./tool-servers.ts";
-
-/** What the model is told on its last turn, when no tools are offered any more. */
-export const FINAL_TURN_PROMPT =
-  "You have no tool calls left. Give your final answer now, in the required format, without calling tools.";
-
-/** One tool as offered to the model. */
-export interface OfferedTool {
-  /** The name the model sees: the tool's own, or `<server>__<tool>` when two servers share it. */
-  offered: string;
-  /** The agent's name for the server. */
-  server: string;
-  tool: string;
-  description: string | null;
-  parameters: JsonObject;
-}
-
-/** The step's resumable state (saved masked by the run). */
-export interface LoopState {
-  v: 1;
-  /** Model calls made so far by the loop. */
-  turn: number;
-  messages: ChatMessage[];
-  /** null until the servers were asked for their tools. */
-  tools: OfferedTool[] | null;
-  /** The model that wrote the last reply (the conversation continues with it). */
-  model: GroupModel | null;
-  toolCalls: ToolCallRecord[];
-  metrics: Omit<StepMetrics, "duration_ms">;
-  /** Set once the loop produced its final answer and the step waits for a human (ktsu_needs_human). */
-  final?: { output: Json };
-}
-
-export interface LoopPlan {
-  system: string | null;
-  user: string;
-  json: boolean;
-  schema: ModelRequest["jsonSchema"];
-  maxTokens: number;
-  maxTurns: number;
-  /** Servers whose url host the caller picks: never sent a secret, unless private and allowed. */
-  callerHostServers?: readonly string[];
-}
-
-export interface LoopResult {
-  text: string;
-  model: GroupModel;
-  /** The conversation up to (not including) the final answer, for a repair call. */
-  messages: ChatMessage[];
-}
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();

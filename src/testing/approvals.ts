@@ -14,8 +14,8 @@
 import type { ApprovalDecision, ApprovalSpec } from "../compiler/test-files/suite.ts";
 import type { Clock } from "../engine/clock.ts";
 import type { ApprovalHost, StepError } from "../engine/types.ts";
-import { type ApprovalRecord, approvalId } from "../run/approvals.ts";
-import type { RunLifecycle } from "../run/lifecycle.ts";
+import type { RunLifecycle } from "../run/lifecycle/lifecycle.ts";
+import { type ApprovalRecord, approvalId } from "../run/waits/approvals.ts";
 import { mockKeyFor } from "./mock-keys.ts";
 
 export interface CaseApprovals {

@@ -30,10 +30,10 @@ import type {
 import type { MockAnswer, MockSpec } from "../compiler/test-files/suite.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type { Masker } from "../engine/mask.ts";
+import type { OutboundLimiter } from "../engine/outbound.ts";
 import type { Executors } from "../engine/run-host.ts";
 import { render } from "../engine/substitute.ts";
 import { type StepContext, StepError } from "../engine/types.ts";
-import type { OutboundLimiter } from "../run/outbound.ts";
 import { mockKeyFor } from "./mock-keys.ts";
 import { type MockAnswers, mockToolHost } from "./tool-mocks.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Runs one test case through the run lifecycle the Worker runs (src/run/lifecycle.ts: the same
+ * Runs one test case through the run lifecycle the Worker runs (src/run/lifecycle/lifecycle.ts: the same
  * start, deadline, approvals and end of a run, the same scheduler, executors, ledger and masking),
  * over an in-memory store on a virtual clock: what the Durable Object's alarm does, the clock's
  * timers do here. Steps reach nothing real: executors answer from the case's mocks (mocks.ts,
@@ -7,21 +7,22 @@
  */
 import { createHash } from "node:crypto";
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import { HttpProblem } from "../common/problem.ts";
 import type { TestCase } from "../compiler/test-files/suite.ts";
 import type { Masker } from "../engine/mask.ts";
+import { MAX_OUTBOUND, OutboundLimiter } from "../engine/outbound.ts";
 import { declaredEnv, usesAgents } from "../engine/secrets.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { resetModelRotation } from "../gateway/select.ts";
-import { HttpProblem } from "../http/problem.ts";
-import { invokeResponse } from "../http/triggers/response.ts";
 import type { Envelope } from "../run/envelope.ts";
-import { RunLifecycle } from "../run/lifecycle.ts";
+import { RunLifecycle } from "../run/lifecycle/lifecycle.ts";
+import type { RunEffect, Wake } from "../run/lifecycle/run-plan.ts";
+import { listKey } from "../run/listing/listing-layout.ts";
 import { memoryKv } from "../run/memory-kv.ts";
-import { MAX_OUTBOUND, OutboundLimiter } from "../run/outbound.ts";
-import { listKey, type RunEffect, type Wake } from "../run/run-plan.ts";
-import { recordRequest } from "../run/run-request.ts";
 import { RunStore } from "../run/run-store.ts";
+import { recordRequest } from "../run/start/run-request.ts";
 import { executors } from "../steps/index.ts";
+import { invokeResponse } from "../triggers/webhook/response.ts";
 import { caseApprovals } from "./approvals.ts";
 import { type MockLog, mockedExecutors } from "./mocks.ts";
 import { VirtualClock } from "./virtual-clock.ts";

@@ -19,6 +19,7 @@ import type { CompiledServerRef, Json, JsonObject } from "../bundle.ts";
 import type { MockAnswer, MockSpec } from "../compiler/test-files/suite.ts";
 import { exactNames, serverFor } from "../engine/allowlist.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
+import type { OutboundLimiter } from "../engine/outbound.ts";
 import type {
   StepError,
   ToolHost,
@@ -29,8 +30,7 @@ import type {
 } from "../engine/types.ts";
 import { McpError } from "../mcp/channel.ts";
 import { toToolResult } from "../mcp/client.ts";
-import type { OutboundLimiter } from "../run/outbound.ts";
-import { serverUrl } from "../run/tool-host.ts";
+import { serverUrl } from "../mcp/tool-host.ts";
 import { keyMatches } from "./mock-keys.ts";
 
 /** How the case's mocks answer, shared with the step mocks (one counter per path, one log). */

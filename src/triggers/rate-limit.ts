@@ -7,10 +7,10 @@
  * it is meant to be fast, not exact); docs/triggers.md, "Rate limits", says how to size it. A limiter that
  * throws lets the invoke through (it protects capacity; it is not an access control).
  */
-import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
-import { renderInvokeKey } from "../../run/invoke-keys.ts";
-import { isRateLimitBinding, type RateLimitSlot, takeRateLimitSlot } from "../../run/rate-limit.ts";
-import { HttpProblem } from "../problem.ts";
+import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
+import { HttpProblem } from "../common/problem.ts";
+import { renderInvokeKey } from "../run/keys/invoke-keys.ts";
+import { isRateLimitBinding, type RateLimitSlot, takeRateLimitSlot } from "../run/start/rate-limit.ts";
 
 /**
  * The limit this invoke counts against (null: the workflow has none). Throws 500

@@ -11,7 +11,7 @@
  */
 import type { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
-import { HttpProblem } from "../http/problem.ts";
+import { HttpProblem } from "../common/problem.ts";
 import { parseRunId } from "../run/jurisdiction.ts";
 import { frontPage } from "./front-page.ts";
 import { runPage, traceUrlTemplate } from "./run-page.ts";

@@ -29,15 +29,15 @@ function sources(dir: string): string[] {
 /** Assignments of a `.status` that are allowed, by file: what is assigned there, and why it is no step's. */
 const ALLOWED: Record<string, RegExp> = {
   "engine/step-status.ts": /^rec$/, // the writer itself
-  "run/lifecycle-core.ts": /^doc$/, // the run's status (setStatus, and the run's end)
-  "run/waits.ts": /^rec$/, // a wait's own record (signaled, slept, timeout), not a step's
-  "http/problem.ts": /^this$/, // an HTTP status code
+  "run/lifecycle/lifecycle-core.ts": /^doc$/, // the run's status (setStatus, and the run's end)
+  "run/waits/waits.ts": /^rec$/, // a wait's own record (signaled, slept, timeout), not a step's
+  "common/problem.ts": /^this$/, // an HTTP status code
 };
 
 /** Files that copy a record with another status, and whose record it is. */
 const COPIES_ALLOWED = new Set([
   "engine/step-status.ts", // the writer itself
-  "run/listing-shard.ts", // a listing entry's status (a tombstone), not a step's
+  "run/listing/listing-shard.ts", // a listing entry's status (a tombstone), not a step's
 ]);
 
 describe("step statuses", () => {

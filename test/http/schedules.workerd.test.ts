@@ -1,6 +1,6 @@
 /**
  * `GET /workflows/{name}/schedules` (docs/http-api.md): each schedule entry with its next fire
- * times, the ones the cron handler starts (test/schedules), without credentials.
+ * times, the ones the cron handler starts (test/triggers/cron), without credentials.
  */
 import { describe, expect, it } from "vitest";
 import { expectShape } from "../support/api-shapes.ts";

@@ -3,10 +3,10 @@
  * invoke-schedule.ts, invoke-notify.ts): the file and its diagnostics, the workflow's facts, and
  * how each reports an error and compiles a template.
  */
-import type { EnvDecl, JsonSchema, Template } from "../bundle.ts";
-import type { DiagnosticSink } from "./diagnostics.ts";
-import type { WranglerFacts } from "./wrangler-config.ts";
-import type { DataPath, SourceFile } from "./yaml-source.ts";
+import type { EnvDecl, JsonSchema, Template } from "../../bundle.ts";
+import type { DiagnosticSink } from "../diagnostics.ts";
+import type { WranglerFacts } from "../wrangler-config.ts";
+import type { DataPath, SourceFile } from "../yaml-source.ts";
 
 export interface InvokeContext {
   file: SourceFile;

@@ -6,10 +6,10 @@
  * other, a debounce's `max_wait_s` is at least its `period_s`, keys and priority read only
  * `params` and `request`, `cancel_on` is for invocable workflows).
  */
-import type { CompiledCancelOn, CompiledInvoke, Template } from "../bundle.ts";
-import { isObject } from "../common/guards.ts";
+import type { CompiledCancelOn, CompiledInvoke, Template } from "../../bundle.ts";
+import { isObject } from "../../common/guards.ts";
+import type { DataPath } from "../yaml-source.ts";
 import type { InvokeContext, Report, TriggerTemplate } from "./invoke-context.ts";
-import type { DataPath } from "./yaml-source.ts";
 
 type Obj = Record<string, unknown>;
 

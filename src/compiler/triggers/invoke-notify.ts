@@ -4,11 +4,11 @@
  * Standard Webhooks signing secret and its retry schedule (docs/triggers.md, "Deliveries"). Root
  * workflows only.
  */
-import type { CompiledNotify } from "../bundle.ts";
-import { isObject } from "../common/guards.ts";
-import { envRefName } from "./env-refs.ts";
+import type { CompiledNotify } from "../../bundle.ts";
+import { isObject } from "../../common/guards.ts";
+import { envRefName } from "../env-refs.ts";
+import type { DataPath } from "../yaml-source.ts";
 import type { InvokeContext, Report, TriggerTemplate } from "./invoke-context.ts";
-import type { DataPath } from "./yaml-source.ts";
 
 type Obj = Record<string, unknown>;
 

@@ -16,18 +16,18 @@ import type {
   CompiledSchedule,
   SignatureAuth,
   Template,
-} from "../bundle.ts";
-import { hint } from "../common/did-you-mean.ts";
-import { isObject } from "../common/guards.ts";
-import { checkExpression, rootPaths } from "./expressions.ts";
-import { compileAuth, signatureHeaders } from "./invoke-auth.ts";
+} from "../../bundle.ts";
+import { hint } from "../../common/did-you-mean.ts";
+import { isObject } from "../../common/guards.ts";
+import { checkExpression, rootPaths } from "../expressions.ts";
+import { compileTemplate } from "../templates.ts";
+import { rateLimitBlock } from "../wrangler-config.ts";
+import type { DataPath } from "../yaml-source.ts";
+import { compileSchedules } from "./cron/invoke-schedule.ts";
 import type { InvokeContext, TriggerTemplate } from "./invoke-context.ts";
 import { compileCancelOn, compileFlowControl } from "./invoke-flow.ts";
 import { compileNotify } from "./invoke-notify.ts";
-import { compileSchedules } from "./invoke-schedule.ts";
-import { compileTemplate } from "./templates.ts";
-import { rateLimitBlock } from "./wrangler-config.ts";
-import type { DataPath } from "./yaml-source.ts";
+import { compileAuth, signatureHeaders } from "./webhook/invoke-auth.ts";
 
 export interface CompiledTriggers {
   auth: CompiledAuth | null;

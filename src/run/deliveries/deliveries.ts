@@ -13,16 +13,19 @@
  * `_<entry index>`), `msg_<run_id>_<approval id>` for an approval request: the run is found from
  * the id alone.
  */
-import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
-import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
-import { withTimeout } from "../common/timeout.ts";
-import type { Masker } from "../engine/mask.ts";
-import { checkOutboundUrl } from "../engine/net.ts";
-import { parseRetryAfter, redactUrls } from "../engine/retry.ts";
-import { declaredEnv } from "../engine/secrets.ts";
-import { renderUrl } from "../engine/substitute.ts";
-import { httpAttributes, httpOutcome, type StepTracer } from "../engine/trace.ts";
-import { type ApprovalRecord, decideUrl, publicApproval } from "./approvals.ts";
+import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import { importSigningKey, standardWebhookHeaders } from "../../common/standard-webhooks.ts";
+import { withTimeout } from "../../common/timeout.ts";
+import type { Masker } from "../../engine/mask.ts";
+import { checkOutboundUrl } from "../../engine/net.ts";
+import { parseRetryAfter, redactUrls } from "../../engine/retry.ts";
+import { declaredEnv } from "../../engine/secrets.ts";
+import { renderUrl } from "../../engine/substitute.ts";
+import { httpAttributes, httpOutcome, type StepTracer } from "../../engine/trace.ts";
+import { parseRunId } from "../jurisdiction.ts";
+import type { RunDoc } from "../run-doc.ts";
+import type { RunStore } from "../run-store.ts";
+import { type ApprovalRecord, decideUrl, publicApproval } from "../waits/approvals.ts";
 import {
   ATTEMPT_TIMEOUT_MS,
   type AttemptOutcome,
@@ -35,9 +38,6 @@ import {
   isDue,
   newDelivery,
 } from "./delivery-rules.ts";
-import { parseRunId } from "./jurisdiction.ts";
-import type { RunDoc } from "./run-doc.ts";
-import type { RunStore } from "./run-store.ts";
 
 /** One delivery a run makes, as it follows from the run. */
 export interface DeliveryTarget {

@@ -2,7 +2,7 @@
  * The rules of one delivery (docs/triggers.md, "Deliveries"): a notification the Worker sends —
  * a `notify:` entry after a run ends, an approval request — with an id that is its `webhook-id`
  * on every attempt, a state, and its attempts. Pure over the clock and a random source, so the
- * whole 27-hour schedule is tested on a virtual clock (test/run/delivery-rules.test.ts); the
+ * whole 27-hour schedule is tested on a virtual clock (test/run/deliveries/delivery-rules.test.ts); the
  * sending is deliveries.ts.
  *
  * The schedule (Svix's): the first attempt at once, then waits of 5 s, 5 min, 30 min, 2 h, 5 h,

@@ -4,9 +4,9 @@
  * nothing), then follows live events until the run ends and the stream closes. Data is taken
  * from records that are already masked.
  */
-import type { Json, JsonObject } from "../bundle.ts";
-import { asStarted } from "../engine/step-status.ts";
-import type { StepRecord } from "../engine/types.ts";
+import type { Json, JsonObject } from "../../bundle.ts";
+import { asStarted } from "../../engine/step-status.ts";
+import type { StepRecord } from "../../engine/types.ts";
 
 export type RunEventType =
   | "step.started"

@@ -4,7 +4,7 @@
  * records that changed since they were told are sent again. The store (run-store.ts) hands over
  * the JSON it computes for its writes anyway, so nothing is serialised twice.
  */
-import type { StepRecord } from "../engine/types.ts";
+import type { StepRecord } from "../../engine/types.ts";
 
 export class StepNews {
   /** JSON of each record as listeners were told it. */

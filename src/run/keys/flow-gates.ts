@@ -5,10 +5,10 @@
  * throttle key, its concurrency key. A `cancel_on` entry joins the key object of its key (or
  * watches from one of its own). A workflow that declares none of it passes no key at all.
  */
-import type { CompiledWorkflow, Json, JsonObject, Template } from "../bundle.ts";
-import { render } from "../engine/substitute.ts";
+import type { CompiledWorkflow, Json, JsonObject, Template } from "../../bundle.ts";
+import { render } from "../../engine/substitute.ts";
 import { type FlowGate, flowKeyName } from "./flow-key-rpc.ts";
-import type { FlowSettings } from "./flow-key-rules.ts";
+import type { FlowSettings } from "./flow-key-types.ts";
 import { renderInvokeKey } from "./invoke-keys.ts";
 
 export interface FlowPlan {

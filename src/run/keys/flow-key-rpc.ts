@@ -4,10 +4,10 @@
  * workflow and rendered key, whatever settings share that key (docs/triggers.md, "Shaping bursts").
  * How it is reached is run-rpc.ts's (`flowKeyStub`).
  */
-import type { JsonObject } from "../bundle.ts";
-import type { AdmitRequest, AdmitVerdict, FlowSettings, TurnVerdict } from "./flow-key-rules.ts";
+import type { JsonObject } from "../../bundle.ts";
+import type { AdmitRequest, AdmitVerdict, FlowSettings, TurnVerdict } from "./flow-key-types.ts";
 
-export type { AdmitRequest, AdmitVerdict, FlowSettings, TurnVerdict } from "./flow-key-rules.ts";
+export type { AdmitRequest, AdmitVerdict, FlowSettings, TurnVerdict } from "./flow-key-types.ts";
 
 export interface FlowKeyRpc {
   /** A new invoke of this key (a new run that starts or waits, a joined group, or a refusal). */

@@ -5,7 +5,7 @@
  * runs a `cancel_on` signal of that key cancels. Every setting whose key renders to this key lives
  * here: one object per workflow and key, not one per feature.
  *
- * Pure over a KvPort and a clock (test/run/flow-key-rules.test.ts drives it on a virtual one): the
+ * Pure over a KvPort and a clock (test/run/keys/flow-key-rules.test.ts drives it on a virtual one): the
  * Durable Object (flow-keys.ts, `FlowKey`) gives it its SQLite-backed KV and performs what it returns —
  * begin runs whose turn came, cancel runs, wake at the next due time. Rows: `q/<rank>/<seq>` a
  * queued run (higher priority ranks first, then invoke order), `g/<run>` an open or closed group
@@ -13,54 +13,18 @@
  * may cancel, `s` the active runs and recent starts. A group stays stored until its run has begun,
  * so an eviction between closing and beginning loses nothing (the run asks again: `turn`).
  */
-import type { JsonObject } from "../bundle.ts";
-import type { KvPort } from "./kv-port.ts";
-
-export interface FlowSettings {
-  throttle: { limit: number; periodMs: number } | null;
-  debounce: { periodMs: number; maxWaitMs: number } | null;
-  batch: { maxItems: number; maxWaitMs: number } | null;
-  concurrency: { limit: number; onFull: "queue" | "skip" | "replace" } | null;
-}
-
-export type QueueReason = "concurrency" | "throttle" | "debounce" | "batch";
-
-/** A key's queue holds at most this many runs; beyond it an invoke is refused (`queue_full`). */
-export const MAX_QUEUED = 10_000;
-/** A batch run's params stay under this (one stored value); an item that would pass it opens the next batch. */
-export const MAX_BATCH_CHARS = 1024 * 1024;
-
-export interface AdmitRequest {
-  /** This key's name (`<workflow>\n<key>`): a run begun here is told which of its keys said so. */
-  gate: string;
-  /** The id a new run gets (the invoke's own). */
-  runId: string;
-  settings: FlowSettings;
-  /** -100..100 (rendered and clamped by the Worker). */
-  priority: number;
-  params: JsonObject;
-  /** `cancel_on` signals of this key the run may be canceled by. */
-  cancelOn: string[];
-}
-
-export type AdmitVerdict =
-  | { outcome: "start"; runId: string }
-  | { outcome: "queued"; runId: string; reason: QueueReason; startsAt: number | null }
-  /** Coalesced into an existing run (debounce, batch): no new run. */
-  | { outcome: "joined"; runId: string; reason: QueueReason; startsAt: number | null }
-  /** `on_full: skip`: no run; the oldest active one is named. */
-  | { outcome: "skipped"; runId: string }
-  | { outcome: "queue_full"; retryAfterS: number };
-
-export type TurnVerdict =
-  | { outcome: "start"; params?: JsonObject; coalesced?: number }
-  | { outcome: "queued"; reason: QueueReason; startsAt: number | null };
-
-/** What the object must do: begin runs whose turn came (a group's with its params), cancel runs. */
-export interface FlowEffects {
-  begin: Array<{ runId: string; params?: JsonObject; coalesced?: number }>;
-  cancel: Array<{ runId: string; code: "replaced" | "canceled_by_signal" }>;
-}
+import type { JsonObject } from "../../bundle.ts";
+import type { KvPort } from "../kv-port.ts";
+import {
+  type AdmitRequest,
+  type AdmitVerdict,
+  type FlowEffects,
+  type FlowSettings,
+  MAX_BATCH_CHARS,
+  MAX_QUEUED,
+  type QueueReason,
+  type TurnVerdict,
+} from "./flow-key-types.ts";
 
 interface Queued {
   key: string;

@@ -11,15 +11,10 @@
  * read once into this layout.
  */
 import { DurableObject } from "cloudflare:workers";
-import {
-  type AdmitRequest,
-  type AdmitVerdict,
-  type FlowEffects,
-  FlowKeyRules,
-  type TurnVerdict,
-} from "./flow-key-rules.ts";
-import { runStub } from "./run-rpc.ts";
-import { objectKv } from "./worker-runtime.ts";
+import { objectKv } from "../kv-port.ts";
+import { runStub } from "../run-rpc.ts";
+import { FlowKeyRules } from "./flow-key-rules.ts";
+import type { AdmitRequest, AdmitVerdict, FlowEffects, TurnVerdict } from "./flow-key-types.ts";
 
 export class FlowKey extends DurableObject<Env> {
   private readonly rules: FlowKeyRules;

@@ -3,8 +3,8 @@
  * rendered from the invoke's own params and request (docs/triggers.md). The run layer owns it:
  * the keys' Durable Objects are named by it.
  */
-import type { JsonObject, Template } from "../bundle.ts";
-import { render, stringify } from "../engine/substitute.ts";
+import type { JsonObject, Template } from "../../bundle.ts";
+import { render, stringify } from "../../engine/substitute.ts";
 
 /**
  * A key an invoke is counted under (`invoke.rate_limit.key`, `invoke.concurrency.key`), rendered

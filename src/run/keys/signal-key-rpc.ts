@@ -2,8 +2,8 @@
  * The RPC surface of a keyed-signal object (signal-keys.ts) as the Worker and the run objects
  * see it, apart from the class so the HTTP face imports no Worker class.
  */
-import type { Json, Residency } from "../bundle.ts";
-import { namedStub } from "./jurisdiction.ts";
+import type { Json, Residency } from "../../bundle.ts";
+import { namedStub } from "../jurisdiction.ts";
 
 /** A signal nobody waited for is kept this long. */
 export const KEPT_SIGNAL_MS = 24 * 3600 * 1000;

@@ -7,8 +7,8 @@
  * that starts. Registrations of runs that stopped waiting are dropped when a signal finds them so.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Json } from "../bundle.ts";
-import { runStub } from "./run-rpc.ts";
+import type { Json } from "../../bundle.ts";
+import { runStub } from "../run-rpc.ts";
 import { KEPT_SIGNAL_MS, type KeyedSendResult } from "./signal-key-rpc.ts";
 
 const WAITING = "waiting/";

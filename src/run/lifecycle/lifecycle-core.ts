@@ -4,28 +4,29 @@
  * the one writer of the run's status, resuming the pipeline, waking its steps, finishing it. The
  * inputs themselves are `RunLifecycle` (lifecycle.ts); docs/architecture.md has the whole table.
  */
-import type { CompiledWorkflow } from "../bundle.ts";
-import { createMasker, type Masker } from "../engine/mask.ts";
-import { RunAbort } from "../engine/run-host.ts";
-import { collectSecrets } from "../engine/secrets.ts";
-import { inFlightStarts } from "../engine/step-records.ts";
-import type { RunStatus, StepRecord } from "../engine/types.ts";
-import { type ApprovalRecord, publicApproval } from "./approvals.ts";
-import type { DeliveryTarget } from "./deliveries.ts";
-import type { Envelope } from "./envelope.ts";
-import type { RunEvent } from "./events.ts";
-import { CANCELED, type CancelCode, type LifecycleOptions, type RunShell } from "./lifecycle-io.ts";
-import { traceExportOf } from "./otlp.ts";
+import type { CompiledWorkflow } from "../../bundle.ts";
+import { createMasker, type Masker } from "../../engine/mask.ts";
+import { RunAbort } from "../../engine/run-host.ts";
+import { collectSecrets } from "../../engine/secrets.ts";
+import { inFlightStarts } from "../../engine/step-records.ts";
+import type { RunStatus, StepRecord } from "../../engine/types.ts";
+import type { DeliveryTarget } from "../deliveries/deliveries.ts";
+import type { Envelope } from "../envelope.ts";
+import type { RunEvent } from "../events/events.ts";
+import { CANCELED, type CancelCode } from "../run-calls.ts";
+import { flowKeys, flowOf, type RunDoc, type RunError, traceOf, workflowOf } from "../run-doc.ts";
+import { isFinished, type RunStore } from "../run-store.ts";
+import { traceExportOf } from "../trace/otlp.ts";
+import { exportRetryMs, RunTrace } from "../trace/run-trace.ts";
+import { type ApprovalRecord, publicApproval } from "../waits/approvals.ts";
+import type { WaitRecord } from "../waits/waits.ts";
+import type { LifecycleOptions, RunShell } from "./lifecycle-io.ts";
 import { RunBooks } from "./run-books.ts";
-import { flowKeys, flowOf, type RunDoc, type RunError, traceOf, workflowOf } from "./run-doc.ts";
 import { RunDuties } from "./run-duties.ts";
 import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
 import { isWorking, nextWakeAt, runFacts } from "./run-plan.ts";
-import { isFinished, type RunStore } from "./run-store.ts";
-import { exportRetryMs, RunTrace } from "./run-trace.ts";
 import { completedEventOf, envelopeOf, historyOf } from "./run-view.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
-import type { WaitRecord } from "./waits.ts";
 
 const NO_SHELL: RunShell = { wake: () => {}, perform: () => {} };
 

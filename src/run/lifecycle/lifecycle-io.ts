@@ -1,16 +1,13 @@
 /**
  * The run lifecycle's interface (lifecycle.ts): the shell that performs its decisions, its
- * options, the start input, and the answers of its inputs. Apart from the class so the shells
+ * options and the start input (the answers of its inputs are in ../run-calls.ts, which the run
+ * object's RPC returns). Apart from the class so the shells
  * (the Durable Object, the workflow-test runner) and the RPC types read it alone.
  */
-import type { CompiledAuth } from "../bundle.ts";
-import type { ApprovalHost, StepRecord } from "../engine/types.ts";
-import type { ApprovalRecord } from "./approvals.ts";
-import type { Envelope } from "./envelope.ts";
-import type { RunEvent } from "./events.ts";
-import type { GraphNode } from "./run-graph.ts";
+import type { ApprovalHost, StepRecord } from "../../engine/types.ts";
+import type { RunEvent } from "../events/events.ts";
+import type { ApprovalRecord } from "../waits/approvals.ts";
 import type { RunEffect, Wake } from "./run-plan.ts";
-import type { DeliverResult } from "./waits.ts";
 
 /** What performs the lifecycle's decisions: the Durable Object, or a workflow test's runner. */
 export interface RunShell {
@@ -39,28 +36,3 @@ export interface LifecycleOptions {
   /** An approval started waiting (`created`: it is new). */
   approvalRequested?(rec: ApprovalRecord, created: boolean): void;
 }
-
-export type SignalResult =
-  | DeliverResult
-  | { outcome: "kept" | "pending" | "not_waiting" | "not_found" | "not_active" | "unknown" };
-
-export type CancelResult =
-  | { outcome: "canceled"; envelope: Envelope }
-  | { outcome: "not_active" }
-  | { outcome: "not_found" };
-
-export interface RunView {
-  auth: CompiledAuth | null;
-  envelope: Envelope;
-  graph: GraphNode[];
-  /** An express run that completed keeps no record: its reads are 410 `run_not_kept`. */
-  kept?: false;
-}
-
-/** Why a run was canceled: by a caller, by a newer run of its key (`on_full: replace`), by a `cancel_on` signal. */
-export type CancelCode = "canceled" | "replaced" | "canceled_by_signal";
-export const CANCELED: Record<CancelCode, string> = {
-  canceled: "the run was canceled",
-  replaced: "a newer run of its concurrency key replaced it (on_full: replace)",
-  canceled_by_signal: "a cancel_on signal of its key canceled it",
-};

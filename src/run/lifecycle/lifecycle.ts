@@ -10,21 +10,22 @@
  * alone; the run's status by `setStatus` (lifecycle-core.ts) alone. The state and the decisions
  * every input leads to are `RunCore` (lifecycle-core.ts); this class is the inputs.
  */
-import type { Json, JsonObject } from "../bundle.ts";
-import { RunAbort } from "../engine/run-host.ts";
-import { restoreInFlight } from "../engine/step-records.ts";
-import type { Span } from "../engine/trace.ts";
-import type { DecideResult } from "./approvals.ts";
-import type { PublicDelivery } from "./deliveries.ts";
-import type { BeginPayload } from "./flow-key-rpc.ts";
-import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
+import type { Json, JsonObject } from "../../bundle.ts";
+import { RunAbort } from "../../engine/run-host.ts";
+import { restoreInFlight } from "../../engine/step-records.ts";
+import type { Span } from "../../engine/trace.ts";
+import type { PublicDelivery } from "../deliveries/deliveries.ts";
+import type { BeginPayload } from "../keys/flow-key-rpc.ts";
+import type { AdmitVerdict, TurnVerdict } from "../keys/flow-key-types.ts";
+import { listKey } from "../listing/listing-layout.ts";
+import type { CancelCode, CancelResult, SignalResult } from "../run-calls.ts";
+import { flowKeys, flowOf, newRunDoc, noteRerun, type RunDoc, type StartRun } from "../run-doc.ts";
+import { declaredSignals } from "../run-graph.ts";
+import { isFinished } from "../run-store.ts";
+import type { DecideResult } from "../waits/approvals.ts";
 import { RunCore } from "./lifecycle-core.ts";
-import type { CancelCode, CancelResult, SignalResult } from "./lifecycle-io.ts";
-import { flowKeys, flowOf, newRunDoc, noteRerun, type RunDoc, type StartRun } from "./run-doc.ts";
 import { answerOf, askAt, passGate, rekeyAfterGroup } from "./run-flow.ts";
-import { declaredSignals } from "./run-graph.ts";
-import { type EffectResult, expiresAt, listKey, type RunEffect } from "./run-plan.ts";
-import { isFinished } from "./run-store.ts";
+import { type EffectResult, expiresAt, type RunEffect } from "./run-plan.ts";
 
 export class RunLifecycle extends RunCore {
   // ---- inputs ------------------------------------------------------------------------------

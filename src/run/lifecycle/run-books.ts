@@ -5,15 +5,15 @@
  * lifecycle asks them when the run must wake (an approval's timeout, a wait's end), hands them
  * decisions and signals, and hears from them when a step starts waiting (a checkpoint first).
  */
-import type { CompiledWorkflow, Json } from "../bundle.ts";
-import type { Masker } from "../engine/mask.ts";
-import type { StepTracer } from "../engine/trace.ts";
-import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "./approvals.ts";
-import { type DeliveryTarget, deliveryTargets, RunDeliveries } from "./deliveries.ts";
-import type { SignalResult } from "./lifecycle-io.ts";
-import type { RunDoc } from "./run-doc.ts";
-import type { RunStore, StoredRun } from "./run-store.ts";
-import { WaitBook, type WaitRecord } from "./waits.ts";
+import type { CompiledWorkflow, Json } from "../../bundle.ts";
+import type { Masker } from "../../engine/mask.ts";
+import type { StepTracer } from "../../engine/trace.ts";
+import { type DeliveryTarget, deliveryTargets, RunDeliveries } from "../deliveries/deliveries.ts";
+import type { SignalResult } from "../run-calls.ts";
+import type { RunDoc } from "../run-doc.ts";
+import type { RunStore, StoredRun } from "../run-store.ts";
+import { ApprovalBook, type ApprovalRecord, type DecideResult, publicApproval } from "../waits/approvals.ts";
+import { WaitBook, type WaitRecord } from "../waits/waits.ts";
 
 /** What the books need of the run around them. */
 export interface BookHost {

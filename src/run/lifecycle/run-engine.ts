@@ -4,17 +4,17 @@
  * the runtime (the Worker's executors and fetch, or a workflow test's mocks). The lifecycle
  * (lifecycle.ts) decides when; this module only wires.
  */
-import type { CompiledWorkflow, Json } from "../bundle.ts";
-import { createLedger, type LedgerState } from "../engine/budget.ts";
-import type { Clock } from "../engine/clock.ts";
-import type { Masker } from "../engine/mask.ts";
-import { type Executors, RunAbort, type RunHost } from "../engine/run-host.ts";
-import { runPipeline } from "../engine/scheduler.ts";
-import { declaredEnv, stringEnv } from "../engine/secrets.ts";
-import type { ApprovalHost, StepContext, StepRecord, ToolHost } from "../engine/types.ts";
+import type { CompiledWorkflow, Json } from "../../bundle.ts";
+import { createLedger, type LedgerState } from "../../engine/budget.ts";
+import type { Clock } from "../../engine/clock.ts";
+import type { Masker } from "../../engine/mask.ts";
+import { type Executors, RunAbort, type RunHost } from "../../engine/run-host.ts";
+import { runPipeline } from "../../engine/scheduler.ts";
+import { declaredEnv, stringEnv } from "../../engine/secrets.ts";
+import type { ApprovalHost, StepContext, StepRecord, ToolHost } from "../../engine/types.ts";
+import type { RunDoc } from "../run-doc.ts";
+import type { RunStore } from "../run-store.ts";
 import type { RunBooks } from "./run-books.ts";
-import type { RunDoc } from "./run-doc.ts";
-import type { RunStore } from "./run-store.ts";
 
 /** What the run's steps are given to reach the world: the Worker's, or a test case's mocks. */
 export interface LifecycleRuntime {

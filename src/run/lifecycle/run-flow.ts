@@ -4,10 +4,10 @@
  * where it does), what a key's answer means (go on, wait, or refused), and which keys it gives
  * back at its end. The lifecycle applies them; the Durable Object performs the asking.
  */
-import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
-import { flowPlan } from "./flow-gates.ts";
-import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
-import type { RunFlow } from "./run-doc.ts";
+import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import { flowPlan } from "../keys/flow-gates.ts";
+import type { AdmitVerdict, TurnVerdict } from "../keys/flow-key-types.ts";
+import type { RunFlow } from "../run-doc.ts";
 import type { RunEffect } from "./run-plan.ts";
 
 /** The `ask_turn` effect of a run waiting at `flow.at`. */

@@ -3,7 +3,7 @@
  * concurrency slot back, make its deliveries, register a keyed wait, log its line, wake up
  * (deadline, heartbeat, listing retries, the first write), and go when its retention passes.
  * These used to be decided inside the object; here they are pure rules over the run's facts and
- * the clock, so they are tested in Node (test/run/run-plan.test.ts) and the object only performs
+ * the clock, so they are tested in Node (test/run/lifecycle/run-plan.test.ts) and the object only performs
  * them (docs/architecture.md, "The run lifecycle").
  *
  * Why these times (docs/operations.md, "What a run costs"): a run is written when something must
@@ -13,13 +13,13 @@
  * wait, heartbeat) and no later than the listing's next try. A finished run keeps one alarm only
  * while its listing entry, deliveries or slot release are owed, and none after.
  */
-import type { CompiledWorkflow, JsonObject } from "../bundle.ts";
-import type { RunStatus, StepRecord } from "../engine/types.ts";
-import type { FlowGate } from "./flow-key-rpc.ts";
-import type { AdmitVerdict, TurnVerdict } from "./flow-key-rules.ts";
-import { FLUSH_WINDOW_MS, RIDE_WINDOW_MS } from "./listing-layout.ts";
-import { flowKeys, flowOf, type RunDoc } from "./run-doc.ts";
-import { runGraph } from "./run-graph.ts";
+import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import type { RunStatus, StepRecord } from "../../engine/types.ts";
+import type { FlowGate } from "../keys/flow-key-rpc.ts";
+import type { AdmitVerdict, TurnVerdict } from "../keys/flow-key-types.ts";
+import { FLUSH_WINDOW_MS, listKey, RIDE_WINDOW_MS } from "../listing/listing-layout.ts";
+import { flowKeys, flowOf, type RunDoc } from "../run-doc.ts";
+import { runGraph } from "../run-graph.ts";
 
 /** While a run is active the alarm wakes the object at least this often (to resume after eviction). */
 export const HEARTBEAT_MS = 60_000;
@@ -148,11 +148,6 @@ export function runFacts(
     listKey: listKey(status, deliveries),
     exports,
   };
-}
-
-/** What a listing entry says of a run: its status, and once it has ended its deliveries (listing.ts). */
-export function listKey(status: RunStatus, deliveries: { total: number; failed: number } | null): string {
-  return TERMINAL.has(status) && deliveries ? `${status} ${deliveries.total} ${deliveries.failed}` : status;
 }
 
 /** When a finished run's storage goes (null: it is active, or kept for ever). */

@@ -3,17 +3,17 @@
  * as such right after a wake-up, before they have asked again), its history as events for a new
  * listener of its stream, and its `run.completed` event.
  */
-import type { Json } from "../bundle.ts";
-import type { Masker } from "../engine/mask.ts";
-import { heldRecords } from "../engine/step-status.ts";
-import type { StepRecord } from "../engine/types.ts";
-import { publicApproval } from "./approvals.ts";
-import { buildEnvelope, type Envelope } from "./envelope.ts";
-import { type RunEvent, replayEvents } from "./events.ts";
+import type { Json } from "../../bundle.ts";
+import type { Masker } from "../../engine/mask.ts";
+import { heldRecords } from "../../engine/step-status.ts";
+import type { StepRecord } from "../../engine/types.ts";
+import { buildEnvelope, type Envelope } from "../envelope.ts";
+import { type RunEvent, replayEvents } from "../events/events.ts";
+import type { RunDoc } from "../run-doc.ts";
+import { forEachRecordPath } from "../run-graph.ts";
+import { isFinished } from "../run-store.ts";
+import { publicApproval } from "../waits/approvals.ts";
 import type { RunBooks } from "./run-books.ts";
-import type { RunDoc } from "./run-doc.ts";
-import { forEachRecordPath } from "./run-graph.ts";
-import { isFinished } from "./run-store.ts";
 
 /** The run's envelope at `now`, masked (docs/http-api.md). */
 export function envelopeOf(

@@ -3,13 +3,13 @@
  * whatever never started is `skipped`) and the run's error. Pure, so the run Durable Object and
  * the workflow test runner (src/testing) end a run the same way.
  */
-import type { Bundle, CompiledWorkflow, Json } from "../bundle.ts";
-import type { Masker } from "../engine/mask.ts";
-import { pendingRecord } from "../engine/step-records.ts";
-import { IN_FLIGHT, markRunEnded } from "../engine/step-status.ts";
-import { StepError, type StepRecord } from "../engine/types.ts";
-import type { RunError } from "./run-doc.ts";
-import { forEachRecordPath } from "./run-graph.ts";
+import type { Bundle, CompiledWorkflow, Json } from "../../bundle.ts";
+import type { Masker } from "../../engine/mask.ts";
+import { pendingRecord } from "../../engine/step-records.ts";
+import { IN_FLIGHT, markRunEnded } from "../../engine/step-status.ts";
+import { StepError, type StepRecord } from "../../engine/types.ts";
+import type { RunError } from "../run-doc.ts";
+import { forEachRecordPath } from "../run-graph.ts";
 
 /**
  * The final record of every step of `wf` and its sub-workflows (and of every started fan-out

@@ -4,8 +4,9 @@
  * hold runs. It is the object that kept the whole listing before (migration v1 created the class):
  * its old `runs` table is moved into the shards once, by asking each run to report itself again.
  */
+
+import { runStub } from "../run-rpc.ts";
 import { hasTable } from "./listing-shard.ts";
-import { runStub } from "./run-rpc.ts";
 
 /** The directory drops expired shards at most this often. */
 const PRUNE_EVERY_MS = 3_600_000;

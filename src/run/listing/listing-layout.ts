@@ -1,11 +1,12 @@
 /**
- * Where the run listing keeps a run's entry (src/run/listing.ts says why): the hour bucket of its
+ * Where the run listing keeps a run's entry (src/run/listing/listing.ts says why): the hour bucket of its
  * creation time and one of SHARDS_PER_BUCKET shards by a hash of its run id, and how long those
  * objects live. Pure arithmetic, shared by the listing, the run object and the bench.
  */
-import type { Residency } from "../bundle.ts";
-import { shortenedMs } from "../common/shortened-ms.ts";
-import { residencyOfRun } from "./jurisdiction.ts";
+import type { Residency } from "../../bundle.ts";
+import { shortenedMs } from "../../common/shortened-ms.ts";
+import type { RunStatus } from "../../engine/types.ts";
+import { residencyOfRun } from "../jurisdiction.ts";
 
 export const BUCKET_MS = 3_600_000;
 export const SHARDS_PER_BUCKET = 32;
@@ -75,4 +76,11 @@ export function shardOf(runId: string): number {
 export function placeRun(workflow: string, runId: string, createdMs: number): ShardRef {
   const bucket = Math.floor(createdMs / BUCKET_MS);
   return { workflow, bucket, shard: shardOf(runId), residency: residencyOfRun(runId) };
+}
+
+const ENDED: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
+
+/** What a listing entry says of a run: its status, and once it has ended its deliveries (listing.ts). */
+export function listKey(status: RunStatus, deliveries: { total: number; failed: number } | null): string {
+  return ENDED.has(status) && deliveries ? `${status} ${deliveries.total} ${deliveries.failed}` : status;
 }

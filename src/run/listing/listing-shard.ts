@@ -20,7 +20,8 @@
  * retention; then it asks its runs to go, SWEEP_BATCH at a time, and deletes itself. Entries of the
  * table a shard kept before (one row per run) are read alongside and swept the same way.
  */
-import type { RunStatus } from "../engine/types.ts";
+import type { RunStatus } from "../../engine/types.ts";
+import { runStub } from "../run-rpc.ts";
 import {
   type DeliveryFilter,
   directoryStub,
@@ -30,7 +31,6 @@ import {
   type RecordAnswer,
 } from "./listing.ts";
 import { bucketExpiresMs, flushWindowMs, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
-import { runStub } from "./run-rpc.ts";
 
 const REGISTERED_KEY = "registered";
 const SWEEP_KEY = "swept";

@@ -4,6 +4,8 @@
  * is in flight goes after it, with the status of that moment. Each write's outcome is reported to the lifecycle, which decides what comes next
  * (run-plan.ts: retries, the run's alarm).
  */
+
+import type { RunDoc } from "../run-doc.ts";
 import {
   handOver,
   type ListedRun,
@@ -12,8 +14,7 @@ import {
   rodeTicket,
   ticketWritten,
 } from "./listing.ts";
-import type { RunDoc } from "./run-doc.ts";
-import { listKey } from "./run-plan.ts";
+import { listKey } from "./listing-layout.ts";
 
 /** The run as the listing should show it now. */
 export interface ListingSubject {

@@ -16,9 +16,9 @@
  * storage is deleted (finished + RUN_RETENTION_S); a shard deletes itself when the last run it
  * can hold has expired.
  */
-import type { Residency } from "../bundle.ts";
-import type { RunStatus } from "../engine/types.ts";
-import { namedStub } from "./jurisdiction.ts";
+import type { Residency } from "../../bundle.ts";
+import type { RunStatus } from "../../engine/types.ts";
+import { namedStub } from "../jurisdiction.ts";
 import {
   BUCKET_MS,
   flushWindowMs,

@@ -1,12 +1,12 @@
 /**
- * The Durable Object class of the run listing (src/run/listing.ts says how it fits together). One
+ * The Durable Object class of the run listing (src/run/listing/listing.ts says how it fits together). One
  * class, two roles, told apart by the object's name: a **shard** (`<workflow>\n<hour bucket>\n<shard>`,
  * listing-shard.ts) holds the entries of the runs created in that hour whose id hashes to it; the
  * **directory** (`<workflow>`, listing-directory.ts) lists the shards that exist. (One class,
  * because migration v1 created it before the listing was sharded.)
  */
 import { DurableObject } from "cloudflare:workers";
-import type { RunStatus } from "../engine/types.ts";
+import type { RunStatus } from "../../engine/types.ts";
 import type { DeliveryFilter, IndexRow, Position, RecordAnswer } from "./listing.ts";
 import { ListingDirectory } from "./listing-directory.ts";
 import type { ShardRef } from "./listing-layout.ts";

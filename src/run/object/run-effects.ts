@@ -5,15 +5,15 @@
  * `effectTiming` says, and reports back to the lifecycle, which decides what comes next. Nothing
  * here decides (docs/architecture.md, "Two shells").
  */
-import type { Residency } from "../bundle.ts";
-import type { RunLifecycle } from "./lifecycle.ts";
-import type { ListingWriter } from "./listing-sync.ts";
-import { sendSpans, traceExportOf } from "./otlp.ts";
-import { traceOf } from "./run-doc.ts";
+import type { Residency } from "../../bundle.ts";
+import { signalKeyStub } from "../keys/signal-key-rpc.ts";
+import type { RunLifecycle } from "../lifecycle/lifecycle.ts";
+import { afterAnswerMs, effectTiming, type RunEffect } from "../lifecycle/run-plan.ts";
+import type { ListingWriter } from "../listing/listing-sync.ts";
+import { traceOf } from "../run-doc.ts";
+import { flowKeyStub } from "../run-rpc.ts";
+import { sendSpans, traceExportOf } from "../trace/otlp.ts";
 import { droppedSpansLog, finishedRunLog } from "./run-log.ts";
-import { afterAnswerMs, effectTiming, type RunEffect } from "./run-plan.ts";
-import { flowKeyStub } from "./run-rpc.ts";
-import { signalKeyStub } from "./signal-key-rpc.ts";
 
 /** What the effects need of the run's object. */
 export interface EffectHost {

@@ -5,10 +5,10 @@
  * no params, outputs or messages, only ids, codes and numbers; the caller still masks it like
  * every value that leaves a run.
  */
-import type { Json } from "../bundle.ts";
-import { addUsd } from "../engine/budget.ts";
-import type { StepRecord, StepStatus } from "../engine/types.ts";
-import type { RunDoc } from "./run-doc.ts";
+import type { Json } from "../../bundle.ts";
+import { addUsd } from "../../engine/budget.ts";
+import type { StepRecord, StepStatus } from "../../engine/types.ts";
+import type { RunDoc } from "../run-doc.ts";
 
 export interface FinishedRunLog {
   [key: string]: Json;

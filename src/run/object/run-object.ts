@@ -8,27 +8,28 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
-import type { Json, Residency } from "../bundle.ts";
-import { parseTraceparent } from "../engine/trace.ts";
-import { admit } from "./admission.ts";
-import type { ApprovalRecord, DecideResult } from "./approvals.ts";
-import type { PublicDelivery } from "./deliveries.ts";
-import type { Envelope } from "./envelope.ts";
-import { EventHub } from "./events.ts";
-import type { BeginPayload } from "./flow-key-rpc.ts";
-import { parseRunId, residencyOfRun } from "./jurisdiction.ts";
-import { RunLifecycle } from "./lifecycle.ts";
-import type { CancelCode, CancelResult, RunView, SignalResult } from "./lifecycle-io.ts";
-import { retentionMs } from "./listing-layout.ts";
-import { ListingWriter } from "./listing-sync.ts";
-import { takeRateLimitSlot } from "./rate-limit.ts";
+import type { Json, Residency } from "../../bundle.ts";
+import { parseTraceparent } from "../../engine/trace.ts";
+import type { PublicDelivery } from "../deliveries/deliveries.ts";
+import type { Envelope } from "../envelope.ts";
+import { EventHub } from "../events/events.ts";
+import { parseRunId, residencyOfRun } from "../jurisdiction.ts";
+import type { BeginPayload } from "../keys/flow-key-rpc.ts";
+import { objectKv } from "../kv-port.ts";
+import { RunLifecycle } from "../lifecycle/lifecycle.ts";
+import { HEARTBEAT_MS, type Wake } from "../lifecycle/run-plan.ts";
+import { retentionMs } from "../listing/listing-layout.ts";
+import { ListingWriter } from "../listing/listing-sync.ts";
+import type { CancelCode, CancelResult, RunView, SignalResult } from "../run-calls.ts";
+import type { RerunSource, StartRequest, StartResult } from "../run-rpc.ts";
+import { RunStore } from "../run-store.ts";
+import { admit } from "../start/admission.ts";
+import { takeRateLimitSlot } from "../start/rate-limit.ts";
+import { newTrace } from "../trace/run-trace.ts";
+import type { ApprovalRecord, DecideResult } from "../waits/approvals.ts";
 import { RunEffects } from "./run-effects.ts";
-import { HEARTBEAT_MS, type Wake } from "./run-plan.ts";
 import { rerunSourceOf, viewOf } from "./run-reads.ts";
-import type { RerunSource, StartRequest, StartResult } from "./run-rpc.ts";
-import { RunStore } from "./run-store.ts";
-import { newTrace } from "./run-trace.ts";
-import { objectKv, workerRuntime } from "./worker-runtime.ts";
+import { workerRuntime } from "./worker-runtime.ts";
 
 export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
@@ -218,7 +219,7 @@ export class RunObject extends DurableObject<Env> {
     return "deleted";
   }
 
-  /** The listing's legacy index asks runs it knew to report themselves (src/run/run-index.ts). */
+  /** The listing's legacy index asks runs it knew to report themselves (src/run/listing/run-index.ts). */
   async relist(): Promise<void> {
     this.run.relist();
     await this.effects.settled();

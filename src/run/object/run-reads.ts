@@ -2,12 +2,12 @@
  * What the Worker reads of a run through its object's RPC, besides the envelope: the view (who
  * may read it, envelope, graph) and what a re-run needs of the run it re-runs.
  */
-import type { JsonObject } from "../bundle.ts";
-import type { RunLifecycle } from "./lifecycle.ts";
-import type { RunView } from "./lifecycle-io.ts";
-import { runGraph } from "./run-graph.ts";
-import type { RerunSource } from "./run-rpc.ts";
-import { isFinished } from "./run-store.ts";
+import type { JsonObject } from "../../bundle.ts";
+import type { RunLifecycle } from "../lifecycle/lifecycle.ts";
+import type { RunView } from "../run-calls.ts";
+import { runGraph } from "../run-graph.ts";
+import type { RerunSource } from "../run-rpc.ts";
+import { isFinished } from "../run-store.ts";
 
 /** What the Worker reads to show a run: its workflow's auth (who may read it), envelope and graph. */
 export function viewOf(run: RunLifecycle): RunView | null {

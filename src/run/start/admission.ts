@@ -3,7 +3,7 @@
  * the workflow's rate limit (`invoke.rate_limit`), counted only when the invoke creates the run,
  * never for a replay. Decided by the run's object before the run starts (its lifecycle takes the
  * verdict), over the Worker's rate-limit binding, or a stand-in in Node tests
- * (test/run/admission.test.ts). Flow keys (concurrency, throttle, debounce, batch) have decided
+ * (test/run/start/admission.test.ts). Flow keys (concurrency, throttle, debounce, batch) have decided
  * whether it starts or waits before the object is asked (start-run.ts).
  */
 import type { RateLimitSlot } from "./rate-limit.ts";

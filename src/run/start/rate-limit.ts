@@ -5,12 +5,9 @@
  * by the run that exists and never spends, nor is refused by, the limit. A limiter that throws
  * lets the invoke in: it protects capacity; it is not an access control.
  */
+import type { RateLimitSlot } from "../run-calls.ts";
 
-/** Which limit an invoke counts against: the binding's name and the rendered key. */
-export interface RateLimitSlot {
-  binding: string;
-  key: string;
-}
+export type { RateLimitSlot };
 
 interface RateLimitBinding {
   limit(options: { key: string }): Promise<{ success: boolean }>;

@@ -12,8 +12,8 @@
  * because of what it depends on, or because it is `from` itself, runs its whole child again;
  * a fan-out step that runs again runs all of its items again (its item list may differ).
  */
-import { type Bundle, type CompiledWorkflow, isFanOut } from "../bundle.ts";
-import type { StepRecord } from "../engine/types.ts";
+import { type Bundle, type CompiledWorkflow, isFanOut } from "../../bundle.ts";
+import type { StepRecord } from "../../engine/types.ts";
 
 export type RerunPlan =
   | { outcome: "planned"; reused: Array<[string, StepRecord]> }

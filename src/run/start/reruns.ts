@@ -1,19 +1,19 @@
 /**
  * Re-runs (docs/http-api.md, "Re-runs"), orchestrated in the run layer: the old run's object hands
- * over its definition, inputs and records; which steps run again is planned by rerun.ts, on the
+ * over its definition, inputs and records; which steps run again is planned by rerun-plan.ts, on the
  * old run's pinned definition or the one deployed now; the old run then notes the re-run (a bulk
  * re-run takes a run only if nobody re-ran it yet, so concurrent bulk calls re-run each failed run
  * once) and the new run starts in its own object with the reused records. Refusals are
  * RunRefusal codes; the HTTP face parses requests and answers.
  */
-import type { Bundle, CompiledWorkflow, JsonObject, Residency } from "../bundle.ts";
-import type { RunStatus } from "../engine/types.ts";
-import { placed, residencyOf, runIdOf } from "./jurisdiction.ts";
-import { listRuns, type Position } from "./listing.ts";
-import { RunRefusal } from "./refusal.ts";
-import { planRerun } from "./rerun.ts";
-import type { RunRpc, StartResult } from "./run-rpc.ts";
-import { runStub } from "./run-rpc.ts";
+import type { Bundle, CompiledWorkflow, JsonObject, Residency } from "../../bundle.ts";
+import type { RunStatus } from "../../engine/types.ts";
+import { placed, residencyOf, runIdOf } from "../jurisdiction.ts";
+import { listRuns, type Position } from "../listing/listing.ts";
+import { RunRefusal } from "../refusal.ts";
+import type { RunRpc, StartResult } from "../run-rpc.ts";
+import { runStub } from "../run-rpc.ts";
+import { planRerun } from "./rerun-plan.ts";
 import { checkRunInputs, startRun } from "./start-run.ts";
 
 export interface RerunRequest {

@@ -4,7 +4,7 @@
  * null. The compiler has already refused credential and signature headers, so nothing recorded
  * here is a credential; the run object masks it like params anyway.
  */
-import type { CompiledInvoke, JsonObject } from "../bundle.ts";
+import type { CompiledInvoke, JsonObject } from "../../bundle.ts";
 
 export function recordRequest(declared: CompiledInvoke["headers"], headers: Headers): JsonObject {
   const recorded: JsonObject = {};

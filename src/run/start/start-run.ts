@@ -7,17 +7,17 @@
  * run that waits already (debounce, batch), refuse it (`on_full: skip`, a full queue), or let it
  * make a run that starts now or waits; a workflow that declares none contacts no key.
  */
-import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
-import { createMasker } from "../engine/mask.ts";
-import { validateJson } from "../engine/schema.ts";
-import { collectSecrets } from "../engine/secrets.ts";
-import type { Envelope } from "./envelope.ts";
-import { flowPlan } from "./flow-gates.ts";
-import { parseRunId, placed, residencyOf, runIdOf } from "./jurisdiction.ts";
+import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../../bundle.ts";
+import { createMasker } from "../../engine/mask.ts";
+import { validateJson } from "../../engine/schema.ts";
+import { collectSecrets } from "../../engine/secrets.ts";
+import type { Envelope } from "../envelope.ts";
+import { parseRunId, placed, residencyOf, runIdOf } from "../jurisdiction.ts";
+import { flowPlan } from "../keys/flow-gates.ts";
+import { RunRefusal } from "../refusal.ts";
+import type { RunFlow } from "../run-doc.ts";
+import { flowKeyStub, type RunRpc, runStub, type StartRequest, type StartResult } from "../run-rpc.ts";
 import type { RateLimitSlot } from "./rate-limit.ts";
-import { RunRefusal } from "./refusal.ts";
-import type { RunFlow } from "./run-doc.ts";
-import { flowKeyStub, type RunRpc, runStub, type StartRequest, type StartResult } from "./run-rpc.ts";
 
 export interface StartOptions {
   params: JsonObject;

@@ -6,8 +6,8 @@
  */
 import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { type Resource, resourceFromAttributes } from "@opentelemetry/resources";
-import { withTimeout } from "../common/timeout.ts";
-import type { Span } from "../engine/trace.ts";
+import { withTimeout } from "../../common/timeout.ts";
+import type { Span } from "../../engine/trace.ts";
 
 /** Where and how a Worker exports its runs' spans (null: it does not). */
 export interface TraceExport {

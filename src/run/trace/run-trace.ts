@@ -6,9 +6,9 @@
  * and tried again from the run's alarm EXPORT_RETRIES times, then dropped and counted. Without
  * an endpoint nothing is collected and nothing is written: only the `traceparent` travels.
  */
-import type { CompiledWorkflow } from "../bundle.ts";
-import { shortenedMs } from "../common/shortened-ms.ts";
-import type { Masker } from "../engine/mask.ts";
+import type { CompiledWorkflow } from "../../bundle.ts";
+import { shortenedMs } from "../../common/shortened-ms.ts";
+import type { Masker } from "../../engine/mask.ts";
 import {
   newTraceId,
   type Span,
@@ -19,10 +19,10 @@ import {
   stepSpanId,
   stepTracer,
   type TraceRef,
-} from "../engine/trace.ts";
-import type { StepRecord } from "../engine/types.ts";
-import { type RunDoc, traceOf } from "./run-doc.ts";
-import { type GraphNode, runGraph } from "./run-graph.ts";
+} from "../../engine/trace.ts";
+import type { StepRecord } from "../../engine/types.ts";
+import { type RunDoc, traceOf } from "../run-doc.ts";
+import { type GraphNode, runGraph } from "../run-graph.ts";
 
 /** At most this many spans go in one export request; as many waiting send one at once. */
 export const EXPORT_BATCH = 200;

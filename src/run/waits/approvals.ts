@@ -9,9 +9,14 @@
  * notification POST (a delivery of the run: deliveries.ts) carries the approval and an absolute
  * `decide_url`; it is signed like a webhook step's `sign` when the policy gives a key.
  */
-import type { Json } from "../bundle.ts";
-import type { Masker } from "../engine/mask.ts";
-import type { ApprovalOutcome, ApprovalRequest, ApprovalStatus, ApprovalWaiting } from "../engine/types.ts";
+import type { Json } from "../../bundle.ts";
+import type { Masker } from "../../engine/mask.ts";
+import type {
+  ApprovalOutcome,
+  ApprovalRequest,
+  ApprovalStatus,
+  ApprovalWaiting,
+} from "../../engine/types.ts";
 
 export interface ApprovalRecord {
   id: string;

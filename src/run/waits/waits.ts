@@ -6,10 +6,10 @@
  * signal that came meanwhile is its output. Nothing runs while a run waits: the run object's
  * alarm is set at the earliest `due` (nextDue), and a signal wakes the run through its RPC.
  */
-import type { Json, JsonSchema } from "../bundle.ts";
-import type { Masker } from "../engine/mask.ts";
-import { validateJson } from "../engine/schema.ts";
-import { StepError, type WaitRequest } from "../engine/types.ts";
+import type { Json, JsonSchema } from "../../bundle.ts";
+import type { Masker } from "../../engine/mask.ts";
+import { validateJson } from "../../engine/schema.ts";
+import { StepError, type WaitRequest } from "../../engine/types.ts";
 
 export interface WaitRecord {
   path: string;

@@ -10,11 +10,11 @@
  * involved.
  */
 import workflowBundle from "workflow-bundle";
-import type { Bundle, CompiledSchedule } from "../bundle.ts";
-import { firesAt, isUtc } from "../common/local-time.ts";
-import { collectSecrets } from "../engine/secrets.ts";
-import { recordRequest } from "../run/run-request.ts";
-import { startRun } from "../run/start-run.ts";
+import type { Bundle, CompiledSchedule } from "../../bundle.ts";
+import { firesAt, isUtc } from "../../common/local-time.ts";
+import { collectSecrets } from "../../engine/secrets.ts";
+import { recordRequest } from "../../run/start/run-request.ts";
+import { startRun } from "../../run/start/start-run.ts";
 
 const bundle: Bundle = workflowBundle;
 

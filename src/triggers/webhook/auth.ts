@@ -7,10 +7,10 @@
  * graph, events, cancel, delete, the listing, approvals, the viewer's data): routes call it and
  * never decide credentials themselves.
  */
-import { type CompiledAuth, isSignature, type TokenAuth } from "../bundle.ts";
-import { readBody } from "./body.ts";
-import { HttpProblem } from "./problem.ts";
-import { configuredSecrets, schemeKeys, unauthorized, verifySignature } from "./triggers/signature.ts";
+import { type CompiledAuth, isSignature, type TokenAuth } from "../../bundle.ts";
+import { HttpProblem } from "../../common/problem.ts";
+import { readBody } from "./request-body.ts";
+import { configuredSecrets, schemeKeys, unauthorized, verifySignature } from "./signature.ts";
 
 /** `ADMIN_TOKEN` reads the runs of every workflow; shorter than this it is refused as misconfigured. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;

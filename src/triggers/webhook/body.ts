@@ -7,8 +7,8 @@
  * the bytes were read; the nesting cap applies to every JSON, the unwrapped payload included.
  */
 import type { JsonObject } from "../../bundle.ts";
-import { jsonObjectOrNull, parseJsonObject, utf8 } from "../body.ts";
-import { HttpProblem } from "../problem.ts";
+import { HttpProblem } from "../../common/problem.ts";
+import { jsonObjectOrNull, parseJsonObject, utf8 } from "./request-body.ts";
 
 const FORM = "application/x-www-form-urlencoded";
 

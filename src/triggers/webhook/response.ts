@@ -7,9 +7,9 @@
  * are such answers, chosen by a condition on a step.
  */
 import type { CompiledResponse, CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import { HttpProblem } from "../../common/problem.ts";
 import { render, stringify } from "../../engine/substitute.ts";
 import type { Envelope } from "../../run/envelope.ts";
-import { HttpProblem } from "../problem.ts";
 
 const CONTENT_TYPES: Record<CompiledResponse["contentType"], string> = {
   "application/json": "application/json",

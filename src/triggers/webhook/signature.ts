@@ -5,7 +5,7 @@
  * retries, which becomes the run's idempotency key when the request has none of its own.
  */
 import type { JsonObject, SignatureAuth } from "../../bundle.ts";
-import { HttpProblem } from "../problem.ts";
+import { HttpProblem } from "../../common/problem.ts";
 import { BadSecret, type Delivery, SCHEMES } from "./schemes.ts";
 
 export function unauthorized(headers: Record<string, string> = {}): HttpProblem {

@@ -4,9 +4,9 @@
  * wrangler.toml is involved, the lines to add.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import type { SignatureAuth } from "../../src/bundle.ts";
-import { cronProblem } from "../../src/compiler/cron.ts";
-import { compileFiles, expectDiagnostic, expectOnlyError, removeProjects } from "./temp-project.ts";
+import type { SignatureAuth } from "../../../src/bundle.ts";
+import { cronProblem } from "../../../src/compiler/triggers/cron/cron.ts";
+import { compileFiles, expectDiagnostic, expectOnlyError, removeProjects } from "../temp-project.ts";
 
 afterAll(removeProjects);
 

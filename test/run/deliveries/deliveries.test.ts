@@ -1,5 +1,5 @@
 /**
- * A run's deliveries (src/run/deliveries.ts) over the memory store, a manual clock and a receiver
+ * A run's deliveries (src/run/deliveries/deliveries.ts) over the memory store, a manual clock and a receiver
  * that records what it gets: the whole default schedule against a receiver that is down, every
  * attempt with the same webhook-id and a signature the `standardwebhooks` package accepts, one
  * row per attempt (one in all for a delivery that gets through at once), and what a recover does
@@ -7,10 +7,10 @@
  */
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it, vi } from "vitest";
-import { type DeliveryTarget, RunDeliveries } from "../../src/run/deliveries.ts";
-import { DEFAULT_SCHEDULE_S } from "../../src/run/delivery-rules.ts";
-import { memoryKv } from "../../src/run/memory-kv.ts";
-import { RunStore } from "../../src/run/run-store.ts";
+import { type DeliveryTarget, RunDeliveries } from "../../../src/run/deliveries/deliveries.ts";
+import { DEFAULT_SCHEDULE_S } from "../../../src/run/deliveries/delivery-rules.ts";
+import { memoryKv } from "../../../src/run/memory-kv.ts";
+import { RunStore } from "../../../src/run/run-store.ts";
 
 const SECRET = `whsec_${btoa("delivery-test-signing-key")}`;
 const T0 = Date.parse("2026-11-25T12:00:00Z");

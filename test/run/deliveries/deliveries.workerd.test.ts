@@ -7,7 +7,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, type Envelope, run, targetLog } from "../harness.ts";
+import { call, type Envelope, run, targetLog } from "../../worker/harness.ts";
 
 interface Delivery {
   id: string;

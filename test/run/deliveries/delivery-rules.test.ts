@@ -1,5 +1,5 @@
 /**
- * The rules of one delivery (src/run/delivery-rules.ts) on a virtual clock: the default schedule of
+ * The rules of one delivery (src/run/deliveries/delivery-rules.ts) on a virtual clock: the default schedule of
  * 8 attempts over about 27 hours with ±10 % jitter, what delivers and what stops, Retry-After, a
  * schedule of the entry's own, and the one attempt more that a retry or a recover grants.
  */
@@ -12,7 +12,7 @@ import {
   grantAttempt,
   isDue,
   newDelivery,
-} from "../../src/run/delivery-rules.ts";
+} from "../../../src/run/deliveries/delivery-rules.ts";
 
 const T0 = Date.parse("2026-11-25T12:00:00Z");
 const refused = (status: number | null, retryAfterMs: number | null = null): AttemptOutcome => ({

@@ -1,6 +1,6 @@
 /** GET /runs/{id}/events: Server-Sent Events that replay, follow, and close when the run ends. */
 import { describe, expect, it } from "vitest";
-import { call, invoke, run } from "../harness.ts";
+import { call, invoke, run } from "../../worker/harness.ts";
 
 interface Sse {
   id: string;

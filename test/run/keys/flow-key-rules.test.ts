@@ -1,19 +1,19 @@
 /**
- * The rules of a flow key (src/run/flow-key-rules.ts) on a virtual clock, over the in-memory store:
+ * The rules of a flow key (src/run/keys/flow-key-rules.ts) on a virtual clock, over the in-memory store:
  * throttle windows, debounce groups and their max_wait_s, batches flushed by size and by time,
  * priority order, on_full skip and replace, cancel_on, the 10,000-run queue, and a key object
  * rebuilt from its storage (an eviction) in the middle of each.
  */
 import { describe, expect, it } from "vitest";
+import { FlowKeyRules } from "../../../src/run/keys/flow-key-rules.ts";
 import {
   type AdmitRequest,
   type FlowEffects,
-  FlowKeyRules,
   type FlowSettings,
   MAX_QUEUED,
-} from "../../src/run/flow-key-rules.ts";
-import type { KvPort } from "../../src/run/kv-port.ts";
-import { memoryKv } from "../../src/run/memory-kv.ts";
+} from "../../../src/run/keys/flow-key-types.ts";
+import type { KvPort } from "../../../src/run/kv-port.ts";
+import { memoryKv } from "../../../src/run/memory-kv.ts";
 
 const T0 = Date.parse("2026-11-25T12:00:00Z");
 const NONE: FlowSettings = { throttle: null, debounce: null, batch: null, concurrency: null };

@@ -4,7 +4,7 @@
  * wait is kept and consumed by the first wait that starts.
  */
 import { describe, expect, it } from "vitest";
-import { call, type Envelope, invoke, waitForRun } from "../harness.ts";
+import { call, type Envelope, invoke, waitForRun } from "../../worker/harness.ts";
 
 async function start(orderId: string): Promise<string> {
   const res = await invoke("wait-keyed", { order_id: orderId });

@@ -1,11 +1,16 @@
 /**
- * What the run lifecycle decides about storage and wake-ups (src/run/lifecycle.ts with
- * src/run/run-plan.ts), over the in-memory store with a shell that records what it is asked to
+ * What the run lifecycle decides about storage and wake-ups (src/run/lifecycle/lifecycle.ts with
+ * src/run/lifecycle/run-plan.ts), over the in-memory store with a shell that records what it is asked to
  * do: the first-write rule, the alarm a finished run keeps while it owes its listing, a queued
  * run's turn, retention. The Durable Object only performs these (test/worker covers it whole).
  */
 import { describe, expect, it } from "vitest";
-import { FIRST_WRITE_MS, HEARTBEAT_MS, LISTING_GUARD_MS, LISTING_RETRY_MS } from "../../src/run/run-plan.ts";
+import {
+  FIRST_WRITE_MS,
+  HEARTBEAT_MS,
+  LISTING_GUARD_MS,
+  LISTING_RETRY_MS,
+} from "../../../src/run/lifecycle/run-plan.ts";
 import { never, setup, start } from "./lifecycle-harness.ts";
 
 describe("the lifecycle's decisions", () => {

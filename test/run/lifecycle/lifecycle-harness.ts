@@ -3,18 +3,18 @@
  * asked to do (wake-ups, effects): what test/run's lifecycle tests drive.
  */
 import { afterAll } from "vitest";
-import type { Bundle, Json } from "../../src/bundle.ts";
-import type { Clock } from "../../src/engine/clock.ts";
-import type { Executors } from "../../src/engine/run-host.ts";
-import type { StepContext } from "../../src/engine/types.ts";
-import type { KvPort } from "../../src/run/kv-port.ts";
-import { RunLifecycle } from "../../src/run/lifecycle.ts";
-import type { RunShell } from "../../src/run/lifecycle-io.ts";
-import { memoryKv } from "../../src/run/memory-kv.ts";
-import type { LifecycleRuntime } from "../../src/run/run-engine.ts";
-import { HEARTBEAT_MS, type RunEffect, type Wake } from "../../src/run/run-plan.ts";
-import { RunStore } from "../../src/run/run-store.ts";
-import { compileFiles, removeProjects } from "../compiler/temp-project.ts";
+import type { Bundle, Json } from "../../../src/bundle.ts";
+import type { Clock } from "../../../src/engine/clock.ts";
+import type { Executors } from "../../../src/engine/run-host.ts";
+import type { StepContext } from "../../../src/engine/types.ts";
+import type { KvPort } from "../../../src/run/kv-port.ts";
+import { RunLifecycle } from "../../../src/run/lifecycle/lifecycle.ts";
+import type { RunShell } from "../../../src/run/lifecycle/lifecycle-io.ts";
+import type { LifecycleRuntime } from "../../../src/run/lifecycle/run-engine.ts";
+import { HEARTBEAT_MS, type RunEffect, type Wake } from "../../../src/run/lifecycle/run-plan.ts";
+import { memoryKv } from "../../../src/run/memory-kv.ts";
+import { RunStore } from "../../../src/run/run-store.ts";
+import { compileFiles, removeProjects } from "../../compiler/temp-project.ts";
 
 afterAll(removeProjects);
 

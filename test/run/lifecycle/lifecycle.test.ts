@@ -1,20 +1,20 @@
 /**
- * The run lifecycle over the in-memory store (src/run/lifecycle.ts): the transitions a user sees
+ * The run lifecycle over the in-memory store (src/run/lifecycle/lifecycle.ts): the transitions a user sees
  * in the envelope — a resumed run that does not repeat a finished webhook, a step that waits for
  * a human, a cancel while it waits — without a Durable Object. Executors are stand-ins that count
  * their calls; the Worker's end-to-end tests cover the real ones.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import type { Bundle, Json } from "../../src/bundle.ts";
-import { systemClock } from "../../src/engine/clock.ts";
-import type { Executors } from "../../src/engine/run-host.ts";
-import type { StepContext } from "../../src/engine/types.ts";
-import type { KvPort } from "../../src/run/kv-port.ts";
-import { RunLifecycle } from "../../src/run/lifecycle.ts";
-import { memoryKv } from "../../src/run/memory-kv.ts";
-import type { LifecycleRuntime } from "../../src/run/run-engine.ts";
-import { RunStore } from "../../src/run/run-store.ts";
-import { compileFiles, removeProjects } from "../compiler/temp-project.ts";
+import type { Bundle, Json } from "../../../src/bundle.ts";
+import { systemClock } from "../../../src/engine/clock.ts";
+import type { Executors } from "../../../src/engine/run-host.ts";
+import type { StepContext } from "../../../src/engine/types.ts";
+import type { KvPort } from "../../../src/run/kv-port.ts";
+import { RunLifecycle } from "../../../src/run/lifecycle/lifecycle.ts";
+import type { LifecycleRuntime } from "../../../src/run/lifecycle/run-engine.ts";
+import { memoryKv } from "../../../src/run/memory-kv.ts";
+import { RunStore } from "../../../src/run/run-store.ts";
+import { compileFiles, removeProjects } from "../../compiler/temp-project.ts";
 
 afterAll(removeProjects);
 

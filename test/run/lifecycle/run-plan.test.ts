@@ -1,5 +1,5 @@
 /**
- * The decisions a run's Durable Object performs (src/run/run-plan.ts), as pure rules over a run's
+ * The decisions a run's Durable Object performs (src/run/lifecycle/run-plan.ts), as pure rules over a run's
  * facts and the clock: when a run is woken before and after its first write, how the listing is
  * retried, what a finished run owes and when its alarm goes.
  */
@@ -12,7 +12,7 @@ import {
   LISTING_RETRY_MS,
   type RunFacts,
   RunPlan,
-} from "../../src/run/run-plan.ts";
+} from "../../../src/run/lifecycle/run-plan.ts";
 
 const T0 = Date.parse("2026-11-25T12:00:00Z");
 

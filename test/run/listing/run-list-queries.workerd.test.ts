@@ -5,9 +5,14 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { recordRun } from "../../../src/run/listing.ts";
-import { BUCKET_MS, MAX_SHARD_READS, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing-layout.ts";
-import { call, run } from "../harness.ts";
+import { recordRun } from "../../../src/run/listing/listing.ts";
+import {
+  BUCKET_MS,
+  MAX_SHARD_READS,
+  SHARDS_PER_BUCKET,
+  shardOf,
+} from "../../../src/run/listing/listing-layout.ts";
+import { call, run } from "../../worker/harness.ts";
 
 interface Listed {
   run_id: string;

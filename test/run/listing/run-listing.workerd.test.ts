@@ -18,10 +18,10 @@ import { describe, expect, it } from "vitest";
 import workflowBundle from "workflow-bundle";
 import { app } from "../../../src/app.ts";
 import type { Bundle } from "../../../src/bundle.ts";
-import { recordRun } from "../../../src/run/listing.ts";
-import { BUCKET_MS, placeRun, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing-layout.ts";
-import type { RunObject } from "../../../src/run/run-object.ts";
-import { call, invoke, run, TOKEN, waitForRun } from "../harness.ts";
+import { recordRun } from "../../../src/run/listing/listing.ts";
+import { BUCKET_MS, placeRun, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing/listing-layout.ts";
+import type { RunObject } from "../../../src/run/object/run-object.ts";
+import { call, invoke, run, TOKEN, waitForRun } from "../../worker/harness.ts";
 
 interface Listed {
   run_id: string;

@@ -6,7 +6,7 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, invoke, targetLog, uniqueKey, waitForRun } from "../harness.ts";
+import { call, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 function stubOf(runId: string) {
   return env.RUNS.get(env.RUNS.idFromString(runId));

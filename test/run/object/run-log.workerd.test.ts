@@ -4,7 +4,7 @@
  * searched in the dashboard or Logpush without the run listing.
  */
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import { call, invoke, run } from "../harness.ts";
+import { call, invoke, run } from "../../worker/harness.ts";
 
 let spy: MockInstance;
 let lines: string[] = [];

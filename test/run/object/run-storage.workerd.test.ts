@@ -10,8 +10,8 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } fr
 import { describe, expect, it } from "vitest";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, JsonObject } from "../../../src/bundle.ts";
-import type { RunObject } from "../../../src/run/run-object.ts";
-import { call, invoke, targetLog, uniqueKey, waitForRun } from "../harness.ts";
+import type { RunObject } from "../../../src/run/object/run-object.ts";
+import { call, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 /** Starts `name` in a fresh run object whose KV writes are counted, and waits for its end. */
 async function countedRun(name: string, params: JsonObject = {}) {

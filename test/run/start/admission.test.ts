@@ -1,10 +1,10 @@
 /**
- * Admission of an invoke that names its run (src/run/admission.ts): the rate limit counts it only
+ * Admission of an invoke that names its run (src/run/start/admission.ts): the rate limit counts it only
  * when it creates the run, over a stand-in for the rate-limit binding. (Whether a run starts or
- * waits is its flow keys': test/run/flow-key-rules.test.ts.)
+ * waits is its flow keys': test/run/keys/flow-key-rules.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import { type AdmissionPorts, admit } from "../../src/run/admission.ts";
+import { type AdmissionPorts, admit } from "../../../src/run/start/admission.ts";
 
 function ports(under: boolean) {
   const calls: string[] = [];

@@ -1,15 +1,15 @@
 /**
- * Which steps a re-run reuses (src/run/rerun.ts, docs/http-api.md), over compiled definitions and the
+ * Which steps a re-run reuses (src/run/start/rerun-plan.ts, docs/http-api.md), over compiled definitions and the
  * records an old run left: what did not complete runs again with everything downstream of it,
  * `from` adds a step and its dependents, a sub-workflow step that runs again keeps its completed
  * children, and a step the current definition changed is never reused.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import type { Bundle } from "../../src/bundle.ts";
-import { pendingRecord } from "../../src/engine/step-records.ts";
-import type { StepRecord } from "../../src/engine/types.ts";
-import { planRerun } from "../../src/run/rerun.ts";
-import { compileFiles, removeProjects } from "../compiler/temp-project.ts";
+import type { Bundle } from "../../../src/bundle.ts";
+import { pendingRecord } from "../../../src/engine/step-records.ts";
+import type { StepRecord } from "../../../src/engine/types.ts";
+import { planRerun } from "../../../src/run/start/rerun-plan.ts";
+import { compileFiles, removeProjects } from "../../compiler/temp-project.ts";
 
 afterAll(removeProjects);
 

@@ -10,7 +10,7 @@ import workflowBundle from "workflow-bundle";
 import type { Bundle } from "../../../src/bundle.ts";
 import { pinDefinition } from "../../../src/run/run-doc.ts";
 import type { RunRpc } from "../../../src/run/run-rpc.ts";
-import { call, type Envelope, run, targetLog, uniqueKey, waitForRun } from "../harness.ts";
+import { call, type Envelope, run, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 const bundle = workflowBundle as Bundle;
 

@@ -1,13 +1,13 @@
 /**
- * Starting a run (src/run/start-run.ts) over a fake environment that records every Durable
+ * Starting a run (src/run/start/start-run.ts) over a fake environment that records every Durable
  * Object it is asked for: a workflow that shapes no burst never contacts a flow key (it costs
  * what it cost before), one that does asks its key before its run exists, and a re-run of a
  * debounced workflow is a run of its own, never folded into a group.
  */
 import { describe, expect, it } from "vitest";
-import type { CompiledWorkflow } from "../../src/bundle.ts";
-import { startRun } from "../../src/run/start-run.ts";
-import { testWorkflow } from "../support/compiled.ts";
+import type { CompiledWorkflow } from "../../../src/bundle.ts";
+import { startRun } from "../../../src/run/start/start-run.ts";
+import { testWorkflow } from "../../support/compiled.ts";
 
 interface Recorded {
   calls: string[];

@@ -1,5 +1,5 @@
 /**
- * The OTLP/HTTP JSON export (src/run/otlp.ts; docs/operations.md, "Traces"): its configuration
+ * The OTLP/HTTP JSON export (src/run/trace/otlp.ts; docs/operations.md, "Traces"): its configuration
  * from the Worker's vars, the body a collector receives (OpenTelemetry's own JSON serializer:
  * hex ids, OTLP's span kinds, nanosecond times, error status), and a real local collector
  * taking it with the configured headers.
@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import type { Span } from "../../src/engine/trace.ts";
-import { encodeSpans, SERVICE_VERSION, sendSpans, traceExportOf } from "../../src/run/otlp.ts";
+import type { Span } from "../../../src/engine/trace.ts";
+import { encodeSpans, SERVICE_VERSION, sendSpans, traceExportOf } from "../../../src/run/trace/otlp.ts";
 
 const span: Span = {
   traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
@@ -52,7 +52,7 @@ describe("the export's configuration", () => {
 
 describe("the body", () => {
   it("names the package's version as service.version", () => {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
       version: string;
     };
     expect(SERVICE_VERSION).toBe(pkg.version);

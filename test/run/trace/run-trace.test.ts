@@ -1,12 +1,12 @@
 /**
- * What a run's trace costs and how its export is kept (src/run/run-trace.ts through the
+ * What a run's trace costs and how its export is kept (src/run/trace/run-trace.ts through the
  * lifecycle; docs/operations.md, "Traces"): without an endpoint nothing is collected, asked or
  * written; with one, the spans go after the answer, a batch the collector refused waits in the
  * run's `trace` row for the alarm, 3 retries, then it is dropped and counted.
  */
 import { describe, expect, it } from "vitest";
-import { EXPORT_RETRIES, EXPORT_RETRY_MS } from "../../src/run/run-trace.ts";
-import { manualClock, setup, start } from "./lifecycle-harness.ts";
+import { EXPORT_RETRIES, EXPORT_RETRY_MS } from "../../../src/run/trace/run-trace.ts";
+import { manualClock, setup, start } from "../lifecycle/lifecycle-harness.ts";
 
 const ON = { OTEL_EXPORTER_OTLP_ENDPOINT: "https://collector.example.com" };
 const done = () => Promise.resolve({ status: 200, headers: {}, body: null });

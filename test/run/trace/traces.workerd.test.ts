@@ -9,7 +9,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import type { CollectedSpan } from "../../servers/otlp-types.ts";
-import { call, type Envelope, invoke, run, targetLog, uniqueKey, waitForRun } from "../harness.ts";
+import { call, type Envelope, invoke, run, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 const vars = env as unknown as Record<string, string>;
 const COLLECTOR = vars.OTEL_EXPORTER_OTLP_ENDPOINT as string;

@@ -7,7 +7,7 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, type Envelope, invoke, targetLog, uniqueKey, waitForRun } from "../harness.ts";
+import { call, type Envelope, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 async function start(name: string, params: Record<string, unknown>): Promise<string> {
   const res = await invoke(name, params);

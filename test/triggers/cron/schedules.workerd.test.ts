@@ -8,7 +8,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, type Envelope, invoke, waitForRun } from "../worker/harness.ts";
+import { call, type Envelope, invoke, waitForRun } from "../../worker/harness.ts";
 
 /** The Worker's own entry, as a cron event reaches it (its `scheduled` handler). */
 const scheduled = (cron: string, scheduledTime: number) =>

@@ -1,6 +1,6 @@
 /** Invoke authentication and the credentials that guard a run's envelope. */
 import { describe, expect, it } from "vitest";
-import { call, invoke, TOKEN } from "../worker/harness.ts";
+import { call, invoke, TOKEN } from "../../worker/harness.ts";
 
 async function bodyText(res: Response) {
   const text = await res.text();

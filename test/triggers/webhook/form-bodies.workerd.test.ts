@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, type Envelope } from "../worker/harness.ts";
+import { call, type Envelope } from "../../worker/harness.ts";
 
 const FORM = "application/x-www-form-urlencoded";
 

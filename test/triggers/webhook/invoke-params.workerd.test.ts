@@ -3,7 +3,7 @@
  * the body, and an odd but well-formed JSON body never ends as a 500.
  */
 import { describe, expect, it } from "vitest";
-import { invoke } from "../worker/harness.ts";
+import { invoke } from "../../worker/harness.ts";
 
 interface Problem {
   code: string;

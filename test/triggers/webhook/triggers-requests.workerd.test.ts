@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, type Envelope, invoke, TOKEN, waitForRun } from "../worker/harness.ts";
+import { call, type Envelope, invoke, TOKEN, waitForRun } from "../../worker/harness.ts";
 
 const SECRETS = env as unknown as Record<string, string>;
 const FORM = "application/x-www-form-urlencoded";

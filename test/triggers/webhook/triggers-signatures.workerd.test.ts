@@ -5,7 +5,7 @@
  * encoding -> the same 401 every time; a redelivery reaches the same run.
  */
 import { describe, expect, it } from "vitest";
-import { call, waitForRun } from "../worker/harness.ts";
+import { call, waitForRun } from "../../worker/harness.ts";
 import {
   base64ToHex,
   deliver,
@@ -14,7 +14,7 @@ import {
   type SignOptions,
   sign,
   UNAUTHORIZED,
-} from "../worker/signed.ts";
+} from "../../worker/signed.ts";
 
 const now = () => Math.floor(Date.now() / 1000);
 

@@ -5,14 +5,14 @@
  * `[triggers] crons` (the error shows the line to set); its params checked against params.schema.
  * Root workflows only.
  */
-import type { CompiledSchedule, JsonObject } from "../bundle.ts";
-import { isObject } from "../common/guards.ts";
-import { coveringCrons, isUtc, nextFires, patternProblem, zoneProblem } from "../common/local-time.ts";
-import { describeViolations, validateJson } from "../engine/schema.ts";
+import type { CompiledSchedule, JsonObject } from "../../../bundle.ts";
+import { isObject } from "../../../common/guards.ts";
+import { coveringCrons, isUtc, nextFires, patternProblem, zoneProblem } from "../../../common/local-time.ts";
+import { describeViolations, validateJson } from "../../../engine/schema.ts";
+import { cronsLine, type WranglerFacts } from "../../wrangler-config.ts";
+import type { DataPath } from "../../yaml-source.ts";
+import type { InvokeContext, Report } from "../invoke-context.ts";
 import { cronProblem } from "./cron.ts";
-import type { InvokeContext, Report } from "./invoke-context.ts";
-import { cronsLine, type WranglerFacts } from "./wrangler-config.ts";
-import type { DataPath } from "./yaml-source.ts";
 
 type Obj = Record<string, unknown>;
 

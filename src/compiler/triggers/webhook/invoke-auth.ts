@@ -3,11 +3,16 @@
  * signature scheme, each with the fields it needs and no others, its secrets as env references
  * (several while a secret is rotated).
  */
-import { type CompiledAuth, SIGNATURE_SCHEMES, type SignatureAuth, type SignatureScheme } from "../bundle.ts";
-import { isObject } from "../common/guards.ts";
-import { envRefName, envShorthandName, envShorthandWarning } from "./env-refs.ts";
-import type { InvokeContext, Report } from "./invoke-context.ts";
-import type { DataPath } from "./yaml-source.ts";
+import {
+  type CompiledAuth,
+  SIGNATURE_SCHEMES,
+  type SignatureAuth,
+  type SignatureScheme,
+} from "../../../bundle.ts";
+import { isObject } from "../../../common/guards.ts";
+import { envRefName, envShorthandName, envShorthandWarning } from "../../env-refs.ts";
+import type { DataPath } from "../../yaml-source.ts";
+import type { InvokeContext, Report } from "../invoke-context.ts";
 
 type Obj = Record<string, unknown>;
 

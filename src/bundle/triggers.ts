@@ -1,0 +1,8 @@
+/**
+ * The ways a run starts (docs/triggers.md), one name each. The Worker's table of triggers
+ * (src/triggers/index.ts) is keyed by it, so a kind named here without its entry there does not
+ * compile (docs/architecture.md, "Add a trigger").
+ */
+export const TRIGGER_KINDS = ["webhook", "cron"] as const;
+
+export type TriggerKind = (typeof TRIGGER_KINDS)[number];

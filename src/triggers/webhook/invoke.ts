@@ -1,0 +1,113 @@
+/**
+ * The webhook trigger (docs/triggers.md): `POST /invoke/{name}` turned into one start request for
+ * the run layer, and the run layer's answer turned into the invoke's HTTP answer. The pipeline, in
+ * this order: the caller's credentials or the sender's signature (on the raw bytes), the body by
+ * its content type, the declared request headers, `params.schema` and the secrets' configuration,
+ * the Idempotency-Key (or the sender's delivery id), the rate limit; only then does a run exist.
+ */
+import { type Bundle, type CompiledWorkflow, isSignature } from "../../bundle.ts";
+import { HttpProblem } from "../../common/problem.ts";
+import { recordRequest } from "../../run/start/run-request.ts";
+import type { StartOptions, StartOutcome } from "../../run/start/start-run.ts";
+import { checkRunInputs } from "../../run/start/start-run.ts";
+import { enforceRateLimit, rateLimited, rateLimitSlot } from "../rate-limit.ts";
+import { authenticatedBody } from "./auth.ts";
+import { decodeParams } from "./body.ts";
+import { invokeResponse } from "./response.ts";
+import { deliveryId } from "./signature.ts";
+
+const MAX_WAIT_S = 60;
+const MAX_IDEMPOTENCY_KEY = 255;
+
+/** The start request of an invoke that passed every check (a refused one throws its problem). */
+export async function invokeStart(
+  bundle: Bundle,
+  wf: CompiledWorkflow,
+  req: Request,
+  env: Record<string, unknown>,
+): Promise<StartOptions> {
+  const body = await authenticatedBody(wf.auth, req, env);
+  const params = decodeParams(body, req.headers.get("content-type"));
+  const request = recordRequest(wf.invoke.headers, req.headers);
+  checkRunInputs(bundle, wf, params, env);
+  const idempotencyKey = req.headers.get("idempotency-key");
+  if (
+    idempotencyKey !== null &&
+    (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
+  ) {
+    throw new HttpProblem(
+      "invalid_idempotency_key",
+      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
+    );
+  }
+  // A sender's redelivery carries the same delivery id: it reaches the same run.
+  const runKey =
+    idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null);
+  const slot = rateLimitSlot(wf, { params, request }, env);
+  // An invoke that names its run may be a replay: the run's object answers it from the run that
+  // exists, and counts it against the limit only if it creates the run.
+  if (runKey === null) await enforceRateLimit(slot, wf, env);
+  // A requested wait, even `wait=0`, replaces invoke.response's wait_s (docs/triggers.md: it changes how long).
+  const waitS = requestedWait(req) ?? wf.invoke.response?.waitS ?? 0;
+  return {
+    params,
+    request,
+    idempotencyKey: runKey,
+    rateLimit: runKey === null ? null : slot,
+    waitS,
+    origin: new URL(req.url).origin,
+    // The caller's trace, if it sent one (an invalid header is ignored: a new trace).
+    traceparent: req.headers.get("traceparent"),
+  };
+}
+
+/** The invoke's answer for what starting its run gave. */
+export function invokeAnswer(
+  wf: CompiledWorkflow,
+  started: StartOptions,
+  result: StartOutcome,
+  env: Record<string, unknown>,
+): Response {
+  if (result.outcome === "rate_limited") throw rateLimited(wf);
+  // Burst shaping (docs/triggers.md): a full queue is the only refusal; a skipped invoke is a 2xx.
+  if (result.outcome === "queue_full") {
+    throw new HttpProblem("queue_full", `${wf.name}'s queue for this key holds 10,000 runs; retry later`, {
+      headers: { "retry-after": String(result.retryAfterS) },
+    });
+  }
+  if (result.outcome === "skipped")
+    return Response.json({ run_id: result.runId, status: "skipped" }, { status: 202 });
+  if (result.outcome === "conflict") {
+    throw new HttpProblem(
+      "idempotency_conflict",
+      "this Idempotency-Key was already used with a different body for this workflow",
+    );
+  }
+  const location = `/runs/${result.runId}`;
+  const response = wf.invoke.response;
+  if (response && result.envelope) return invokeResponse(wf, response, result.envelope, env);
+  // Without a requested wait the answer is 202 even for a run that has already finished (a
+  // replayed Idempotency-Key), as docs/http-api.md says: "answers as an invoke of that run would".
+  if (result.envelope && started.waitS > 0) {
+    return Response.json(result.envelope, {
+      status: 200,
+      headers: { location, "preference-applied": `wait=${started.waitS}` },
+    });
+  }
+  const queued = result.outcome === "joined" || ("queued" in result && result.queued === true);
+  return Response.json(
+    { run_id: result.runId, status: queued ? "queued" : "accepted" },
+    { status: 202, headers: { location } },
+  );
+}
+
+/** `Prefer: wait=N` (RFC 7240) or `?wait=N`, capped at 60 s; null when the request asks for none. */
+export function requestedWait(req: Request): number | null {
+  const fromQuery = new URL(req.url).searchParams.get("wait");
+  const prefer = req.headers.get("prefer") ?? "";
+  const m = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(prefer);
+  const raw = fromQuery ?? m?.[1] ?? null;
+  if (raw === null) return null;
+  const n = Number.parseInt(raw, 10);
+  return Number.isFinite(n) && n > 0 ? Math.min(n, MAX_WAIT_S) : 0;
+}
