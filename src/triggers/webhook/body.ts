@@ -44,8 +44,9 @@ export function formFields(text: string): Map<string, string[]> {
 }
 
 function decodeForm(text: string): JsonObject {
-  // `curl -d '{"a":1}'` sends JSON labelled as a form: a form never starts with `{`.
-  if (text.trimStart().startsWith("{")) return parseJsonObject(text);
+  // `curl -d '{"a":1}'` sends JSON labelled as a form: a form never starts with `{` or `[`, so
+  // such a body is read as JSON (and `[1,2]` is 400 invalid_json, not an object, as any JSON body).
+  if (/^\s*[[{]/.test(text)) return parseJsonObject(text);
   const fields = formFields(text);
   const payload = fields.size === 1 ? fields.get("payload") : undefined;
   // Only a `payload` that parses as a JSON object is unwrapped; any other stays a string field.

@@ -21,4 +21,12 @@ describe("form bodies", () => {
       expect(((await res.json()) as Envelope).params, text).toEqual({ payload: text });
     }
   });
+
+  it("reads a form-typed body that is JSON but not an object (curl -d '[1,2]') as JSON: 400 invalid_json", async () => {
+    for (const text of ["[1,2]", " [] "]) {
+      const res = await postForm("trig-form", text);
+      expect(res.status, text).toBe(400);
+      expect(((await res.json()) as { code: string }).code, text).toBe("invalid_json");
+    }
+  });
 });
