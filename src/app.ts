@@ -12,6 +12,7 @@ import { type Bundle, type CompiledWorkflow, isSignature, SIGNAL_NAME } from "./
 import { hint as didYouMean } from "./common/did-you-mean.ts";
 import { HttpProblem } from "./common/problem.ts";
 import { readDecision } from "./http/decision.ts";
+import { buildFailed } from "./http/build-failed.ts";
 import { deliveryListPage, parseSince, recoverDeliveries } from "./http/deliveries.ts";
 import { unmatched } from "./http/methods.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
@@ -38,6 +39,14 @@ import { mountViewer } from "./viewer/routes.ts";
 const bundle: Bundle = workflowBundle;
 
 export const app = new Hono<{ Bindings: Env }>();
+
+// Under `npm start`, while the workflows do not build, every request is answered at once.
+const broken = buildFailed(bundle);
+if (broken) {
+  app.use("*", () => {
+    throw broken;
+  });
+}
 
 app.get("/health", (c) => c.json({ status: "ok" }));
 
@@ -132,7 +141,7 @@ app.post("/runs/:id/rerun", async (c) => {
 // ---- Signals (docs/http-api.md): the run's workflow's credentials.
 
 app.post("/runs/:id/signals/:name", async (c) => {
-  const { stub } = await viewRun(c);
+  const { stub, view } = await viewRun(c);
   const name = c.req.param("name");
   const body = await readParams(c.req.raw);
   if (!SIGNAL_NAME.test(name))
@@ -152,7 +161,7 @@ app.post("/runs/:id/signals/:name", async (c) => {
     case "not_active":
       throw new HttpProblem("run_not_active", "the run has already finished");
     case "unknown":
-      throw unknownSignal(name);
+      throw unknownSignal(name, deployedSignals(view.envelope.workflow));
     default:
       throw new HttpProblem("run_not_found", "no run with this id");
   }
@@ -168,7 +177,8 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   const body = await signalBody(wf, c.req.raw, c.env as unknown as Record<string, unknown>);
   const waits = signalsOf(key).has(name);
   const cancels = (wf.cancelOn ?? []).filter((x) => x.signal === name);
-  if (!waits && cancels.length === 0) throw unknownSignal(name);
+  if (!waits && cancels.length === 0)
+    throw unknownSignal(name, [...signalsOf(key), ...(wf.cancelOn ?? []).map((x) => x.signal)]);
   const urlKey = c.req.param("key");
   // cancel_on first (docs/triggers.md): the runs of that key active now are canceled; a run that
   // also waits for the signal ends canceled rather than taking it.
@@ -199,8 +209,17 @@ app.get("/workflows/:workflow/schedules", (c) => {
 });
 
 /** 404 `unknown_signal`: no wait declares the name (a typo is refused, never kept). */
-function unknownSignal(name: string): HttpProblem {
-  return new HttpProblem("unknown_signal", `no wait of this workflow waits for a signal named "${name}"`);
+function unknownSignal(name: string, known: Iterable<string>): HttpProblem {
+  return new HttpProblem(
+    "unknown_signal",
+    `no wait of this workflow waits for a signal named "${name}"${didYouMean(name, known)}`,
+  );
+}
+
+/** The signal names the deployed workflow called `name` declares (none when it is not deployed). */
+function deployedSignals(name: string): Set<string> {
+  const found = deployed.lookup(name);
+  return found ? signalsOf(found.key) : new Set();
 }
 
 /** The signal names a deployed workflow's waits declare (its sub-workflows included), once per workflow. */

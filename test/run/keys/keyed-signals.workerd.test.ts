@@ -84,6 +84,8 @@ describe("keyed signals", () => {
       body: "{}",
     });
     expect(typo.status).toBe(404);
-    expect(((await typo.json()) as { code: string }).code).toBe("unknown_signal");
+    const refused = (await typo.json()) as { code: string; detail: string };
+    expect(refused.code).toBe("unknown_signal");
+    expect(refused.detail).toContain("did you mean `paid`?");
   });
 });

@@ -106,7 +106,9 @@ describe("wait for a signal", () => {
     const runId = await start("wait-signal", { key: uniqueKey("wait-typo"), before_ms: 700 });
     const typo = await signal(runId, "payment_receive", { amount: 1 });
     expect(typo.status).toBe(404);
-    expect(await codeOf(typo)).toBe("unknown_signal");
+    const refused = (await typo.json()) as { code: string; detail: string };
+    expect(refused.code).toBe("unknown_signal");
+    expect(refused.detail).toContain("did you mean `payment_received`?");
     // Nothing was kept: the real signal is still the first of its name.
     const early = await signal(runId, "payment_received", { amount: 7 });
     expect(early.status).toBe(202);
