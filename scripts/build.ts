@@ -4,11 +4,13 @@
  * (`openapi.json`, the same document the Worker serves at GET /openapi.json), and the viewer's
  * browser scripts (src/viewer/browser/, bundled into src/generated/viewer-scripts.ts). Prints
  * every diagnostic and a one-line summary; on any error it
- * exits 1 and writes nothing, so a broken edit never replaces a working bundle.
+ * exits 1 and writes nothing, so a broken edit never replaces a working bundle. Under `npm start`
+ * (WORKFLOW_EDGE_DEV=1) it keeps the last good bundle with the errors noted in it and exits 0, so
+ * the dev server answers 503 `build_failed` instead of waiting.
  *
  *   npx node scripts/build.ts [workflows-dir] [--out path/to/bundle.json]
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileProject } from "../src/compiler/index.ts";
@@ -26,8 +28,18 @@ const out = outArg ? resolve(outArg) : resolve(root, "src/generated/bundle.json"
 const result = compileProject(dir);
 for (const d of result.diagnostics) console.error(d.text);
 if (!result.bundle) {
-  const errors = result.diagnostics.filter((d) => d.severity === "error").length;
-  console.error(`build failed: ${errors} error${errors === 1 ? "" : "s"}; nothing written`);
+  const errors = result.diagnostics.filter((d) => d.severity === "error");
+  const count = `${errors.length} error${errors.length === 1 ? "" : "s"}`;
+  // Under `npm start` (WORKFLOW_EDGE_DEV=1) a failed build keeps the last good bundle and notes the
+  // errors in it: the dev server answers every request 503 build_failed naming them, at once,
+  // instead of holding requests until the file is fixed. Anywhere else nothing is written.
+  if (process.env.WORKFLOW_EDGE_DEV === "1" && existsSync(out)) {
+    const last = JSON.parse(readFileSync(out, "utf8")) as Record<string, unknown>;
+    writeFileSync(out, `${JSON.stringify({ ...last, buildErrors: errors.map((d) => d.text) }, null, 2)}\n`);
+    console.error(`build failed: ${count}; the dev server answers 503 build_failed until they are fixed`);
+    process.exit(0);
+  }
+  console.error(`build failed: ${count}; nothing written`);
   process.exit(1);
 }
 mkdirSync(dirname(out), { recursive: true });

@@ -29,6 +29,12 @@ export interface Bundle {
   /** Agents keyed by path relative to workflows/ (local) or by resolved ref (`core/chat@1.0.0`). */
   agents: Record<string, CompiledAgent>;
   gateway: CompiledGateway;
+  /**
+   * Under `npm start` only: the last build failed with these diagnostics (`file:line:col: message`),
+   * and this is the last good bundle; the Worker answers 503 `build_failed` naming them until a
+   * build passes (docs/errors-and-limits.md). `npm run build` and a deploy never write it.
+   */
+  buildErrors?: string[];
 }
 
 export interface CompiledWorkflow {

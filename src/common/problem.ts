@@ -36,6 +36,7 @@ export const PROBLEMS = {
   run_failed: [500, "Run failed"],
   response_failed: [500, "Response failed"],
   server_misconfigured: [500, "Server misconfigured"],
+  build_failed: [503, "Build failed"],
   internal_error: [500, "Internal error"],
 } as const satisfies Record<string, readonly [number, string]>;
 

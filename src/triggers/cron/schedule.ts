@@ -26,6 +26,10 @@ export interface ScheduledEvent {
 
 /** Starts the runs due for `event`; returns how many were started or found already started. */
 export async function runSchedules(event: ScheduledEvent, env: Env): Promise<number> {
+  if (bundle.buildErrors?.length) {
+    console.error(`schedule ${event.cron}: the workflows do not build; no run (npm start shows the errors)`);
+    return 0;
+  }
   const instant = Math.floor(event.scheduledTime / 60_000) * 60_000;
   const time = new Date(instant).toISOString();
   const origin = publicOrigin(env);
