@@ -21,6 +21,32 @@ export interface StepBase {
   outputSchema?: JsonSchema | null;
   /** `on_error: continue` (docs/file-format.md): a failure is recorded and dependents see `{error}`. Absent: fail. */
   onError?: "continue";
+  /**
+   * `compensate:` (docs/file-format.md, "Compensation"): what undoes the step once its run ends
+   * failed or canceled. Only on kinds whose `compensates` trait is set. Absent: nothing.
+   */
+  compensate?: CompiledCompensation;
+}
+
+/**
+ * How a completed step is undone: one webhook call or one sub-workflow run, tried up to
+ * `retry.maxAttempts` times, each attempt within `timeoutS`. Its templates read what the step
+ * read, plus `output` (the step's, or a fan-out item's) and `error` (the run's).
+ */
+export interface CompiledCompensation {
+  webhook: {
+    url: Template;
+    method: HttpMethod;
+    headers: Template | null;
+    body: Template | null;
+    sign: { secretEnv: string } | null;
+  } | null;
+  /** A sub-workflow (bundle key) and its rendered `input`. */
+  workflow: { key: string; input: Template; webhooks: "execute" | "suppress" } | null;
+  /** Default 10 attempts, back-off from 1 s doubling to 300 s. */
+  retry: RetryPolicy;
+  /** Per attempt; default 30. */
+  timeoutS: number;
 }
 
 /** `retry` of a webhook or agent step (and each of its fan-out items), docs/file-format.md. */
@@ -179,6 +205,8 @@ export interface StepKindTraits {
   mock: "response" | "model" | "output" | null;
   /** It waits for the world (a signal, the clock): its status is `waiting` meanwhile. */
   waits: boolean;
+  /** `compensate` applies: it acts outside the run, so what it did can be undone. */
+  compensates: boolean;
   /**
    * What the compiler knows of its output (for the warning on an unknown `step.X.FIELD`):
    * `result` ({result} checked by output.schema), `http` ({status, headers, body}), `schema`
@@ -191,11 +219,51 @@ export interface StepKindTraits {
 type Has<K extends StepKind, F extends string> = F extends keyof StepKinds[K] ? true : false;
 
 export const STEP_KIND_TRAITS = {
-  agent: { fansOut: true, retries: true, effect: true, mock: "model", waits: false, output: "schema" },
-  workflow: { fansOut: true, retries: false, effect: false, mock: null, waits: false, output: "child" },
-  transform: { fansOut: false, retries: false, effect: false, mock: null, waits: false, output: "result" },
-  webhook: { fansOut: true, retries: true, effect: true, mock: "response", waits: false, output: "http" },
-  wait: { fansOut: false, retries: false, effect: false, mock: "output", waits: true, output: "signal" },
+  agent: {
+    fansOut: true,
+    retries: true,
+    effect: true,
+    mock: "model",
+    waits: false,
+    output: "schema",
+    compensates: true,
+  },
+  workflow: {
+    fansOut: true,
+    retries: false,
+    effect: false,
+    mock: null,
+    waits: false,
+    output: "child",
+    compensates: true,
+  },
+  transform: {
+    fansOut: false,
+    retries: false,
+    effect: false,
+    mock: null,
+    waits: false,
+    output: "result",
+    compensates: false,
+  },
+  webhook: {
+    fansOut: true,
+    retries: true,
+    effect: true,
+    mock: "response",
+    waits: false,
+    output: "http",
+    compensates: true,
+  },
+  wait: {
+    fansOut: false,
+    retries: false,
+    effect: false,
+    mock: "output",
+    waits: true,
+    output: "signal",
+    compensates: false,
+  },
 } as const satisfies {
   [K in StepKind]: StepKindTraits & { fansOut: Has<K, "forEach">; retries: Has<K, "retry"> };
 };
@@ -209,7 +277,7 @@ export type MockedStepKind = {
 export const STEP_KINDS = Object.keys(STEP_KIND_TRAITS) as StepKind[];
 
 /** Kinds with a trait, e.g. `kindsWhere("fansOut")`: what messages and checks list. */
-export function kindsWhere(trait: "fansOut" | "retries" | "effect" | "waits"): StepKind[] {
+export function kindsWhere(trait: "fansOut" | "retries" | "effect" | "waits" | "compensates"): StepKind[] {
   return STEP_KINDS.filter((k) => STEP_KIND_TRAITS[k][trait]);
 }
 

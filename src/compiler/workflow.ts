@@ -26,6 +26,7 @@ import { envShorthandWarning, expandEnvShorthand, readEnvDecls } from "./env-ref
 import { checkExpression, rootPaths } from "./expressions.ts";
 import { checkUserSchema } from "./json-schema-check.ts";
 import { byIndex, closure, reportCycles } from "./step-dependencies.ts";
+import { compileCompensate } from "./step-kinds/compensate.ts";
 import { STEP_KIND_COMPILERS, STEP_KINDS, type StepKind } from "./step-kinds/index.ts";
 import {
   compileForEach,
@@ -384,6 +385,10 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     if (s.on_error === "continue") base.onError = "continue";
     const compiler: StepKindCompiler<StepKind> = STEP_KIND_COMPILERS[kind];
     const traits = STEP_KIND_TRAITS[kind];
+    if (traits.compensates) {
+      const compensate = compileCompensate(i, s, stepCtx, null);
+      if (compensate) base.compensate = compensate;
+    }
     if (!traits.fansOut) {
       compiled.push(compiler.compile(i, s, base, stepCtx));
       return;

@@ -20,6 +20,9 @@ export function expressionData(scope: EvalScope): JsonObject {
   // Only a fan-out item's substitutions see these (the compiler allows them nowhere else).
   if (scope.item !== undefined) data.item = scope.item;
   if (scope.item_index !== undefined) data.item_index = scope.item_index;
+  // Only a compensation sees these (docs/file-format.md, "Compensation").
+  if (scope.output !== undefined) data.output = scope.output;
+  if (scope.error !== undefined) data.error = scope.error;
   return data;
 }
 

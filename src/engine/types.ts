@@ -165,6 +165,9 @@ export interface EvalScope {
   /** Inside one item of a fan-out (`for_each`): the item and its index; absent elsewhere. */
   item?: Json;
   item_index?: number;
+  /** In a compensation only: the step's (or the fan-out item's) output, and the run's error. */
+  output?: Json;
+  error?: Json;
 }
 
 /**

@@ -27,7 +27,7 @@ describe("step kind traits", () => {
     expect(STEP_KINDS).toEqual(expect.arrayContaining(["agent", "workflow", "transform", "webhook", "wait"]));
     for (const k of STEP_KINDS)
       expect(Object.keys(STEP_KIND_TRAITS[k]).sort(), k).toEqual(
-        ["effect", "fansOut", "mock", "output", "retries", "waits"].sort(),
+        ["compensates", "effect", "fansOut", "mock", "output", "retries", "waits"].sort(),
       );
   });
 
@@ -38,6 +38,11 @@ describe("step kind traits", () => {
   it("apply for_each to exactly the kinds that fan out, and retry to exactly the kinds that retry", () => {
     expect([...(appliesTo("for_each") ?? [])].sort()).toEqual(kindsWhere("fansOut").sort());
     expect([...(appliesTo("retry") ?? [])].sort()).toEqual(kindsWhere("retries").sort());
+  });
+
+  it("apply compensate to exactly the kinds that act outside the run", () => {
+    expect([...(appliesTo("compensate") ?? [])].sort()).toEqual(kindsWhere("compensates").sort());
+    expect(kindsWhere("compensates").sort()).toEqual(["agent", "webhook", "workflow"]);
   });
 
   it("are the node kinds of the API's run graph", () => {
