@@ -11,8 +11,8 @@ import workflowBundle from "workflow-bundle";
 import { type Bundle, type CompiledWorkflow, isSignature, SIGNAL_NAME } from "./bundle.ts";
 import { hint as didYouMean } from "./common/did-you-mean.ts";
 import { HttpProblem } from "./common/problem.ts";
-import { readDecision } from "./http/decision.ts";
 import { buildFailed } from "./http/build-failed.ts";
+import { readDecision } from "./http/decision.ts";
 import { deliveryListPage, parseSince, recoverDeliveries } from "./http/deliveries.ts";
 import { unmatched } from "./http/methods.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
@@ -97,6 +97,18 @@ app.post("/runs/:id/cancel", async (c) => {
   if (result.outcome === "not_active")
     throw new HttpProblem("run_not_active", "the run has already finished");
   return c.json(result.envelope, 202);
+});
+
+// Compensation (docs/http-api.md): every failed compensation of a finished run once more.
+app.post("/runs/:id/compensate", async (c) => {
+  const { stub } = await viewRun(c);
+  const result = await stub.compensate();
+  if (result.outcome === "not_found") throw new HttpProblem("run_not_found", "no run with this id");
+  if (result.outcome === "active")
+    throw new HttpProblem("run_active", "the run has not finished: its compensations run once it has");
+  if (result.outcome !== "retried")
+    throw new HttpProblem("nothing_to_compensate", "no compensation of this run has failed");
+  return c.json({ run_id: c.req.param("id"), retried: result.retried }, 202);
 });
 
 // ---- Re-runs (docs/http-api.md): the run's workflow's credentials; the run layer re-runs.

@@ -98,7 +98,8 @@ export const RUN_ID_PATTERN = `^(?:(${RESIDENCIES.join("|")})-)?([0-9a-f]{64})$`
 export interface CompiledNotify {
   /** Reads only `env`. */
   url: Template;
-  on: Array<"complete" | "failed" | "canceled">;
+  /** Final statuses, and `compensation_failed` (a compensation of the run failed after its attempts). */
+  on: Array<"complete" | "failed" | "canceled" | "compensation_failed">;
   /** Standard Webhooks signing; the env var holds `whsec_<base64 key>`. */
   sign: { secretEnv: string } | null;
   /** `retry.schedule_s`: the wait before each attempt (absent: the default schedule, docs/triggers.md). */

@@ -75,8 +75,7 @@ const EXPECTED_WORKERD = [
   /disconnected: client error \(SendRequest\)/,
   /Network connection lost\./,
   /disconnected: read end of pipe was aborted/,
-  /jsg\.Error: killed mid-delivery/,
-  /jsg\.Error: killed mid-step/,
+  /jsg\.Error: killed mid-(delivery|step|compensation)/,
   /jsg\.Error: flow key killed/,
   // A finished run whose last duties answer while its guard alarm runs deletes that alarm from
   // inside it (nothing more is due): workerd notes the alarm as canceled, as the run asked.

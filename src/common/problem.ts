@@ -22,6 +22,7 @@ export const PROBLEMS = {
   run_not_active: [409, "Run not active"],
   run_active: [409, "Run still active"],
   nothing_to_rerun: [409, "Nothing to re-run"],
+  nothing_to_compensate: [409, "Nothing to compensate"],
   unknown_step: [400, "Unknown step"],
   invalid_rerun: [400, "Invalid re-run request"],
   invalid_signal: [422, "Invalid signal"],

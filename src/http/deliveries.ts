@@ -15,7 +15,7 @@ import type { CompiledWorkflow } from "../bundle.ts";
 import type { PublicDelivery } from "../run/deliveries/deliveries.ts";
 import type { DeliveryState } from "../run/deliveries/delivery-rules.ts";
 import { parseRunId, residencyOf } from "../run/jurisdiction.ts";
-import { type DeliveryFilter, type ListedRun, listRuns, type Position } from "../run/listing/listing.ts";
+import { type EntryFilter, type ListedRun, listRuns, type Position } from "../run/listing/listing.ts";
 import { runStub } from "../run/run-rpc.ts";
 import { bad, base64url, checksum, fromBase64url, parseDateTime, parseLimit, single } from "./run-list.ts";
 
@@ -102,7 +102,7 @@ export async function deliveryListPage(
   const state = parseState(single(query, "state"));
   const raw = single(query, "cursor");
   const cursor = raw === null ? { at: null, skip: 0 } : await decodeCursor(raw, workflow, state);
-  const filter: DeliveryFilter = state === "failed" ? "failed" : "any";
+  const filter: EntryFilter = state === "failed" ? "failed" : "any";
   const out: PublicDelivery[] = [];
   let { at, skip } = cursor;
   for (let pages = 0; pages < MAX_LISTING_PAGES; pages++) {

@@ -25,11 +25,12 @@ export interface RunListBody {
 }
 
 interface CursorBody {
-  /** workflow, status filter, position */
+  /** workflow, status filter, position; the compensation filter when given */
   w: string;
   s: RunStatus | null;
   t: number;
   i: string;
+  c?: "failed";
 }
 
 export function bad(detail: string): HttpProblem {
@@ -100,8 +101,15 @@ export async function encodeCursor(
   workflow: string,
   status: RunStatus | null,
   at: Position,
+  compensation: "failed" | null = null,
 ): Promise<string> {
-  const body: CursorBody = { w: workflow, s: status, t: at.t, i: at.id };
+  const body: CursorBody = {
+    w: workflow,
+    s: status,
+    t: at.t,
+    i: at.id,
+    ...(compensation ? { c: compensation } : {}),
+  };
   const payload = base64url(new TextEncoder().encode(JSON.stringify(body)));
   return `${payload}.${await checksum(payload)}`;
 }
@@ -110,6 +118,7 @@ export async function decodeCursor(
   raw: string,
   workflow: string,
   status: RunStatus | null,
+  compensation: "failed" | null = null,
 ): Promise<Position> {
   const invalid = bad("cursor is not a cursor of this listing (pass next_cursor back unchanged)");
   const [payload, sum, ...rest] = raw.split(".");
@@ -137,6 +146,7 @@ export async function decodeCursor(
   }
   if (body.w !== workflow) throw bad("cursor belongs to another workflow's listing");
   if ((body.s ?? null) !== status) throw bad("cursor was made with another status filter");
+  if ((body.c ?? null) !== compensation) throw bad("cursor was made with another compensation filter");
   return { t, id };
 }
 
@@ -149,11 +159,26 @@ export async function runListPage(
   const workflow = wf.name;
   const limit = parseLimit(single(query, "limit"));
   const status = parseStatus(single(query, "status"));
+  const compensation = parseCompensation(single(query, "compensation"));
   const rawCursor = single(query, "cursor");
-  const after = rawCursor === null ? null : await decodeCursor(rawCursor, workflow, status);
-  const page = await listRuns(env, { workflow, residency: residencyOf(wf), status, limit, after });
+  const after = rawCursor === null ? null : await decodeCursor(rawCursor, workflow, status, compensation);
+  const page = await listRuns(env, {
+    workflow,
+    residency: residencyOf(wf),
+    status,
+    limit,
+    after,
+    deliveries: compensation === "failed" ? "compensation_failed" : null,
+  });
   return {
     runs: page.runs,
-    next_cursor: page.next ? await encodeCursor(workflow, status, page.next) : null,
+    next_cursor: page.next ? await encodeCursor(workflow, status, page.next, compensation) : null,
   };
+}
+
+/** `compensation=failed` (docs/http-api.md): only runs whose compensation failed. */
+export function parseCompensation(raw: string | null): "failed" | null {
+  if (raw === null) return null;
+  if (raw !== "failed") throw bad("compensation must be failed (the runs whose compensation failed)");
+  return "failed";
 }

@@ -96,7 +96,7 @@ export function addSharedRoutes(
     get: runOp("streamRunEvents", "Run events as Server-Sent Events", {
       "200": {
         description:
-          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, step.waiting, approval.requested, approval.decided (data: `{approval}`), run.completed; each `data:` is one JSON object.",
+          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, step.waiting, approval.requested, approval.decided (data: `{approval}`), run.completed, then for a failed or canceled run with steps to undo compensation.started, compensation.completed, compensation.failed (data: the compensation's progress), after which the stream closes; each `data:` is one JSON object.",
         content: { "text/event-stream": { schema: { type: "string" } } },
       },
     }),
@@ -110,6 +110,19 @@ export function addSharedRoutes(
     post: runOp("cancelRun", "Cancel an active run", {
       "202": json("The run is canceled: its envelope.", ref("Envelope")),
       "409": problem("`run_not_active`: the run has already finished."),
+    }),
+  };
+  paths["/runs/{run_id}/compensate"] = {
+    post: runOp("compensateRun", "Try every failed compensation of a finished run once more", {
+      "202": json("How many failed compensations are tried again.", {
+        type: "object",
+        required: ["run_id", "retried"],
+        additionalProperties: false,
+        properties: { run_id: { type: "string" }, retried: { type: "integer", minimum: 1 } },
+      }),
+      "409": problem(
+        "`run_active`: the run has not finished; `nothing_to_compensate`: none of its compensations failed.",
+      ),
     }),
   };
   paths["/runs/{run_id}/rerun"] = {
@@ -257,12 +270,19 @@ export function addSharedRoutes(
       parameters: [
         workflowQuery(names),
         statusQuery(["queued", "pending", "running", "complete", "failed", "canceled"]),
+        {
+          name: "compensation",
+          in: "query",
+          required: false,
+          description: "`failed`: only the runs whose compensation failed.",
+          schema: { enum: ["failed"] },
+        },
         LIMIT,
-        cursorParam("`next_cursor` of the previous page (same workflow and status filter)."),
+        cursorParam("`next_cursor` of the previous page (same workflow, status and compensation filter)."),
       ],
       responses: {
         "200": json("One page of the workflow's runs.", ref("RunList")),
-        "400": problem("`invalid_query`: a bad limit, status or cursor, or no workflow."),
+        "400": problem("`invalid_query`: a bad limit, status, compensation or cursor, or no workflow."),
         "401": problem("`unauthorized`."),
         "404": problem("`workflow_not_found`."),
         "500": problem("`server_misconfigured` (a secret is unset or too short) or `internal_error`."),

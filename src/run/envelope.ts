@@ -8,7 +8,7 @@ import { addUsd } from "../engine/budget.ts";
 import { fanOutItemIndices } from "../engine/fan-out.ts";
 import { pendingRecord } from "../engine/step-records.ts";
 import type { RunStatus, StepRecord } from "../engine/types.ts";
-import { type RunDoc, type RunError, traceOf } from "./run-doc.ts";
+import { type Compensation, type RunDoc, type RunError, traceOf } from "./run-doc.ts";
 
 export interface Envelope {
   run_id: string;
@@ -38,6 +38,8 @@ export interface Envelope {
   queue: { reason: string; starts_at: string | null } | null;
   /** Its deliveries (notifications, approval requests) and their states; [] when none. */
   deliveries: Array<{ id: string; type: string; state: string }>;
+  /** Its compensation phase (docs/file-format.md, "Compensation"); null when nothing was to be undone. */
+  compensation: Compensation | null;
   /** The run's trace id (32 lower-case hex digits). */
   trace_id: string;
   deadline: string;
@@ -124,6 +126,7 @@ export function buildEnvelope(
     coalesced: doc.coalesced ?? 1,
     queue: queueOf(doc),
     deliveries,
+    compensation: doc.compensation ?? null,
     trace_id: traceOf(doc).id,
     deadline: doc.deadline,
     created_at: doc.created_at,

@@ -39,3 +39,8 @@ export interface RateLimitSlot {
   binding: string;
   key: string;
 }
+
+/** What `POST /runs/{id}/compensate` is answered from. */
+export type CompensateResult =
+  | { outcome: "retried"; retried: number }
+  | { outcome: "not_found" | "active" | "nothing" };

@@ -55,6 +55,27 @@ export interface RunDoc {
    * Absent in runs stored before traces (run-trace.ts derives one from the run id).
    */
   trace?: { id: string; parent: string | null; through?: number };
+  /**
+   * The compensation phase of a run that ended failed or canceled (docs/file-format.md,
+   * "Compensation"): null or absent when nothing was to be undone.
+   */
+  compensation?: Compensation | null;
+}
+
+/** A run's compensations, in the order they run (latest completion first). */
+export interface Compensation {
+  status: "running" | "complete" | "failed";
+  steps: CompensationStep[];
+}
+
+export interface CompensationStep {
+  /** The compensated step's path (a fan-out item's `<step>/<index>`). */
+  step: string;
+  status: "pending" | "running" | "complete" | "failed";
+  attempts: number;
+  error: { code: string; message: string } | null;
+  started_at: string | null;
+  finished_at: string | null;
 }
 
 /** The slice of the bundle a run needs: its workflow, every sub-workflow it reaches, their agents. */

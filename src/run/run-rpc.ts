@@ -8,7 +8,7 @@ import type { PublicDelivery } from "./deliveries/deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import { namedStub, parseRunId, placed } from "./jurisdiction.ts";
 import type { BeginPayload, FlowKeyRpc } from "./keys/flow-key-rpc.ts";
-import type { CancelResult, RateLimitSlot, RunView, SignalResult } from "./run-calls.ts";
+import type { CancelResult, CompensateResult, RateLimitSlot, RunView, SignalResult } from "./run-calls.ts";
 import type { RunFlow } from "./run-doc.ts";
 import type { ApprovalRecord, DecideResult } from "./waits/approvals.ts";
 
@@ -83,6 +83,8 @@ export interface RunRpc {
   start(req: StartRequest): Promise<StartResult>;
   view(): Promise<RunView | null>;
   cancel(code?: "canceled" | "replaced" | "canceled_by_signal"): Promise<CancelResult>;
+  /** Every failed compensation of the finished run once more (docs/http-api.md). */
+  compensate(): Promise<CompensateResult>;
   /** The envelope once the run has finished, or null if it is still active after `ms`. */
   waitFinished(ms: number): Promise<Envelope | null>;
   remove(): Promise<"deleted" | "active" | "not_found">;

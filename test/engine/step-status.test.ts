@@ -32,12 +32,14 @@ const ALLOWED: Record<string, RegExp> = {
   "run/lifecycle/lifecycle-core.ts": /^doc$/, // the run's status (setStatus, and the run's end)
   "run/waits/waits.ts": /^rec$/, // a wait's own record (signaled, slept, timeout), not a step's
   "common/problem.ts": /^this$/, // an HTTP status code
+  "run/lifecycle/run-compensation.ts": /^(st|comp)$/, // a compensation's progress, not a step's
 };
 
 /** Files that copy a record with another status, and whose record it is. */
 const COPIES_ALLOWED = new Set([
   "engine/step-status.ts", // the writer itself
   "run/listing/listing-shard.ts", // a listing entry's status (a tombstone), not a step's
+  "run/lifecycle/run-view.ts", // a compensation's progress as it was when it started, not a step's
 ]);
 
 describe("step statuses", () => {

@@ -138,6 +138,7 @@ describe("OpenAPI document", () => {
         "coalesced",
         "queue",
         "deliveries",
+        "compensation",
         "trace_id",
         "deadline",
         "created_at",

@@ -48,7 +48,7 @@ export function compileNotify(
       }
       const on = Array.isArray(entry.on)
         ? entry.on.filter((x): x is CompiledNotify["on"][number] =>
-            ["complete", "failed", "canceled"].includes(x),
+            ["complete", "failed", "canceled", "compensation_failed"].includes(x),
           )
         : ["failed" as const];
       // Ranges (1..20 waits of 0..86,400 s) are the schema's.

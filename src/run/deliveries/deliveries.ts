@@ -136,6 +136,46 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
       entry: i,
     });
   });
+  // A compensation that failed after its attempts (docs/file-format.md, "Compensation").
+  const comp = doc.compensation;
+  if (comp?.status === "failed") {
+    const failedAt = comp.steps.reduce(
+      (t, st) => Math.max(t, st.finished_at ? Date.parse(st.finished_at) : 0),
+      0,
+    );
+    let n = 0;
+    (wf.notify ?? []).forEach((entry, i) => {
+      if (!entry.on.includes("compensation_failed")) return;
+      const rendered = renderUrl(entry.url, { params: null, env, step: {} });
+      const secret = entry.sign ? s.env[entry.sign.secretEnv] : null;
+      out.push({
+        id:
+          n++ === 0 ? `msg_${doc.run_id}_compensation_failed` : `msg_${doc.run_id}_compensation_failed_${i}`,
+        type: "run.compensation_failed",
+        url: typeof rendered === "string" ? rendered.trim() : "",
+        signSecret: entry.sign ? (typeof secret === "string" ? secret : "") : null,
+        schedule: entry.retry?.scheduleS ?? DEFAULT_SCHEDULE_S,
+        createdMs: failedAt || Date.parse(doc.finished_at ?? doc.created_at),
+        body: () =>
+          JSON.stringify(
+            s.masker.maskJson({
+              type: "run.compensation_failed",
+              run_id: doc.run_id,
+              workflow: wf.name,
+              status: doc.status,
+              error: doc.error as unknown as JsonObject | null,
+              compensation: comp as unknown as JsonObject,
+              created_at: doc.created_at,
+              finished_at: doc.finished_at,
+              compensate_url: `/runs/${doc.run_id}/compensate`,
+              view_url: `/runs/${doc.run_id}/view`,
+            }),
+          ),
+        idempotencyKey: null,
+        entry: i,
+      });
+    });
+  }
   return out;
 }
 

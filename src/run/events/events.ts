@@ -7,6 +7,7 @@
 import type { Json, JsonObject } from "../../bundle.ts";
 import { asStarted } from "../../engine/step-status.ts";
 import type { StepRecord } from "../../engine/types.ts";
+import type { CompensationStep } from "../run-doc.ts";
 
 export type RunEventType =
   | "step.started"
@@ -18,7 +19,10 @@ export type RunEventType =
   | "step.waiting"
   | "approval.requested"
   | "approval.decided"
-  | "run.completed";
+  | "run.completed"
+  | "compensation.started"
+  | "compensation.completed"
+  | "compensation.failed";
 
 export interface RunEvent {
   type: RunEventType;
@@ -113,6 +117,15 @@ function frame(seq: number, ev: RunEvent): Uint8Array {
   );
 }
 
+/** A compensation's start or end (docs/file-format.md, "Compensation"): its progress record is the data. */
+export function compensationEvent(
+  type: "compensation.started" | "compensation.completed" | "compensation.failed",
+  st: CompensationStep,
+  time: string,
+): RunEvent {
+  return { type, time, data: { ...st } };
+}
+
 /** Fans events out to every open SSE stream of one run. */
 export class EventHub {
   private readonly listeners = new Set<{ writer: WritableStreamDefaultWriter<Uint8Array>; seq: number }>();
@@ -151,10 +164,15 @@ export class EventHub {
       ) => {
         if (this.listening) this.publish(approvalEvent(type, approval));
       },
-      ended: (completed: () => RunEvent) => {
+      ended: (completed: () => RunEvent, compensating: boolean) => {
         if (this.listening) this.publish(completed());
-        this.close();
+        // A compensation phase follows: its events come, then the stream closes.
+        if (!compensating) this.close();
       },
+      compensationEvent: (ev: RunEvent) => {
+        if (this.listening) this.publish(ev);
+      },
+      compensationEnded: () => this.close(),
     };
   }
 

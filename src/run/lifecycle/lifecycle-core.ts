@@ -20,8 +20,10 @@ import { traceExportOf } from "../trace/otlp.ts";
 import { exportRetryMs, RunTrace } from "../trace/run-trace.ts";
 import { type ApprovalRecord, publicApproval } from "../waits/approvals.ts";
 import type { WaitRecord } from "../waits/waits.ts";
+import { compensationPlan, newCompensation } from "./compensation-plan.ts";
 import type { LifecycleOptions, RunShell } from "./lifecycle-io.ts";
 import { RunBooks } from "./run-books.ts";
+import { Compensator } from "./run-compensation.ts";
 import { RunDuties } from "./run-duties.ts";
 import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
 import { isWorking, nextWakeAt, runFacts } from "./run-plan.ts";
@@ -41,6 +43,8 @@ export abstract class RunCore {
   protected cancelCode: CancelCode = "canceled";
   /** The run's trace: spans built at checkpoints and at the end, exported after the answer. */
   readonly trace: RunTrace;
+  /** What a run that ended failed or canceled undoes, after its answer (run-compensation.ts). */
+  protected readonly compensator: Compensator;
 
   protected readonly store: RunStore;
   protected readonly runtime: LifecycleRuntime;
@@ -70,7 +74,14 @@ export abstract class RunCore {
         const doc = this.doc;
         return (
           doc &&
-          runFacts(doc, store.isStored, this.nextWake(now), this.deliverySummary(), this.trace.due(now))
+          runFacts(
+            doc,
+            store.isStored,
+            this.nextWake(now),
+            this.deliverySummary(),
+            this.trace.due(now),
+            this.compensator.pending && options.heartbeatMs !== null ? now + options.heartbeatMs : null,
+          )
         );
       },
     );
@@ -97,6 +108,24 @@ export abstract class RunCore {
       },
       approvalDecided: (rec) => shell.approvalEvent?.("approval.decided", publicApproval(rec)),
       waitStarted: (rec) => this.waitStarted(rec),
+    });
+    this.compensator = new Compensator({
+      doc: () => this.doc,
+      records: () => this.records,
+      runtime,
+      masker: () => this.masker,
+      save: (doc) => store.saveDoc(doc),
+      event: (ev) => shell.compensationEvent?.(ev),
+      ended: () => {
+        shell.compensationEnded?.();
+        // A failed compensation is a notification (`on: [compensation_failed]`), made now.
+        if (
+          this.doc?.compensation?.status === "failed" &&
+          this.deliveryTargets().some((t) => t.type === "run.compensation_failed")
+        )
+          shell.perform([{ type: "deliver" }]);
+        this.duties.compensationEnded();
+      },
     });
     // The run's first write arms its wake-up in the same commit.
     store.onFirstWrite(() => this.duties.rearm());
@@ -320,6 +349,18 @@ export abstract class RunCore {
       this.deliveryTargets().length === 0 &&
       flowKeys(flowOf(doc)).length === 0;
     if (express) doc.kept = false;
+    // A failed or canceled run undoes what its completed steps did (docs/file-format.md,
+    // "Compensation"): the plan is set in the run's last write, and runs after the answer.
+    if (status !== "complete") {
+      const root = this.rootWorkflow();
+      doc.compensation = newCompensation(
+        compensationPlan(doc.def, root, finalRecords, {
+          params: doc.params,
+          request: doc.request ?? { headers: {} },
+          env: {},
+        }),
+      );
+    }
     // Steps settled here (canceled, skipped) are news to listeners.
     for (const path of express ? [] : this.store.runFinished(doc, finalRecords)) {
       const rec = finalRecords.get(path);
@@ -331,11 +372,22 @@ export abstract class RunCore {
       for (const a of book.pending()) book.decide(a.id, "timeout", null);
     }
     this.engine.stop();
-    this.shell.ended?.(() => completedEventOf(this.envelope(), now));
+    this.shell.ended?.(() => completedEventOf(this.envelope(), now), this.compensator.pending);
     // What the run owes after its answer, guarded by one alarm that rides in its last write's commit.
     this.duties.ended(now, !express);
     for (const w of this.endWaiters) w();
     this.endWaiters.clear();
+    this.compensator.start();
+  }
+
+  /** Resolves once the compensation phase has stopped running in this incarnation (the workflow-test runner). */
+  compensationSettled(): Promise<void> {
+    return this.compensator.settled();
+  }
+
+  /** Whether the run's compensation phase has compensations still to run. */
+  get compensating(): boolean {
+    return this.compensator.pending;
   }
 
   protected makeMasker(doc: RunDoc): Masker {

@@ -22,8 +22,16 @@ export interface RunShell {
   /** A step's record changed in a way a live listener sees (started, waiting, finished, settled). */
   stepChanged?(path: string, rec: StepRecord): void;
   approvalEvent?(type: "approval.requested" | "approval.decided", approval: ApprovalRecord): void;
-  /** The run ended; its document and records are final and stored (`completed`: its last event, for live listeners). */
-  ended?(completed: () => RunEvent): void;
+  /**
+   * The run ended; its document and records are final and stored (`completed`: its last event, for
+   * live listeners; `compensating`: its compensation phase follows, and live streams stay open
+   * until `compensationEnded`).
+   */
+  ended?(completed: () => RunEvent, compensating: boolean): void;
+  /** A compensation started or ended (docs/file-format.md, "Compensation"). */
+  compensationEvent?(ev: RunEvent): void;
+  /** The compensation phase ended: live streams close. */
+  compensationEnded?(): void;
 }
 
 export interface LifecycleOptions {

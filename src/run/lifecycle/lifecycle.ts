@@ -18,7 +18,7 @@ import type { PublicDelivery } from "../deliveries/deliveries.ts";
 import type { BeginPayload } from "../keys/flow-key-rpc.ts";
 import type { AdmitVerdict, TurnVerdict } from "../keys/flow-key-types.ts";
 import { listKey } from "../listing/listing-layout.ts";
-import type { CancelCode, CancelResult, SignalResult } from "../run-calls.ts";
+import type { CancelCode, CancelResult, CompensateResult, SignalResult } from "../run-calls.ts";
 import { flowKeys, flowOf, newRunDoc, noteRerun, type RunDoc, type StartRun } from "../run-doc.ts";
 import { declaredSignals } from "../run-graph.ts";
 import { isFinished } from "../run-store.ts";
@@ -41,6 +41,8 @@ export class RunLifecycle extends RunCore {
     this.books.restore(stored);
     this.masker = this.makeMasker(stored.doc);
     if (!isFinished(stored.doc)) this.resume();
+    // Killed or evicted mid-compensation: what was not written as done is sent again (same key).
+    else this.compensator.start();
   }
 
   /** Starts a new run, pinned to its own slice of `req.bundle`, as admission decided (queued or not). */
@@ -98,7 +100,10 @@ export class RunLifecycle extends RunCore {
     }
     if (isFinished(doc)) {
       if (this.expired(now)) this.shell.perform([{ type: "delete" }]);
-      else this.duties.owe(false);
+      else {
+        this.compensator.start();
+        this.duties.owe(false);
+      }
       return;
     }
     this.store.persist();
@@ -171,6 +176,20 @@ export class RunLifecycle extends RunCore {
     this.cancelCode = code;
     this.engine.abort(new RunAbort("canceled"), (e) => this.engineEnded(e));
     return { outcome: "canceled", envelope: this.envelope() };
+  }
+
+  /**
+   * `POST /runs/{id}/compensate`: every failed compensation of the finished run is tried once
+   * more (docs/http-api.md); a call while they are being tried finds none failed.
+   */
+  compensate(): CompensateResult {
+    const doc = this.doc;
+    if (!doc) return { outcome: "not_found" };
+    if (!isFinished(doc)) return { outcome: "active" };
+    const retried = this.compensator.retryFailed();
+    if (retried === 0) return { outcome: "nothing" };
+    this.duties.owe(false);
+    return { outcome: "retried", retried };
   }
 
   /** Decides one approval by id, or (ktsu's form) the oldest pending approval of a step. */
@@ -312,6 +331,7 @@ export class RunLifecycle extends RunCore {
 
   /** After the run's storage was cleared (deleted): nothing of it remains in memory either. */
   forget(): void {
+    this.compensator.stop();
     this.doc = null;
     this.books.forget();
     this.records = new Map();

@@ -97,6 +97,23 @@ export class RunDuties {
     if (this.plan.paidFor(r.type)) this.arm(this.plan.afterRunWake(f, now));
   }
 
+  /**
+   * The compensation phase ended: the heartbeat that guarded it goes (the wake-up is what the
+   * finished run still owes, or none), and its listing entry hears the phase's outcome.
+   */
+  compensationEnded(): void {
+    const now = this.now();
+    const f = this.facts(now);
+    if (!f || !isTerminal(f.status)) return;
+    if (!this.plan.listedAs(f.listKey)) {
+      const list: RunEffect[] = [{ type: "list" }];
+      this.plan.owe(list);
+      this.shell.perform(list);
+      return;
+    }
+    this.arm(this.plan.afterRunWake(f, now));
+  }
+
   /** The listing asks the run to report itself again. */
   relist(): void {
     this.plan.relist();

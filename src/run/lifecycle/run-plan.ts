@@ -119,6 +119,8 @@ export interface RunFacts {
   listKey: string;
   /** Spans wait for export now (run-trace.ts). */
   exports: boolean;
+  /** While its compensation phase runs: when the heartbeat wakes it (an eviction resumes it); else null. */
+  compensatingUntil: number | null;
 }
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
@@ -135,6 +137,7 @@ export function runFacts(
   next: number | null,
   deliveries: { total: number; failed: number } | null,
   exports = false,
+  compensatingUntil: number | null = null,
 ): RunFacts {
   const status = doc.status;
   return {
@@ -145,8 +148,9 @@ export function runFacts(
     next,
     gates: flowKeys(flowOf(doc)),
     delivers: deliveries !== null,
-    listKey: listKey(status, deliveries),
+    listKey: listKey(status, deliveries, doc.compensation?.status ?? null),
     exports,
+    compensatingUntil,
   };
 }
 
@@ -304,6 +308,8 @@ export class RunPlan {
   afterRunWake(f: RunFacts, now: number): Wake | null {
     let next = f.delivers ? this.deliverNext : null;
     if (this.exportNext !== null) next = Math.min(next ?? Number.POSITIVE_INFINITY, this.exportNext);
+    // A compensation phase under way: the heartbeat resumes it after an eviction.
+    if (f.compensatingUntil !== null) next = Math.min(next ?? Number.POSITIVE_INFINITY, f.compensatingUntil);
     const unwritten = this.listed === f.listKey && this.durableAt !== null;
     if (unwritten) {
       // Shown, not written yet: ask again once the shard has written it. The guard armed at the

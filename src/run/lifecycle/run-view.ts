@@ -8,7 +8,7 @@ import type { Masker } from "../../engine/mask.ts";
 import { heldRecords } from "../../engine/step-status.ts";
 import type { StepRecord } from "../../engine/types.ts";
 import { buildEnvelope, type Envelope } from "../envelope.ts";
-import { type RunEvent, replayEvents } from "../events/events.ts";
+import { compensationEvent, type RunEvent, replayEvents } from "../events/events.ts";
 import type { RunDoc } from "../run-doc.ts";
 import { forEachRecordPath } from "../run-graph.ts";
 import { isFinished } from "../run-store.ts";
@@ -53,6 +53,25 @@ export function historyOf(
     books.approvals(doc).list().map(publicApproval),
   );
   if (isFinished(doc)) history.push(completedEventOf(envelopeOf(doc, records, books, masker, now), now));
+  // Then its compensations, as they were sent live (run-compensation.ts).
+  for (const st of doc.compensation?.steps ?? []) {
+    if (st.started_at === null) continue;
+    history.push(
+      compensationEvent(
+        "compensation.started",
+        { ...st, status: "running", attempts: 0, error: null, finished_at: null },
+        st.started_at,
+      ),
+    );
+    if ((st.status === "complete" || st.status === "failed") && st.finished_at)
+      history.push(
+        compensationEvent(
+          st.status === "complete" ? "compensation.completed" : "compensation.failed",
+          st,
+          st.finished_at,
+        ),
+      );
+  }
   return history;
 }
 

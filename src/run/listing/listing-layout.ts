@@ -80,7 +80,15 @@ export function placeRun(workflow: string, runId: string, createdMs: number): Sh
 
 const ENDED: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
 
-/** What a listing entry says of a run: its status, and once it has ended its deliveries (listing.ts). */
-export function listKey(status: RunStatus, deliveries: { total: number; failed: number } | null): string {
-  return ENDED.has(status) && deliveries ? `${status} ${deliveries.total} ${deliveries.failed}` : status;
+/**
+ * What a listing entry says of a run: its status, and once it has ended its deliveries and its
+ * compensation phase (listing.ts).
+ */
+export function listKey(
+  status: RunStatus,
+  deliveries: { total: number; failed: number } | null,
+  compensation: string | null = null,
+): string {
+  const key = ENDED.has(status) && deliveries ? `${status} ${deliveries.total} ${deliveries.failed}` : status;
+  return ENDED.has(status) && compensation ? `${key} compensation:${compensation}` : key;
 }

@@ -23,8 +23,9 @@
 import type { RunStatus } from "../../engine/types.ts";
 import { runStub } from "../run-rpc.ts";
 import {
-  type DeliveryFilter,
+  type CompensationStatus,
   directoryStub,
+  type EntryFilter,
   entryKey,
   type IndexRow,
   type Position,
@@ -45,17 +46,25 @@ const MAX_BUFFER = 1_000;
 
 const ACTIVE: ReadonlySet<string> = new Set(["queued", "pending", "running"]);
 
-/** One entry as a batch row stores it: [run_id, created_ms, status, finished_ms, deliveries, failed]. */
-type Packed = [string, number, string, number | null, number, number];
+/**
+ * One entry as a batch row stores it: [run_id, created_ms, status, finished_ms, deliveries, failed],
+ * and the compensation's status last when the run has one (entries written before have six).
+ */
+type Packed =
+  | [string, number, string, number | null, number, number]
+  | [string, number, string, number | null, number, number, CompensationStatus];
 
-const pack = (r: IndexRow): Packed => [
-  r.run_id,
-  r.created_ms,
-  r.status,
-  r.finished_ms,
-  r.deliveries ?? 0,
-  r.failed_deliveries ?? 0,
-];
+const pack = (r: IndexRow): Packed => {
+  const p: Packed = [
+    r.run_id,
+    r.created_ms,
+    r.status,
+    r.finished_ms,
+    r.deliveries ?? 0,
+    r.failed_deliveries ?? 0,
+  ];
+  return r.compensation ? [...p, r.compensation] : p;
+};
 const unpack = (p: Packed): IndexRow => ({
   run_id: p[0],
   created_ms: p[1],
@@ -63,6 +72,7 @@ const unpack = (p: Packed): IndexRow => ({
   finished_ms: p[3],
   deliveries: p[4],
   failed_deliveries: p[5],
+  ...(p[6] ? { compensation: p[6] } : {}),
 });
 const versionOf = (r: IndexRow): string => JSON.stringify(pack(r));
 
@@ -136,7 +146,7 @@ export class ListingShard {
     status: RunStatus | null,
     limit: number,
     finishedAfter: number,
-    deliveries: DeliveryFilter = null,
+    deliveries: EntryFilter = null,
   ): Promise<IndexRow[]> {
     const t = after ? after.t : Number.MAX_SAFE_INTEGER;
     const id = after ? after.id : "";
@@ -146,7 +156,8 @@ export class ListingShard {
       (r.finished_ms === null || r.finished_ms > finishedAfter) &&
       (status === null || r.status === status) &&
       (deliveries !== "any" || (r.deliveries ?? 0) > 0) &&
-      (deliveries !== "failed" || (r.failed_deliveries ?? 0) > 0);
+      (deliveries !== "failed" || (r.failed_deliveries ?? 0) > 0) &&
+      (deliveries !== "compensation_failed" || r.compensation === "failed");
     const merged = new Map<string, IndexRow>();
     const take = (r: IndexRow) => merged.set(entryKey(r), mergeEntry(r, merged.get(entryKey(r)) ?? r));
     // What waits is the newest of all; then written rows, newest first.

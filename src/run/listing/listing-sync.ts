@@ -62,7 +62,7 @@ export class ListingWriter {
         const now = this.current();
         if (!now) return;
         const { doc } = now;
-        const key = listKey(doc.status, now.deliveries);
+        const key = listKey(doc.status, now.deliveries, doc.compensation?.status ?? null);
         const confirm = this.shown === key;
         const entry = listedRun(now);
         // An entry that rode with other runs' has its ticket from their carrier (listing.ts).
@@ -98,5 +98,6 @@ function listedRun({ doc, workflow, deliveries }: ListingSubject): ListedRun {
     created_at: doc.created_at,
     finished_at: doc.finished_at,
     ...(deliveries ? { deliveries } : {}),
+    ...(doc.compensation ? { compensation: doc.compensation.status } : {}),
   };
 }

@@ -38,7 +38,11 @@ export interface ListedRun {
   finished_at: string | null;
   /** How many deliveries the run has and how many failed (absent: none); not shown by `GET /runs`. */
   deliveries?: { total: number; failed: number };
+  /** Its compensation phase's status (docs/file-format.md, "Compensation"); null: nothing to undo. */
+  compensation?: CompensationStatus | null;
 }
+
+export type CompensationStatus = "running" | "complete" | "failed";
 
 /** A place in the newest-first order: entries strictly older than (t, id) come after it. */
 export interface Position {
@@ -54,12 +58,15 @@ export interface ListQuery {
   limit: number;
   /** Continue after this position (from a cursor); null for the newest runs. */
   after: Position | null;
-  /** Only runs that have deliveries (`any`), or failed ones (`failed`); null: every run. */
-  deliveries?: DeliveryFilter;
+  /**
+   * Only runs that have deliveries (`any`), or failed ones (`failed`), or whose compensation
+   * failed (`compensation_failed`); null: every run.
+   */
+  deliveries?: EntryFilter;
 }
 
-/** Which runs a read of the listing is about, by their deliveries. */
-export type DeliveryFilter = "any" | "failed" | null;
+/** Which runs a read of the listing is about, by their deliveries or their compensation. */
+export type EntryFilter = "any" | "failed" | "compensation_failed" | null;
 
 export interface ListPage {
   runs: ListedRun[];
@@ -76,6 +83,8 @@ export interface IndexRow {
   /** The run's deliveries, and how many of them failed (0 and 0: none). */
   deliveries?: number;
   failed_deliveries?: number;
+  /** Its compensation phase's status; absent or null: nothing to undo. */
+  compensation?: CompensationStatus | null;
 }
 
 /** What a shard answers a write: durable now, or by `durableAt` (ask again then). */
@@ -102,7 +111,7 @@ export interface ShardRpc {
     status: RunStatus | null,
     limit: number,
     finishedAfter: number,
-    deliveries?: DeliveryFilter,
+    deliveries?: EntryFilter,
   ): Promise<IndexRow[]>;
 }
 export interface DirectoryRpc {
@@ -138,6 +147,7 @@ function rowOf(run: ListedRun): IndexRow {
     finished_ms: run.finished_at === null ? null : Date.parse(run.finished_at),
     deliveries: run.deliveries?.total ?? 0,
     failed_deliveries: run.deliveries?.failed ?? 0,
+    ...(run.compensation ? { compensation: run.compensation } : {}),
   };
 }
 
@@ -307,6 +317,7 @@ function listed(workflow: string, r: IndexRow): ListedRun {
     status: r.status,
     created_at: new Date(r.created_ms).toISOString(),
     finished_at: r.finished_ms === null ? null : new Date(r.finished_ms).toISOString(),
+    compensation: r.compensation ?? null,
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { RunStatus } from "../../engine/types.ts";
-import type { DeliveryFilter, IndexRow, Position, RecordAnswer } from "./listing.ts";
+import type { EntryFilter, IndexRow, Position, RecordAnswer } from "./listing.ts";
 import { ListingDirectory } from "./listing-directory.ts";
 import type { ShardRef } from "./listing-layout.ts";
 import { ListingShard } from "./listing-shard.ts";
@@ -38,7 +38,7 @@ export class RunIndex extends DurableObject<Env> {
     status: RunStatus | null,
     limit: number,
     finishedAfter: number,
-    deliveries: DeliveryFilter = null,
+    deliveries: EntryFilter = null,
   ) {
     return this.shard.page(after, status, limit, finishedAfter, deliveries);
   }

@@ -20,7 +20,7 @@ import { RunLifecycle } from "../lifecycle/lifecycle.ts";
 import { HEARTBEAT_MS, type Wake } from "../lifecycle/run-plan.ts";
 import { retentionMs } from "../listing/listing-layout.ts";
 import { ListingWriter } from "../listing/listing-sync.ts";
-import type { CancelCode, CancelResult, RunView, SignalResult } from "../run-calls.ts";
+import type { CancelCode, CancelResult, CompensateResult, RunView, SignalResult } from "../run-calls.ts";
 import type { RerunSource, StartRequest, StartResult } from "../run-rpc.ts";
 import { RunStore } from "../run-store.ts";
 import { admit } from "../start/admission.ts";
@@ -136,7 +136,8 @@ export class RunObject extends DurableObject<Env> {
   override async fetch(_request: Request): Promise<Response> {
     await this.dropIfExpired();
     if (!this.run.current) return new Response("no run", { status: 404 });
-    return this.hub.subscribe(this.run.history(), !this.run.active);
+    // A finished run whose compensations still run keeps its stream open until they have.
+    return this.hub.subscribe(this.run.history(), !this.run.active && !this.run.compensating);
   }
 
   async view(): Promise<RunView | null> {
@@ -147,6 +148,12 @@ export class RunObject extends DurableObject<Env> {
   async cancel(code?: CancelCode): Promise<CancelResult> {
     await this.dropIfExpired();
     return this.run.cancel(code);
+  }
+
+  /** POST /runs/{id}/compensate: every failed compensation once more. */
+  async compensate(): Promise<CompensateResult> {
+    await this.dropIfExpired();
+    return this.run.compensate();
   }
 
   /** A flow key says the queued run may go on (with a debounce's or batch's params). */

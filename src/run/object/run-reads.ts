@@ -3,6 +3,7 @@
  * may read it, envelope, graph) and what a re-run needs of the run it re-runs.
  */
 import type { JsonObject } from "../../bundle.ts";
+import type { StepRecord } from "../../engine/types.ts";
 import type { RunLifecycle } from "../lifecycle/lifecycle.ts";
 import type { RunView } from "../run-calls.ts";
 import { runGraph } from "../run-graph.ts";
@@ -30,6 +31,21 @@ export function rerunSourceOf(run: RunLifecycle): RerunSource {
     workflowKey: doc.workflow_key,
     params: doc.params as JsonObject,
     request: (doc.request ?? { headers: {} }) as JsonObject,
-    records: [...run.stepRecords],
+    records: reusable(run),
   };
+}
+
+/**
+ * The records a re-run may reuse: a step whose compensation completed was undone, so it runs
+ * again (docs/file-format.md, "Compensation"), and so do the steps holding it (a fan-out, a
+ * sub-workflow) and what it holds.
+ */
+function reusable(run: RunLifecycle): Array<[string, StepRecord]> {
+  const undone = (run.current?.compensation?.steps ?? [])
+    .filter((s) => s.status === "complete")
+    .map((s) => s.step);
+  if (undone.length === 0) return [...run.stepRecords];
+  const gone = (path: string) =>
+    undone.some((u) => path === u || path.startsWith(`${u}/`) || u.startsWith(`${path}/`));
+  return [...run.stepRecords].filter(([path]) => !gone(path));
 }

@@ -28,6 +28,7 @@ function facts(over: Partial<RunFacts> = {}): RunFacts {
     delivers: false,
     listKey: status,
     exports: false,
+    compensatingUntil: null,
     ...over,
   };
 }

@@ -220,6 +220,7 @@ describe("the invoke path", () => {
       status: "complete",
       created_at: e.created_at,
       finished_at: e.finished_at,
+      compensation: null,
     });
   });
 });
@@ -257,14 +258,14 @@ describe("GET /runs", () => {
     }
   }, 120_000);
 
-  it("answers exactly {runs: [{run_id, workflow, status, created_at, finished_at}], next_cursor}", async () => {
+  it("answers exactly {runs: [{run_id, workflow, status, created_at, finished_at, compensation}], next_cursor}", async () => {
     const e = await run("listing-quick", { n: 3 });
     await listingUntil("workflow=listing-quick", (rs) => statusOf(rs, e.run_id) === "complete");
     const body = await list("workflow=listing-quick&limit=1");
     expect(Object.keys(body).sort()).toEqual(["next_cursor", "runs"]);
     expect(body.runs).toHaveLength(1);
     expect(Object.keys(body.runs[0] ?? {}).sort()).toEqual(
-      ["created_at", "finished_at", "run_id", "status", "workflow"].sort(),
+      ["compensation", "created_at", "finished_at", "run_id", "status", "workflow"].sort(),
     );
     expect(typeof body.next_cursor).toBe("string");
   });

@@ -29,6 +29,7 @@ describe("envelope", () => {
         "coalesced",
         "queue",
         "deliveries",
+        "compensation",
         "trace_id",
         "deadline",
         "created_at",

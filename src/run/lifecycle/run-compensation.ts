@@ -1,0 +1,207 @@
+/**
+ * The compensation phase of a run that ended failed or canceled (docs/file-format.md,
+ * "Compensation"): its compensations run one at a time in the plan's order
+ * (compensation-plan.ts), each through the same webhook executor as a step (so it inherits its
+ * retries, timeouts, URL policy and signing), sent with `Idempotency-Key: <run_id>:<path>:compensate`
+ * on every attempt. A compensation that fails after its attempts is `failed` and the next one
+ * still runs.
+ *
+ * Durable without a second engine: the progress is the run document's `compensation`, written
+ * once per compensation when it ends (the last one carries the phase's own status). A run evicted
+ * or killed mid-compensation finds it `pending` or `running` when it is loaded again and sends it
+ * again, with the same key: at most once in effect, never skipped.
+ */
+import type { WebhookStep } from "../../bundle.ts";
+import type { Masker } from "../../engine/mask.ts";
+import { declaredEnv, stringEnv } from "../../engine/secrets.ts";
+import { emptyMetrics, type StepContext, StepError, type StepRecord } from "../../engine/types.ts";
+import { compensationEvent, type RunEvent } from "../events/events.ts";
+import type { RunDoc } from "../run-doc.ts";
+import { compensationPlan, type PlannedCompensation } from "./compensation-plan.ts";
+import type { LifecycleRuntime } from "./run-engine.ts";
+
+/** What the phase needs of its run. */
+export interface CompensationHost {
+  doc(): RunDoc | null;
+  records(): ReadonlyMap<string, StepRecord>;
+  runtime: LifecycleRuntime;
+  masker(): Masker;
+  /** Writes the document (one row). */
+  save(doc: RunDoc): void;
+  /** A compensation started or ended (the run's live listeners hear it). */
+  event(ev: RunEvent): void;
+  /** The phase has ended (its status is set and written). */
+  ended(): void;
+}
+
+export class Compensator {
+  private readonly host: CompensationHost;
+  /** The phase runs in this incarnation (memory only). */
+  private running = false;
+  private controller: AbortController | null = null;
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(host: CompensationHost) {
+    this.host = host;
+  }
+
+  /** Whether compensations are still to run (stored as running, or running here). */
+  get pending(): boolean {
+    return this.running || this.host.doc()?.compensation?.status === "running";
+  }
+
+  /** Runs what is left of the phase, unless it runs already. */
+  start(): void {
+    if (this.running || this.host.doc()?.compensation?.status !== "running") return;
+    this.running = true;
+    this.controller = new AbortController();
+    this.done = this.loop(this.controller.signal).finally(() => {
+      this.running = false;
+    });
+  }
+
+  /** Resolves once the phase has stopped running here (at once when it does not run). */
+  settled(): Promise<void> {
+    return this.done;
+  }
+
+  /**
+   * Every failed compensation is tried once more (its retries as declared); how many. A call while
+   * earlier ones are being tried again finds them no longer failed, so each is tried once.
+   */
+  retryFailed(): number {
+    const doc = this.host.doc();
+    const comp = doc?.compensation;
+    if (!doc || !comp) return 0;
+    let n = 0;
+    for (const st of comp.steps) {
+      if (st.status !== "failed") continue;
+      st.status = "pending";
+      n++;
+    }
+    if (n === 0) return 0;
+    comp.status = "running";
+    this.host.save(doc);
+    this.start();
+    return n;
+  }
+
+  /** The run's storage is gone: nothing more is sent. */
+  stop(): void {
+    this.controller?.abort(new Error("the run was deleted"));
+    this.controller = null;
+  }
+
+  private async loop(signal: AbortSignal): Promise<void> {
+    const { host } = this;
+    const now = () => new Date(host.runtime.clock.now()).toISOString();
+    let plan: Map<string, PlannedCompensation> | null = null;
+    for (;;) {
+      const doc = host.doc();
+      const comp = doc?.compensation;
+      if (!doc || !comp || signal.aborted) return;
+      const st = comp.steps.find((s) => s.status === "pending" || s.status === "running");
+      if (!st) break;
+      if (plan === null) plan = planOf(doc, host);
+      const planned = plan.get(st.step);
+      st.status = "running";
+      st.started_at ??= now();
+      host.event(compensationEvent("compensation.started", st, st.started_at));
+      const outcome = planned
+        ? await this.execute(doc, planned, signal)
+        : {
+            attempts: 0,
+            error: { code: "internal_error", message: "the step is not in the run's definition" },
+          };
+      if (signal.aborted || host.doc() !== doc) return;
+      st.attempts += outcome.attempts;
+      st.error = outcome.error;
+      st.status = outcome.error === null ? "complete" : "failed";
+      st.finished_at = now();
+      // The last one carries the phase's status in the same write.
+      if (!comp.steps.some((s) => s.status === "pending" || s.status === "running"))
+        comp.status = comp.steps.some((s) => s.status === "failed") ? "failed" : "complete";
+      host.save(doc);
+      host.event(
+        compensationEvent(
+          st.status === "complete" ? "compensation.completed" : "compensation.failed",
+          st,
+          st.finished_at,
+        ),
+      );
+    }
+    const doc = host.doc();
+    const comp = doc?.compensation;
+    if (doc && comp && comp.status === "running") {
+      comp.status = comp.steps.some((s) => s.status === "failed") ? "failed" : "complete";
+      host.save(doc);
+    }
+    host.ended();
+  }
+
+  /** One compensation with its retries: how many attempts it made, and its error (null: it completed). */
+  private async execute(
+    doc: RunDoc,
+    p: PlannedCompensation,
+    signal: AbortSignal,
+  ): Promise<{ attempts: number; error: { code: string; message: string } | null }> {
+    const { runtime } = this.host;
+    const masker = this.host.masker();
+    const c = p.compensate;
+    const metrics = emptyMetrics();
+    if (!c.webhook) return { attempts: 0, error: { code: "internal_error", message: "no webhook to send" } };
+    const step: WebhookStep = {
+      id: `${p.path}:compensate`,
+      deps: [],
+      ancestors: [],
+      condition: null,
+      kind: "webhook",
+      url: c.webhook.url,
+      method: c.webhook.method,
+      headers: c.webhook.headers,
+      body: c.webhook.body,
+      sign: c.webhook.sign,
+      timeoutS: c.timeoutS,
+      retry: c.retry,
+    };
+    const start = runtime.clock.now();
+    // Its own time: every attempt and back-off of its retry policy (the run's deadline may have passed).
+    const budgetMs = c.retry.maxAttempts * (c.timeoutS * 1000 + c.retry.maxBackoffMs);
+    const ctx: StepContext = {
+      bundle: doc.def,
+      runId: doc.run_id,
+      path: `${p.path}:compensate`,
+      workflow: p.wf,
+      scope: { ...p.scope, error: (doc.error ?? null) as StepContext["scope"]["error"] },
+      signal,
+      deadline: start + budgetMs,
+      env: stringEnv(runtime.env),
+      fetch: runtime.fetch,
+      metrics,
+      budget: { capUsd: null, reserve: async () => ({ settle: () => {} }) },
+      clock: runtime.clock,
+      holdsSecret: (text) => masker.maskText(text) !== text,
+    };
+    try {
+      await runtime.executors.webhook(step, ctx);
+      return { attempts: Math.max(1, metrics.attempts), error: null };
+    } catch (err) {
+      const e =
+        err instanceof StepError
+          ? { code: err.code as string, message: err.message }
+          : { code: "internal_error", message: "the compensation failed" };
+      return { attempts: metrics.attempts, error: { code: e.code, message: masker.maskText(e.message) } };
+    }
+  }
+}
+
+function planOf(doc: RunDoc, host: CompensationHost): Map<string, PlannedCompensation> {
+  const root = doc.def.workflows[doc.workflow_key];
+  if (!root) return new Map();
+  const plan = compensationPlan(doc.def, root, host.records(), {
+    params: doc.params,
+    request: doc.request ?? { headers: {} },
+    env: declaredEnv(root, host.runtime.env),
+  });
+  return new Map(plan.map((p) => [p.path, p]));
+}
