@@ -12,17 +12,28 @@ import { parseArgs } from "node:util";
 import { ApiError, type Connection, follow, listPages, request } from "./api.ts";
 import { deliveries } from "./deliveries.ts";
 import { init } from "./init.ts";
-import { duration, eventLine, painter, queueNote, runSummary, status, table } from "./render.ts";
+import {
+  duration,
+  eventLine,
+  painter,
+  queueNote,
+  runSummary,
+  type Schedule,
+  schedulesTable,
+  status,
+  table,
+} from "./render.ts";
 import { need, type Out, UsageError } from "./usage.ts";
 
 const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:VALUE]... [--json] <command>
 
 commands:
   invoke NAME [--data JSON | --data @FILE] [--wait [N]] [--idempotency-key K]
-  runs list --workflow NAME [--status S] [--limit N] [--all]
+  runs list --workflow NAME [--status S] [--compensation failed] [--limit N] [--all]
   runs get ID
   runs tail ID
   runs cancel ID
+  runs compensate ID               tries every failed compensation of the run once more
   runs rerun ID [--from STEP] [--current] [--wait [N]]
   runs delete ID
   approvals ID
@@ -65,30 +76,6 @@ function splitWait(argv: string[]): { argv: string[]; wait: number | null } {
 }
 
 /** `--data JSON` or `--data @FILE`: a JSON object. */
-interface Schedule {
-  cron: string;
-  timezone: string;
-  next: string[];
-}
-
-/** One row per fire time: UTC as the API says it, and the wall clock of the entry's zone. */
-function schedulesTable(schedules: Schedule[]): string {
-  if (schedules.length === 0) return "no schedule";
-  const rows = [["CRON", "TIMEZONE", "NEXT (UTC)", "LOCAL"]];
-  for (const s of schedules) {
-    const local = new Intl.DateTimeFormat("sv-SE", {
-      timeZone: s.timezone,
-      dateStyle: "short",
-      timeStyle: "short",
-    });
-    if (s.next.length === 0) rows.push([s.cron, s.timezone, "-", ""]);
-    s.next.forEach((t, i) => {
-      rows.push([i === 0 ? s.cron : "", i === 0 ? s.timezone : "", t, local.format(new Date(t))]);
-    });
-  }
-  return table(rows);
-}
-
 function readData(raw: string | undefined): unknown {
   if (raw === undefined) return {};
   let text = raw;
@@ -129,6 +116,7 @@ function showAccepted(out: Out, body: Record<string, unknown>): number {
 interface Options {
   workflow?: string;
   status?: string;
+  compensation?: string;
   limit?: string;
   all?: boolean;
   from?: string;
@@ -151,7 +139,12 @@ async function runs(
       const { items, json, more } = await listPages(
         conn,
         "/runs",
-        { workflow: values.workflow, status: values.status, limit: values.limit },
+        {
+          workflow: values.workflow,
+          status: values.status,
+          compensation: values.compensation,
+          limit: values.limit,
+        },
         "runs",
         values.all === true,
       );
@@ -204,6 +197,16 @@ async function runs(
       out.print(out.json ? JSON.stringify(e, null, 2) : `canceled: run ${e.run_id}`);
       return 0;
     }
+    case "compensate": {
+      const r = (await request(conn, "POST", `/runs/${id()}/compensate`)).body as Record<string, unknown>;
+      const n = Number(r.retried);
+      out.print(
+        out.json
+          ? JSON.stringify(r, null, 2)
+          : `retrying ${n} failed compensation${n === 1 ? "" : "s"} of run ${r.run_id}`,
+      );
+      return 0;
+    }
     case "rerun": {
       const body: Record<string, unknown> = {};
       if (values.from) body.from = values.from;
@@ -232,7 +235,7 @@ async function runs(
       throw new UsageError(
         sub
           ? `unknown runs command "${sub}"`
-          : "runs needs a command (list, get, tail, cancel, rerun, delete)",
+          : "runs needs a command (list, get, tail, cancel, compensate, rerun, delete)",
       );
   }
 }
@@ -248,6 +251,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       options: {
         workflow: { type: "string" },
         status: { type: "string" },
+        compensation: { type: "string" },
         limit: { type: "string" },
         all: { type: "boolean" },
         from: { type: "string" },
@@ -286,7 +290,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
     // An option another command takes is a usage error here, not silently ignored.
     const takes: Record<string, string[]> = {
       invoke: ["data", "idempotency-key"],
-      runs: ["workflow", "status", "limit", "all", "from", "current"],
+      runs: ["workflow", "status", "compensation", "limit", "all", "from", "current"],
       approve: ["comment"],
       reject: ["comment"],
       signal: ["data"],

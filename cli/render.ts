@@ -133,6 +133,16 @@ export function eventLine(
     const err = d.error as { code: string; message: string } | null;
     return `${time} run ${status(paint, String(d.status))}${err ? ` ${err.code}: ${err.message}` : ""}`;
   }
+  if (type.startsWith("compensation.")) {
+    const err = d.error as { code: string; message: string } | null;
+    const what =
+      type === "compensation.started"
+        ? "undoing"
+        : type === "compensation.completed"
+          ? "undone"
+          : "undo failed";
+    return `${time} ${String(d.step ?? "")} ${paint(type === "compensation.failed" ? "red" : "dim", what)}${err ? ` ${err.code}: ${err.message}` : ""}`;
+  }
   if (type.startsWith("approval.")) {
     const a = (d.approval ?? {}) as { id?: string; status?: string; step?: string };
     return `${time} ${type} ${a.step ?? ""} ${a.id ?? ""} ${a.status ?? ""}`.trimEnd();
@@ -147,4 +157,29 @@ export function queueNote(e: Record<string, unknown>): string {
   const q = e.queue as { reason?: string; starts_at?: string | null } | null | undefined;
   if (!q?.reason) return "";
   return `queued by ${q.reason}, ${q.starts_at ? `expected to start ${q.starts_at}` : "until a run of its key ends"}`;
+}
+
+/** A schedule entry of `GET /workflows/{name}/schedules` and its next fire times. */
+export interface Schedule {
+  cron: string;
+  timezone: string;
+  next: string[];
+}
+
+/** One row per fire time: UTC as the API says it, and the wall clock of the entry's zone. */
+export function schedulesTable(schedules: Schedule[]): string {
+  if (schedules.length === 0) return "no schedule";
+  const rows = [["CRON", "TIMEZONE", "NEXT (UTC)", "LOCAL"]];
+  for (const s of schedules) {
+    const local = new Intl.DateTimeFormat("sv-SE", {
+      timeZone: s.timezone,
+      dateStyle: "short",
+      timeStyle: "short",
+    });
+    if (s.next.length === 0) rows.push([s.cron, s.timezone, "-", ""]);
+    s.next.forEach((t, i) => {
+      rows.push([i === 0 ? s.cron : "", i === 0 ? s.timezone : "", t, local.format(new Date(t))]);
+    });
+  }
+  return table(rows);
 }

@@ -169,6 +169,21 @@ export function checkExpectations(tc: TestCase, run: CaseRun): Failure[] {
     });
   }
   if (ex.status !== undefined) compare([...base, "status"], ex.status, env.status, runContext());
+  // The compensations that ran, in their order (docs/workflow-tests.md).
+  if (ex.compensated !== undefined) {
+    const ran = (env.compensation?.steps ?? []).filter(
+      (s) => s.status === "complete" || s.status === "failed",
+    );
+    const failed = ran
+      .filter((s) => s.status === "failed")
+      .map((s) => ` ${s.step}: ${s.error?.code}: ${s.error?.message}`);
+    compare(
+      [...base, "compensated"],
+      ex.compensated,
+      ran.map((s) => s.step),
+      failed.length > 0 ? ` (failed:${failed.join(";")})` : "",
+    );
+  }
   if (ex.error !== undefined) {
     const actual = env.error as unknown as Json;
     if (typeof ex.error === "string") {

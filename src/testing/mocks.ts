@@ -109,12 +109,14 @@ export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog)
       return (answer as { output?: Json }).output ?? null;
     },
     webhook: (step: WebhookStep, ctx: StepContext) => {
-      const spec = specFor(ctx.path, "webhook");
+      // A compensation (`<path>:compensate`) is mocked as `<path>/compensate`.
+      const path = ctx.path.replace(/:compensate$/, "/compensate");
+      const spec = specFor(path, "webhook");
       const fetch: StepContext["fetch"] = (input, init) =>
         setup.limiter.run(async () => {
           const request = new Request(input, init);
-          record(ctx.path, await describeRequest(request));
-          const answer = nextAnswer(ctx.path, spec, "attempt");
+          record(path, await describeRequest(request));
+          const answer = nextAnswer(path, spec, "attempt");
           await answerDelay(setup.clock, answer, request.signal);
           return webhookResponse(answer);
         }, init?.signal ?? undefined);

@@ -178,6 +178,8 @@ export async function runCase(
   // Until the run has ended (at its deadline that is at once, as in the Worker: steps still
   // unwinding cannot change the settled records).
   await clock.run(run.ended(), REAL_LIMIT_MS);
+  // A failed or canceled run's compensations follow its end (on the virtual clock too).
+  await clock.run(run.compensationSettled(), REAL_LIMIT_MS);
   cancelWake();
 
   const doc = run.current;

@@ -37,6 +37,23 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
       totals: { duration_ms: 3, cost_usd: 0 },
     },
   },
+  [`POST /runs/${"d".repeat(64)}/compensate`]: { status: 202, body: { run_id: "d".repeat(64), retried: 2 } },
+  "GET /runs?workflow=order-saga&compensation=failed": {
+    status: 200,
+    body: {
+      runs: [
+        {
+          run_id: "e".repeat(64),
+          workflow: "order-saga",
+          status: "failed",
+          created_at: "2026-11-25T05:16:00.000Z",
+          finished_at: "2026-11-25T05:16:01.000Z",
+          compensation: "failed",
+        },
+      ],
+      next_cursor: null,
+    },
+  },
   "POST /invoke/strict": {
     status: 422,
     body: {
@@ -244,6 +261,24 @@ describe("against an HTTP server", () => {
     const get = await cli(["runs", "get", "c".repeat(64), "--url", url]);
     expect(get.stdout).toContain("queued by debounce, expected to start 2026-11-25T05:16:38.000Z");
     expect(get.stdout).toContain("stands for 3 invokes");
+  });
+
+  it("runs compensate says how many failed compensations are tried again; runs list --compensation failed asks for those runs", async () => {
+    const retried = await cli(["runs", "compensate", "d".repeat(64), "--url", url]);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout.trim()).toBe(`retrying 2 failed compensations of run ${"d".repeat(64)}`);
+    const list = await cli([
+      "runs",
+      "list",
+      "--workflow",
+      "order-saga",
+      "--compensation",
+      "failed",
+      "--url",
+      url,
+    ]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toContain("e".repeat(64));
   });
 
   it("deliveries list shows each failed delivery's attempts and last error; recover says how many", async () => {

@@ -26,6 +26,18 @@ export function compileExpect(
 ): void {
   const ex = tc.expect;
   checkExpectedError(ex.error, at("expect", "error"), err, (p) => resolveStepPath(bundle, w, p), true);
+  if (Array.isArray(ex.compensated)) {
+    ex.compensated.forEach((p, i) => {
+      if (typeof p !== "string") return; // the schema check reported it
+      const target = resolveStepPath(bundle, w, p);
+      if (!target.ok) err(at("expect", "compensated", i), `expect.compensated: ${target.message}`);
+      else if (!target.step.compensate)
+        err(
+          at("expect", "compensated", i),
+          `expect.compensated: \`${p}\` has no \`compensate\`, so it is never undone`,
+        );
+    });
+  }
   if (ex.response !== undefined && w.invoke.response === null) {
     err(
       at("expect", "response"),

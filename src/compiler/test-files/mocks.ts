@@ -41,6 +41,41 @@ export function compileMocks(
   if (isObject(raw.mocks)) {
     for (const [key, value] of Object.entries(raw.mocks)) {
       const path = at("mocks", key);
+      // `<step path>/compensate`: the step's compensation webhook (docs/workflow-tests.md).
+      const undoing = key.endsWith("/compensate")
+        ? resolveStepPath(bundle, w, key.slice(0, -"/compensate".length))
+        : null;
+      if (undoing?.ok) {
+        if (!undoing.step.compensate?.webhook) {
+          err(
+            path,
+            `mocks: \`${key.slice(0, -"/compensate".length)}\` has no \`compensate\` webhook to mock`,
+            "key",
+          );
+          continue;
+        }
+        const answers = Array.isArray(value) ? value : [value];
+        if (!answers.every(isObject)) continue;
+        const asWebhook = { ...undoing.step, kind: "webhook" } as CompiledStep;
+        answers.forEach((a, j) => {
+          checkMockAnswer(
+            bundle,
+            asWebhook,
+            a as Obj,
+            Array.isArray(value) ? [...path, j] : path,
+            err,
+            warn,
+            expectsRefusal,
+          );
+        });
+        tc.mocks[key] = {
+          kind: "webhook",
+          tool: null,
+          answers: answers as MockAnswer[],
+          repeat: !Array.isArray(value),
+        };
+        continue;
+      }
       const target = resolveStepPath(bundle, w, key);
       if (!target.ok) {
         err(path, `mocks: ${target.message}`, "key");
