@@ -93,19 +93,27 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
     const pipeline = (file.data as { pipeline?: unknown }).pipeline;
     if (!Array.isArray(pipeline)) continue;
     pipeline.forEach((step, i) => {
-      const ref = (step as { workflow?: unknown } | null)?.workflow;
-      if (typeof ref !== "string") return;
-      const target = resolve(dirname(abs), ref);
-      if (!existsSync(target) || !statSync(target).isFile()) {
-        sink.error(
-          file.display,
-          file.at(["pipeline", i, "workflow"]),
-          `sub-workflow file \`${ref}\` not found (relative to this file)`,
+      const compensate = (step as { compensate?: { workflow?: unknown } } | null)?.compensate;
+      // A step's own sub-workflow, and the one its compensation runs (docs/file-format.md, "Compensation").
+      for (const [ref, undo] of [
+        [(step as { workflow?: unknown } | null)?.workflow, false],
+        [typeof compensate === "object" && compensate !== null ? compensate.workflow : undefined, true],
+      ] as const) {
+        if (typeof ref !== "string") continue;
+        const target = resolve(dirname(abs), ref);
+        if (!existsSync(target) || !statSync(target).isFile()) {
+          sink.error(
+            file.display,
+            file.at(["pipeline", i, ...(undo ? ["compensate"] : []), "workflow"]),
+            `sub-workflow file \`${ref}\` not found (relative to this file)`,
+          );
+          continue;
+        }
+        edges.push(
+          undo ? { from: abs, step: i, to: target, compensate: true } : { from: abs, step: i, to: target },
         );
-        return;
+        if (!files.has(target)) queue.push(target);
       }
-      edges.push({ from: abs, step: i, to: target });
-      if (!files.has(target)) queue.push(target);
     });
   }
 
@@ -123,13 +131,16 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
   const names = new Map<string, SourceFile>();
   for (const [abs, file] of [...files].sort((a, b) => a[1].key.localeCompare(b[1].key))) {
     const subWorkflowKeys = new Map<number, string>();
-    for (const e of edges) if (e.from === abs) subWorkflowKeys.set(e.step, keyOf(e.to));
+    const compensationKeys = new Map<number, string>();
+    for (const e of edges)
+      if (e.from === abs) (e.compensate ? compensationKeys : subWorkflowKeys).set(e.step, keyOf(e.to));
     const wf = compileWorkflow(file, {
       sink,
       gateway,
       hasGatewayFile,
       agents,
       subWorkflowKeys,
+      compensationKeys,
       usedBy: graph.usedBy.get(abs) ?? [],
       invocable: roots.includes(abs),
       underBudget: graph.underBudget.has(abs),

@@ -14,6 +14,8 @@ export interface Edge {
   /** Index of the `workflow:` step in the parent's pipeline. */
   step: number;
   to: string;
+  /** The step's `compensate.workflow` (a compensation run as a sub-workflow), not its own. */
+  compensate?: true;
 }
 
 export interface GraphFacts {
@@ -34,7 +36,12 @@ export function analyseGraph(
   for (const e of edges) out.set(e.from, [...(out.get(e.from) ?? []), e]);
   const report = (e: Edge, msg: string) => {
     const f = files.get(e.from);
-    if (f) sink.error(f.display, f.at(["pipeline", e.step, "workflow"]), msg);
+    if (f)
+      sink.error(
+        f.display,
+        f.at(["pipeline", e.step, ...(e.compensate ? ["compensate"] : []), "workflow"]),
+        msg,
+      );
   };
   const keyOf = (abs: string) => files.get(abs)?.key ?? abs;
 

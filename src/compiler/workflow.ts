@@ -64,6 +64,8 @@ export interface WorkflowContext {
   agents: AgentResolver;
   /** Bundle key of the sub-workflow each `workflow:` step points to (by step index), when it resolved. */
   subWorkflowKeys: Map<number, string>;
+  /** Bundle key of the sub-workflow each step's `compensate.workflow` points to (by step index). */
+  compensationKeys: Map<number, string>;
   /** Display names of the files that use this one as a sub-workflow (empty: a root-only file). */
   usedBy: string[];
   /** Invocable (`workflows/*.workflow.yaml`). */
@@ -386,7 +388,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     const compiler: StepKindCompiler<StepKind> = STEP_KIND_COMPILERS[kind];
     const traits = STEP_KIND_TRAITS[kind];
     if (traits.compensates) {
-      const compensate = compileCompensate(i, s, stepCtx, null);
+      const compensate = compileCompensate(i, s, stepCtx, ctx.compensationKeys.get(i) ?? null);
       if (compensate) base.compensate = compensate;
     }
     if (!traits.fansOut) {

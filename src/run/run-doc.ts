@@ -88,6 +88,8 @@ export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
     workflows[key] = wf;
     for (const s of wf.steps) {
       if (s.kind === "workflow") visit(s.workflow);
+      // A compensation run as a sub-workflow is part of what the run may need.
+      if (s.compensate?.workflow) visit(s.compensate.workflow.key);
       if (s.kind === "agent") {
         const a = bundle.agents[s.agent];
         if (a) agents[s.agent] = a;

@@ -107,6 +107,39 @@ describe("compensate", () => {
     ]);
   });
 
+  it("compiles a sub-workflow compensation with its input, and names a missing file at its line", () => {
+    const release = `kind: workflow
+name: subs/release
+params:
+  schema: {type: object}
+pipeline:
+  - id: free
+    webhook: {url: "https://w.example/free/{{ params.id }}", method: DELETE}
+`;
+    const p = compileFiles({
+      [T]: `${HEAD}  - id: reserve
+    webhook: {url: "https://w.example/r"}
+    compensate:
+      workflow: subs/release.workflow.yaml
+      input: {id: "{{ output.body.id }}"}
+`,
+      "subs/release.workflow.yaml": release,
+    });
+    expect(p.errors).toEqual([]);
+    const [reserve] = (p.result.bundle?.workflows[T]?.steps ?? []) as WebhookStep[];
+    expect(reserve?.compensate?.workflow).toMatchObject({
+      key: "subs/release.workflow.yaml",
+      webhooks: "execute",
+    });
+    expect(
+      errorsOf(`  - id: b
+    webhook: {url: "https://w.example/r"}
+    compensate:
+      workflow: subs/missing.workflow.yaml
+`),
+    ).toEqual(["9:17: sub-workflow file `subs/missing.workflow.yaml` not found (relative to this file)"]);
+  });
+
   it("lets a fan-out item's compensation read item and item_index", () => {
     expect(
       errorsOf(`  - id: a

@@ -3,7 +3,8 @@
  * ends failed or canceled. It applies to the kinds whose `compensates` trait is set (the field
  * check refuses it elsewhere, from the schema's `x-applies-to`), and holds exactly one `webhook`
  * block (the webhook step's fields) or one `workflow` block (a sub-workflow with `input`), plus
- * `retry` and `timeout_s`. Its templates read what the step read, plus `output` (the step's own,
+ * `retry` and `timeout_s`; the workflow block's file is found by the project graph (index.ts), as a
+ * workflow step's is. Its templates read what the step read, plus `output` (the step's own,
  * or a fan-out item's) and `error` (the run's): any other root is a build error here, where it
  * would otherwise render as null when the run has already failed.
  */
@@ -88,14 +89,7 @@ export function compileCompensate(
       sign,
     };
   } else if (comp.workflow !== undefined) {
-    if (subWorkflowKey === null) {
-      c.err(
-        at("workflow"),
-        `${label}: a \`workflow\` compensation is not supported in this release; undo the step with a \`webhook\` block`,
-        "key",
-      );
-      return null;
-    }
+    if (subWorkflowKey === null) return null; // the project graph reported the path
     workflow = {
       key: subWorkflowKey,
       input: template(comp.input ?? {}, at("input")),

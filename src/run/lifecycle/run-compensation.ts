@@ -11,9 +11,13 @@
  * or killed mid-compensation finds it `pending` or `running` when it is loaded again and sends it
  * again, with the same key: at most once in effect, never skipped.
  */
-import type { WebhookStep } from "../../bundle.ts";
+import type { CompiledCompensation, WebhookStep } from "../../bundle.ts";
+import { createLedger } from "../../engine/budget.ts";
 import type { Masker } from "../../engine/mask.ts";
+import { retryWork } from "../../engine/retry.ts";
+import { runPipeline } from "../../engine/scheduler.ts";
 import { declaredEnv, stringEnv } from "../../engine/secrets.ts";
+import { render } from "../../engine/substitute.ts";
 import { emptyMetrics, type StepContext, StepError, type StepRecord } from "../../engine/types.ts";
 import { compensationEvent, type RunEvent } from "../events/events.ts";
 import type { RunDoc } from "../run-doc.ts";
@@ -149,6 +153,7 @@ export class Compensator {
     const masker = this.host.masker();
     const c = p.compensate;
     const metrics = emptyMetrics();
+    if (c.workflow) return this.executeWorkflow(doc, p, c.workflow, signal);
     if (!c.webhook) return { attempts: 0, error: { code: "internal_error", message: "no webhook to send" } };
     const step: WebhookStep = {
       id: `${p.path}:compensate`,
@@ -186,13 +191,110 @@ export class Compensator {
       await runtime.executors.webhook(step, ctx);
       return { attempts: Math.max(1, metrics.attempts), error: null };
     } catch (err) {
-      const e =
-        err instanceof StepError
-          ? { code: err.code as string, message: err.message }
-          : { code: "internal_error", message: "the compensation failed" };
-      return { attempts: metrics.attempts, error: { code: e.code, message: masker.maskText(e.message) } };
+      return { attempts: metrics.attempts, error: errorOf(err, masker) };
     }
   }
+
+  /**
+   * A sub-workflow as the compensation: its pipeline runs whole on each attempt (its steps' paths
+   * are `<path>:compensate/<step>`, so a webhook inside sends the same Idempotency-Key every
+   * time), each attempt within `timeoutS`, tried as `retry` says. Its records are not kept: the
+   * compensation's own record says how it went. It may not wait for a human or a signal.
+   */
+  private async executeWorkflow(
+    doc: RunDoc,
+    p: PlannedCompensation,
+    w: NonNullable<CompiledCompensation["workflow"]>,
+    signal: AbortSignal,
+  ): Promise<{ attempts: number; error: { code: string; message: string } | null }> {
+    const { runtime } = this.host;
+    const masker = this.host.masker();
+    const c = p.compensate;
+    const child = doc.def.workflows[w.key];
+    if (!child)
+      return {
+        attempts: 0,
+        error: {
+          code: "internal_error",
+          message: "the compensating workflow is not in the run's definition",
+        },
+      };
+    const scope = { ...p.scope, error: (doc.error ?? null) as StepContext["scope"]["error"] };
+    let attempts = 0;
+    const refuse = () =>
+      Promise.reject(new StepError("internal_error", "a compensation waits for no human and no signal"));
+    try {
+      const params = render(w.input, scope);
+      await retryWork(
+        {
+          attempts: c.retry.maxAttempts,
+          baseDelayMs: c.retry.backoffMs,
+          maxBackoffMs: c.retry.maxBackoffMs,
+          deadline: runtime.clock.now() + c.retry.maxAttempts * (c.timeoutS * 1000 + c.retry.maxBackoffMs),
+          signal,
+          clock: runtime.clock,
+          retryable: () => true,
+        },
+        async () => {
+          attempts++;
+          const attempt = new AbortController();
+          const stop = () => attempt.abort(signal.reason);
+          signal.addEventListener("abort", stop, { once: true });
+          const timer = runtime.clock.setTimer(
+            () =>
+              attempt.abort(new StepError("timeout", `the compensation took longer than ${c.timeoutS} s`)),
+            c.timeoutS * 1000,
+          );
+          try {
+            await runPipeline(
+              {
+                bundle: doc.def,
+                runId: doc.run_id,
+                env: stringEnv(runtime.env),
+                executors: runtime.executors,
+                masker,
+                fetch: runtime.fetch,
+                tools: runtime.tools,
+                ai: runtime.ai,
+                now: () => runtime.clock.now(),
+                clock: runtime.clock,
+                restored: new Map(),
+                records: new Map(),
+                outboundLimit: runtime.outboundLimit,
+                approvals: () => ({ request: refuse }),
+                waits: () => ({ wait: refuse }),
+                onStepFinished: () => {},
+              },
+              child,
+              {
+                prefix: `${p.path}:compensate/`,
+                params,
+                env: {},
+                deadline: runtime.clock.now() + c.timeoutS * 1000,
+                signal: attempt.signal,
+                budget: createLedger(null),
+                webhooksAllowed: w.webhooks === "execute",
+              },
+            );
+          } catch (err) {
+            throw attempt.signal.aborted && !signal.aborted ? attempt.signal.reason : err;
+          } finally {
+            timer();
+            signal.removeEventListener("abort", stop);
+          }
+        },
+      );
+      return { attempts, error: null };
+    } catch (err) {
+      return { attempts, error: errorOf(err, masker) };
+    }
+  }
+}
+
+/** A failure as a compensation's error: its code and its message, masked. */
+function errorOf(err: unknown, masker: Masker): { code: string; message: string } {
+  if (err instanceof StepError) return { code: err.code, message: masker.maskText(err.message) };
+  return { code: "internal_error", message: "the compensation failed" };
 }
 
 function planOf(doc: RunDoc, host: CompensationHost): Map<string, PlannedCompensation> {

@@ -138,6 +138,35 @@ describe("compensation of a run that fails", () => {
   });
 });
 
+describe("compensation with sub-workflows", () => {
+  it("undoes a sub-workflow's steps before the workflow step's own, and runs a sub-workflow as a compensation", async () => {
+    const key = uniqueKey("comp-subs");
+    const res = await invoke("comp-subs", { key }, { wait: 20 });
+    const answered = (await res.json()) as Envelope;
+    expect(answered.status).toBe("failed");
+    const e = await compensated(answered.run_id);
+    expect(e.compensation.steps.map((s: { step: string }) => s.step)).toEqual([
+      "hold",
+      "order/b",
+      "order/a",
+      "order",
+    ]);
+    expect(e.compensation.steps.filter((s: { error: unknown }) => s.error)).toEqual([]);
+    expect(e.compensation.status).toBe("complete");
+    const log = await targetLog(key);
+    expect(log.map((r) => JSON.parse(r.body).undo)).toEqual([
+      "release-hold",
+      "confirm-hold",
+      "child-b",
+      "child-a",
+      "order",
+    ]);
+    // The compensating sub-workflow's webhooks carry keys under the compensation's path.
+    expect(log[0]?.headers["idempotency-key"]).toBe(`${answered.run_id}:hold:compensate/release`);
+    expect(log[2]?.headers["idempotency-key"]).toBe(`${answered.run_id}:order/b:compensate`);
+  });
+});
+
 describe("compensation of a run that is canceled", () => {
   it("undoes what completed before the cancel, not the step that was running", async () => {
     const key = uniqueKey("comp-cancel");
