@@ -116,6 +116,13 @@ export abstract class RunCore {
       masker: () => this.masker,
       save: (doc) => store.saveDoc(doc),
       event: (ev) => shell.compensationEvent?.(ev),
+      tracer: (path) =>
+        this.doc ? this.trace.compensationTracer(this.doc, path, () => runtime.clock.now()) : undefined,
+      traced: (st) => {
+        if (!this.doc) return;
+        this.trace.compensation(this.doc, st);
+        this.exportSpans();
+      },
       ended: () => {
         shell.compensationEnded?.();
         // A failed compensation is a notification (`on: [compensation_failed]`), made now.

@@ -18,9 +18,10 @@ import { retryWork } from "../../engine/retry.ts";
 import { runPipeline } from "../../engine/scheduler.ts";
 import { declaredEnv, stringEnv } from "../../engine/secrets.ts";
 import { render } from "../../engine/substitute.ts";
+import type { StepTracer } from "../../engine/trace.ts";
 import { emptyMetrics, type StepContext, StepError, type StepRecord } from "../../engine/types.ts";
 import { compensationEvent, type RunEvent } from "../events/events.ts";
-import type { RunDoc } from "../run-doc.ts";
+import type { CompensationStep, RunDoc } from "../run-doc.ts";
 import { compensationPlan, type PlannedCompensation } from "./compensation-plan.ts";
 import type { LifecycleRuntime } from "./run-engine.ts";
 
@@ -36,6 +37,10 @@ export interface CompensationHost {
   event(ev: RunEvent): void;
   /** The phase has ended (its status is set and written). */
   ended(): void;
+  /** Where one compensation's attempts are traced (none: no trace is exported). */
+  tracer(path: string): StepTracer | undefined;
+  /** One compensation ended: its span joins the run's trace. */
+  traced(st: CompensationStep): void;
 }
 
 export class Compensator {
@@ -126,6 +131,7 @@ export class Compensator {
       if (!comp.steps.some((s) => s.status === "pending" || s.status === "running"))
         comp.status = comp.steps.some((s) => s.status === "failed") ? "failed" : "complete";
       host.save(doc);
+      host.traced(st);
       host.event(
         compensationEvent(
           st.status === "complete" ? "compensation.completed" : "compensation.failed",
@@ -186,6 +192,7 @@ export class Compensator {
       budget: { capUsd: null, reserve: async () => ({ settle: () => {} }) },
       clock: runtime.clock,
       holdsSecret: (text) => masker.maskText(text) !== text,
+      trace: this.host.tracer(p.path),
     };
     try {
       await runtime.executors.webhook(step, ctx);

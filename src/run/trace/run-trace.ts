@@ -21,7 +21,7 @@ import {
   type TraceRef,
 } from "../../engine/trace.ts";
 import type { StepRecord } from "../../engine/types.ts";
-import { type RunDoc, traceOf } from "../run-doc.ts";
+import { type CompensationStep, type RunDoc, traceOf } from "../run-doc.ts";
 import { type GraphNode, runGraph } from "../run-graph.ts";
 
 /** At most this many spans go in one export request; as many waiting send one at once. */
@@ -140,6 +140,35 @@ export class RunTrace {
     }
     if (doc.trace && handed > 0) doc.trace.through = now;
     return handed;
+  }
+
+  /** The tracer of one compensation's attempts: client spans under its own span (compensation). */
+  compensationTracer(doc: RunDoc, path: string, now: () => number): StepTracer | undefined {
+    if (!this.exporting) return undefined;
+    const ref = traceOf(doc);
+    return stepTracer(ref, stepSpanId(ref.id, `${path}:compensate`), now, this.sink);
+  }
+
+  /** One compensation's span once it has ended, under the run's root (docs/operations.md, "Traces"). */
+  compensation(doc: RunDoc, st: CompensationStep): void {
+    if (!this.exporting || st.started_at === null || st.finished_at === null) return;
+    const ref = traceOf(doc);
+    const span: Span = {
+      traceId: ref.id,
+      spanId: stepSpanId(ref.id, `${st.step}:compensate`),
+      parentSpanId: stepSpanId(ref.id, ""),
+      name: `compensate ${st.step}`,
+      kind: SpanKind.INTERNAL,
+      startMs: Date.parse(st.started_at),
+      endMs: Date.parse(st.finished_at),
+      attributes: {
+        "workflow.step.path": st.step,
+        "workflow.compensation.status": st.status,
+        "workflow.compensation.attempts": st.attempts,
+      },
+    };
+    if (st.status === "failed") span.error = st.error?.code ?? "failed";
+    this.buffer.push(span);
   }
 
   /** The run's root span (at its end). */

@@ -116,6 +116,24 @@ describe("one trace per run", () => {
     expect(c.spans.filter((s) => s.parentSpanId === post.spanId).map((s) => s.name)).toEqual(["POST"]);
   });
 
+  it("exports each compensation as a span under the root, its attempts as client spans under it", async () => {
+    const key = uniqueKey("trace-comp");
+    const res = await invoke("comp-saga", { key, undo: "status/500,200" }, { wait: 20 });
+    const e = (await res.json()) as Envelope;
+    expect(e.status).toBe("failed");
+    const c = await traceWith(e.trace_id, "compensate reserve", 15_000);
+    const root = one(c, "workflow comp-saga");
+    const reserve = one(c, "compensate reserve");
+    expect(reserve.parentSpanId).toBe(root.spanId);
+    expect(attr(reserve, "workflow.compensation.status")).toBe("complete");
+    expect(attr(reserve, "workflow.compensation.attempts")).toBe(2);
+    // Its two attempts (500, then 200) are client spans under it.
+    const attempts = c.spans.filter((s) => s.parentSpanId === reserve.spanId);
+    expect(attempts).toHaveLength(2);
+    for (const name of ["compensate charge", "compensate label/0", "compensate label/1"])
+      expect(one(c, name).parentSpanId).toBe(root.spanId);
+  });
+
   it("puts the run in the caller's trace from a valid traceparent, and starts a new one for an invalid header", async () => {
     const traceId = crypto.randomUUID().replaceAll("-", "");
     const parent = "00f067aa0ba902b7";
