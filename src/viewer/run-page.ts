@@ -16,6 +16,8 @@
  * Approvals (docs/agents-and-tools.md): `#approvals` lists the run's approvals as `[data-approval="<id>"][data-status]`;
  * a pending one has a comment field (`.approval-comment`) and `button[data-decision="approved"]` /
  * `"rejected"`.
+ * Compensation (docs/file-format.md): `#compensation` lists what a failed or canceled run undid,
+ * `#compensate-run` tries the failed ones again.
  * Deliveries (docs/triggers.md): `#deliveries` lists the run's notifications and approval requests
  * as `[data-delivery="<id>"][data-state]`, each attempt an `li[data-attempt-status]`.
  * Recovering and waiting runs (docs/http-api.md, docs/file-format.md): `#cancel-run` on an active run, `#rerun-run` on a
@@ -42,6 +44,10 @@ const BODY = `<header>
 <section id="approvals" class="approvals" aria-live="polite" hidden>
   <h2>Approvals</h2>
   <div id="approval-list"></div>
+</section>
+<section id="compensation" class="deliveries" hidden>
+  <h2>Compensation <span id="compensation-status" class="status"></span> <button type="button" id="compensate-run" hidden>Retry failed compensations</button></h2>
+  <ol id="compensation-list" class="attempts"></ol>
 </section>
 <section id="deliveries" class="deliveries" hidden>
   <h2>Deliveries</h2>

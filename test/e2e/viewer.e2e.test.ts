@@ -152,6 +152,21 @@ describe("viewer of a failed run", () => {
   });
 });
 
+describe("viewer of a compensated run", () => {
+  it("lists what the failed run undid, and retries a failed compensation from its button", async () => {
+    const run = await invoke("e2e-saga", { key: `saga-${Date.now()}` });
+    expect(run.status).toBe("failed");
+    const page = await open(`/runs/${run.run_id}/view`);
+    await page.locator('#compensation-status[data-status="failed"]').waitFor();
+    await page.locator('#compensation-list li[data-step="reserve"][data-status="failed"]').waitFor();
+    expect(await page.locator("#compensation-list li").count()).toBe(1);
+    await page.locator("#compensate-run").click();
+    await page.locator('#compensation-list li[data-step="reserve"][data-status="complete"]').waitFor();
+    await page.locator('#compensation-status[data-status="complete"]').waitFor();
+    expect(await page.locator("#compensate-run").isHidden()).toBe(true);
+  });
+});
+
 describe("viewer of an unknown run", () => {
   it("says the run does not exist", async () => {
     const page = await open(`/runs/${"0".repeat(64)}/view`);

@@ -6,6 +6,7 @@
  */
 import { apiFetch, byId, problemText, showNotice } from "./common.ts";
 import { loadApprovals } from "./run-page/approvals.ts";
+import { renderCompensation, retryCompensation } from "./run-page/compensation.ts";
 import { loadDeliveries } from "./run-page/deliveries.ts";
 import { renderDetails } from "./run-page/details.ts";
 import { buildGraph, drawEdges, renderNodes } from "./run-page/graph.ts";
@@ -18,6 +19,7 @@ byId("run-id").textContent = runId;
 
 setRender(() => {
   renderSummary();
+  renderCompensation();
   renderNodes();
   renderTimeline();
   renderDetails();
@@ -61,6 +63,15 @@ async function start() {
     setLive("closed");
   }
 }
+
+byId("compensate-run").addEventListener("click", () => {
+  retryCompensation().then(() => {
+    if (!isActive()) {
+      envelope.compensation.status = "running";
+      follow();
+    }
+  });
+});
 
 window.addEventListener("resize", () => {
   if (envelope) drawEdges();

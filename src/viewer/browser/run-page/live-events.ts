@@ -5,6 +5,7 @@
  */
 import { apiFetch, byId, problemText, showNotice } from "../common.ts";
 import { loadApprovals } from "./approvals.ts";
+import { applyCompensationEvent } from "./compensation.ts";
 import { loadDeliveries } from "./deliveries.ts";
 import { envelope, isActive, load, records, render, runPath } from "./state.ts";
 
@@ -16,6 +17,10 @@ export function setLive(state) {
 }
 
 function applyEvent(ev) {
+  if (typeof ev.type === "string" && ev.type.startsWith("compensation.")) {
+    applyCompensationEvent(ev);
+    return;
+  }
   if (typeof ev.type === "string" && ev.type.startsWith("approval.")) {
     loadApprovals();
     return;

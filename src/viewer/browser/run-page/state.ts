@@ -27,7 +27,8 @@ function flatten(steps, prefix) {
 }
 
 export function isActive() {
-  return envelope && ACTIVE.has(envelope.status);
+  // A finished run whose compensations still run is followed until they have.
+  return envelope && (ACTIVE.has(envelope.status) || envelope.compensation?.status === "running");
 }
 
 // ---- fan-out items -----------------------------------------------------------------------------
