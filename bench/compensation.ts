@@ -160,7 +160,7 @@ async function main(): Promise<void> {
       for (let i = 0; i < 600; i++) {
         const env = (await (await fetch(`${base}/runs/${e.run_id}`)).json()) as { compensation: Phase };
         compensation = env.compensation;
-        if (!compensation || compensation.status !== "running") break;
+        if (compensation?.status !== "running") break;
         await new Promise((r) => setTimeout(r, 20));
       }
       const undos = (await (await fetch(`${targetUrl}/log?key=${key}-undo`)).json()) as Array<{
