@@ -36,6 +36,7 @@ import {
   type StepBase,
   type StepCompileContext,
   type StepKindCompiler,
+  traitRefusal,
 } from "./step-kinds/step-base.ts";
 import { stepFieldKinds, stepLabel } from "./structure-check.ts";
 import { compileTemplate } from "./templates.ts";
@@ -387,10 +388,9 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     if (s.on_error === "continue") base.onError = "continue";
     const compiler: StepKindCompiler<StepKind> = STEP_KIND_COMPILERS[kind];
     const traits = STEP_KIND_TRAITS[kind];
-    if (traits.compensates) {
-      const compensate = compileCompensate(i, s, stepCtx, ctx.compensationKeys.get(i) ?? null);
-      if (compensate) base.compensate = compensate;
-    }
+    const compensate =
+      traits.compensates && compileCompensate(i, s, stepCtx, ctx.compensationKeys.get(i) ?? null);
+    if (compensate) base.compensate = compensate;
     if (!traits.fansOut) {
       compiled.push(compiler.compile(i, s, base, stepCtx));
       return;
@@ -425,22 +425,6 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     ...(d.history === "failures" && ctx.invocable ? { history: "failures" as const } : {}),
     ...(residency && ctx.invocable ? { residency } : {}),
   };
-}
-
-/**
- * Why `for_each` or `retry` does not apply to a step of this kind, where its traits leave more to
- * say than the schema's `x-applies-to` message (held to the traits by test/compiler): null when
- * the field applies, or when that message is enough.
- */
-function traitRefusal(kind: StepKind, key: "for_each" | "retry"): string | null {
-  const traits = STEP_KIND_TRAITS[kind];
-  if (key === "for_each" && !traits.fansOut && kind === "transform")
-    return "`for_each` does not apply to transform steps: a transform already works on whole arrays; process each item with a `map` op (`ops: [{map: {expr: ...}}]`)";
-  if (key === "retry" && !traits.retries && kind === "transform")
-    return "`retry` does not apply to transform steps: a transform is deterministic, it would fail the same way again";
-  if (key === "retry" && !traits.retries && kind === "workflow")
-    return "`retry` does not apply to workflow steps: the sub-workflow's own webhook and agent steps carry their own `retry`";
-  return null;
 }
 
 /** The step id as written after `step.` in `expr`, hyphens included, when it starts with `id`. */

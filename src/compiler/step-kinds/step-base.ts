@@ -4,14 +4,16 @@
  * compiled step carries, and the fields common to several kinds (`output.schema`, `for_each`).
  * A step kind is one module beside this one and one entry in the table of index.ts.
  */
-import type {
-  CompiledGateway,
-  ForEach,
-  JsonSchema,
-  RetryPolicy,
-  StepBase,
-  StepKinds,
-  Template,
+import {
+  type CompiledGateway,
+  type ForEach,
+  type JsonSchema,
+  type RetryPolicy,
+  STEP_KIND_TRAITS,
+  type StepBase,
+  type StepKind,
+  type StepKinds,
+  type Template,
 } from "../../bundle.ts";
 import { isObject } from "../../common/guards.ts";
 import type { AgentResolver } from "../agents.ts";
@@ -149,4 +151,20 @@ export function compileForEach(
     maxItems: limit(fe.max_items),
     maxFailures: int(fe.max_failures) ?? 0,
   };
+}
+
+/**
+ * Why `for_each` or `retry` does not apply to a step of this kind, where its traits leave more to
+ * say than the schema's `x-applies-to` message (held to the traits by test/compiler): null when
+ * the field applies, or when that message is enough.
+ */
+export function traitRefusal(kind: StepKind, key: "for_each" | "retry"): string | null {
+  const traits = STEP_KIND_TRAITS[kind];
+  if (key === "for_each" && !traits.fansOut && kind === "transform")
+    return "`for_each` does not apply to transform steps: a transform already works on whole arrays; process each item with a `map` op (`ops: [{map: {expr: ...}}]`)";
+  if (key === "retry" && !traits.retries && kind === "transform")
+    return "`retry` does not apply to transform steps: a transform is deterministic, it would fail the same way again";
+  if (key === "retry" && !traits.retries && kind === "workflow")
+    return "`retry` does not apply to workflow steps: the sub-workflow's own webhook and agent steps carry their own `retry`";
+  return null;
 }

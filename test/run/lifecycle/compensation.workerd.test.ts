@@ -186,6 +186,24 @@ describe("compensation of a run that is canceled", () => {
   });
 });
 
+describe("a re-run of a compensated run", () => {
+  it("runs the undone steps again, reusing a step whose compensation failed (its effect is in place)", async () => {
+    const key = uniqueKey("comp-rerun");
+    // reserve's undo fails: the reservation stands; charge and the labels were undone.
+    const runId = await start({ key, undo: "status/500" });
+    expect((await compensated(runId)).compensation.status).toBe("failed");
+    const res = await call(`/runs/${runId}/rerun`, { method: "POST", headers: { prefer: "wait=20" } });
+    expect(res.status).toBe(200);
+    const again = (await res.json()) as Envelope;
+    expect(again.rerun_of).toBe(runId);
+    const reused = Object.fromEntries(
+      again.steps.map((s: { id: string; reused_from: string | null }) => [s.id, s.reused_from]),
+    );
+    // reserve was not undone: reused; charge and label were: they run again (and what follows them).
+    expect(reused).toMatchObject({ reserve: runId, charge: null, label: null, note: null, last: null });
+  });
+});
+
 describe("compensation of a run that reaches its deadline", () => {
   it("undoes what completed when the deadline ends the run while a step runs", async () => {
     const key = uniqueKey("comp-deadline");
