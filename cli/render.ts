@@ -119,6 +119,24 @@ export function runSummary(paint: ReturnType<typeof painter>, e: Record<string, 
   const err = e.error as { code: string; message: string; step: string | null } | null;
   if (err)
     lines.push(paint("red", `  error ${err.code}${err.step ? ` at ${err.step}` : ""}: ${err.message}`));
+  // What a failed or canceled run undid (docs/file-format.md, "Compensation").
+  const comp = e.compensation as {
+    status: string;
+    steps: Array<{
+      step: string;
+      status: string;
+      attempts: number;
+      error: { code: string; message: string } | null;
+    }>;
+  } | null;
+  if (comp) {
+    lines.push(`  compensation ${status(paint, comp.status)}`);
+    for (const c of comp.steps) {
+      const tries = c.attempts > 1 ? ` (${c.attempts} attempts)` : "";
+      const why = c.error ? paint("red", ` ${c.error.code}: ${c.error.message}`) : "";
+      lines.push(`    undo ${c.step} ${status(paint, c.status)}${tries}${why}`);
+    }
+  }
   return lines.join("\n");
 }
 

@@ -38,6 +38,42 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
     },
   },
   [`POST /runs/${"d".repeat(64)}/compensate`]: { status: 202, body: { run_id: "d".repeat(64), retried: 2 } },
+  [`GET /runs/${"d".repeat(64)}`]: {
+    status: 200,
+    body: {
+      run_id: "d".repeat(64),
+      workflow: "order-saga",
+      status: "canceled",
+      error: { code: "canceled", message: "the run was canceled", step: null },
+      steps: [
+        {
+          id: "reserve",
+          status: "complete",
+          started_at: "2026-11-25T05:16:00.000Z",
+          finished_at: "2026-11-25T05:16:00.030Z",
+          error: null,
+        },
+      ],
+      output: null,
+      totals: { duration_ms: 30, cost_usd: 0 },
+      compensation: {
+        status: "failed",
+        steps: [
+          {
+            step: "reserve",
+            status: "failed",
+            attempts: 10,
+            error: {
+              code: "webhook_failed",
+              message: "DELETE https://w.example/r answered 503 after 10 attempts",
+            },
+            started_at: "2026-11-25T05:16:00.040Z",
+            finished_at: "2026-11-25T05:20:00.000Z",
+          },
+        ],
+      },
+    },
+  },
   "GET /runs?workflow=order-saga&compensation=failed": {
     status: 200,
     body: {
