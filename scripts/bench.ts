@@ -11,6 +11,7 @@
  *
  * Not part of `npm test`: timings depend on the machine. Network: 127.0.0.1 only.
  */
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -300,6 +301,14 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${table}\n`);
   writeFileSync(join(ROOT, "bench/results.md"), markdown);
   log(`\nwritten to bench/results.md (${all.totalS.toFixed(0)} s)`);
+  // What compensation costs, on a workerd of its own (bench/compensation.ts: its own results file).
+  log("\ncompensation phase (npm run bench:compensation)");
+  const compensation = spawnSync(
+    process.execPath,
+    [join(ROOT, "bench/compensation.ts"), ...(quick ? ["--quick"] : [])],
+    { stdio: ["ignore", "inherit", "inherit"] },
+  );
+  if (compensation.status !== 0) throw new Error("the compensation phase failed");
 }
 
 /** `senders` requests at once, each putting `each` listing writes in flight into one shard. */
