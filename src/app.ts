@@ -32,7 +32,13 @@ import { type Deployed, rerun, rerunMany } from "./run/start/reruns.ts";
 import { startRun } from "./run/start/start-run.ts";
 import { authenticatedBody, requireReader } from "./triggers/webhook/auth.ts";
 import { decodeParams } from "./triggers/webhook/body.ts";
-import { invokeAnswer, invokeStart, requestedWait } from "./triggers/webhook/invoke.ts";
+import {
+  invokeAnswer,
+  invokeStart,
+  invokeStream,
+  requestedWait,
+  wantsStream,
+} from "./triggers/webhook/invoke.ts";
 import { readParams } from "./triggers/webhook/request-body.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
@@ -55,6 +61,11 @@ app.post("/invoke/:name", async (c) => {
   const env = c.env as unknown as Record<string, unknown>;
   // The webhook trigger (src/triggers/webhook/invoke.ts) makes the start request; the run layer starts it.
   const started = await invokeStart(bundle, wf, c.req.raw, env);
+  if (wantsStream(c.req.raw)) {
+    // The run as it goes (docs/http-api.md, "Streaming"): nothing waits for it before the stream opens.
+    const result = await startRun(c.env, key, wf, { ...started, waitS: 0 });
+    return (await invokeStream(c.env, result)) ?? invokeAnswer(wf, { ...started, waitS: 0 }, result, env);
+  }
   return invokeAnswer(wf, started, await startRun(c.env, key, wf, started), env);
 });
 

@@ -106,6 +106,11 @@ export interface AgentStep extends StepBase {
    */
   confidenceThreshold?: number | null;
   /**
+   * `stream: true` (docs/agents-and-tools.md, "Streaming"): the provider is called in its streaming
+   * mode and each text chunk of the final answer reaches listeners as an `output.delta`. Absent: no.
+   */
+  stream?: true;
+  /**
    * Tool servers whose url host the caller picks (from params, the request or a step output, also
    * through the inputs of the workflow steps that run this one): at run time they are refused a
    * secret unless their host is private and private hosts are allowed.

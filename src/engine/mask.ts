@@ -22,6 +22,8 @@ export interface Masker {
   /** A copy of `v` with every secret form replaced by `***` in every string value and object key. */
   maskJson(v: Json): Json;
   maskText(s: string): string;
+  /** Every form of every secret it replaces, longest first (the streaming masker holds text back by them). */
+  readonly forms?: readonly string[];
 }
 
 function base64(bytes: Uint8Array): string {
@@ -75,7 +77,7 @@ export function secretForms(secret: string): string[] {
   return forms;
 }
 
-const identity: Masker = { maskJson: (v) => v, maskText: (s) => s };
+const identity: Masker = { maskJson: (v) => v, maskText: (s) => s, forms: [] };
 
 export function createMasker(secrets: string[]): Masker {
   const patterns = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))]
@@ -101,7 +103,7 @@ export function createMasker(secrets: string[]): Masker {
     return out;
   };
 
-  return { maskJson, maskText };
+  return { maskJson, maskText, forms: patterns };
 }
 
 /**

@@ -11,6 +11,7 @@ import type { SpanSink, TraceRef } from "./trace.ts";
 import type {
   ApprovalHost,
   BudgetLedger,
+  OutputStream,
   StepCheckpoint,
   StepContext,
   StepExecutor,
@@ -76,6 +77,8 @@ export interface RunHost {
   checkpoint?(path: string): StepCheckpoint;
   /** Outbound requests the run may have in flight (fan-out items in flight never exceed it). */
   outboundLimit?: number;
+  /** Where a streaming step's text goes as it is generated (none: nobody listens for it). */
+  outputStream?(path: string): OutputStream | undefined;
 }
 
 export interface PipelineOptions {

@@ -46,6 +46,7 @@ export function stepContext(
     trace: host.trace
       ? stepTracer(host.trace.ref, stepSpanId(host.trace.ref.id, path), host.now, host.trace.sink)
       : undefined,
+    stream: host.outputStream?.(path),
   };
 }
 

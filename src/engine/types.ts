@@ -228,6 +228,18 @@ export interface StepContext {
   waits?: WaitHost;
   /** Client spans of the step's outbound requests, and their `traceparent` (engine/trace.ts). */
   trace?: StepTracer;
+  /**
+   * Where a streaming agent step's answer goes as it is generated (docs/agents-and-tools.md,
+   * "Streaming"): masked and shown to live listeners, never stored. Absent: nobody streams it.
+   */
+  stream?: OutputStream;
+}
+
+/** A step's text as it is generated: each chunk, a reset (what came is void), the end of one answer. */
+export interface OutputStream {
+  text(chunk: string): void;
+  reset(): void;
+  end(): void;
 }
 
 // ---- Tools, approvals, checkpoints: what an executor asks the run for -----------------------

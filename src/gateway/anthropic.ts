@@ -1,11 +1,15 @@
 import {
   type ChatMessage,
   type Completion,
+  eventJson,
   type ModelRequest,
   type PrepareCall,
+  ProviderError,
   postCompletion,
+  postStreaming,
   resolveApiKey,
   resolveBaseUrl,
+  type StreamReader,
   type ToolCall,
   tokenCount,
   toolArguments,
@@ -120,14 +124,43 @@ export const prepareAnthropic: PrepareCall = (model, req, provider, env) => {
     "anthropic-version": ANTHROPIC_VERSION,
   };
   if (key !== null) headers["x-api-key"] = key;
+  const url = `${base}/v1/messages`;
   return {
     requestBytes: utf8Length(body),
-    send: (io) =>
-      postCompletion(
-        io,
-        { provider, model, url: `${base}/v1/messages`, headers, body },
-        parseMessage,
-        "a message",
-      ),
+    send: (io) => {
+      if (!io.stream)
+        return postCompletion(io, { provider, model, url, headers, body }, parseMessage, "a message");
+      const streamed = JSON.stringify({ ...JSON.parse(body), stream: true });
+      return postStreaming(
+        { ...io, stream: io.stream },
+        { provider, model, url, headers, body: streamed },
+        readMessageEvent,
+      );
+    },
   };
+};
+
+/**
+ * One event of Anthropic's Messages stream: `message_start` (input tokens), `content_block_delta`
+ * with a `text_delta` (the text), `message_delta` (output tokens), `message_stop`, or `error`.
+ */
+export const readMessageEvent: StreamReader = (ev, reply) => {
+  const data = eventJson(ev);
+  const type = ev.event !== "message" ? ev.event : typeof data?.type === "string" ? data.type : "";
+  if (type === "error") throw new ProviderError("the stream reported an error");
+  if (type === "message_stop") reply.done = true;
+  if (!data) return "";
+  if (type === "message_start") {
+    const usage = (data.message as { usage?: Record<string, unknown> } | undefined)?.usage;
+    reply.inputTokens = tokenCount(usage?.input_tokens);
+  }
+  if (type === "message_delta") {
+    const usage = data.usage as Record<string, unknown> | undefined;
+    reply.outputTokens = tokenCount(usage?.output_tokens);
+  }
+  if (type === "content_block_delta") {
+    const delta = data.delta as { type?: unknown; text?: unknown } | undefined;
+    if (delta?.type === "text_delta" && typeof delta.text === "string") return delta.text;
+  }
+  return "";
 };

@@ -15,6 +15,7 @@ import { type StepContext, StepError } from "../engine/types.ts";
 import { prepareAnthropic } from "./anthropic.ts";
 import { prepareOpenAi } from "./openai.ts";
 import { costUsd, priceOf, worstCaseUsd } from "./pricing.ts";
+import type { TextSink } from "./provider.ts";
 import {
   type ModelRequest,
   type PrepareCall,
@@ -50,7 +51,10 @@ export interface GroupCompletion {
 export type GatewayContext = Pick<
   StepContext,
   "env" | "fetch" | "signal" | "deadline" | "ai" | "budget" | "metrics" | "clock" | "trace"
->;
+> & {
+  /** A streaming step's answer text goes here as it arrives; a turn that offers tools is not streamed. */
+  stream?: TextSink;
+};
 
 function failureText(e: unknown): string {
   if (e instanceof ProviderError) return e.message;
@@ -119,6 +123,7 @@ export async function completeInGroup(
         onAttempt: () => {
           ctx.metrics.attempts += 1;
         },
+        ...(ctx.stream && (req.tools ?? []).length === 0 ? { stream: ctx.stream } : {}),
       });
     } catch (e) {
       // Providers bill completions, not failed requests: the reservation is released.

@@ -10,11 +10,14 @@ import type { CompiledProvider, JsonSchema } from "../bundle.ts";
 import {
   type ChatMessage,
   type Completion,
+  eventJson,
   type ModelRequest,
   type PrepareCall,
   postCompletion,
+  postStreaming,
   resolveApiKey,
   resolveBaseUrl,
+  type StreamReader,
   type ToolCall,
   tokenCount,
   toolArguments,
@@ -233,14 +236,48 @@ export const prepareOpenAi: PrepareCall = (model, req, provider: CompiledProvide
   });
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (key !== null) headers.authorization = `Bearer ${key}`;
+  const url = `${base}/chat/completions`;
   return {
     requestBytes: utf8Length(body),
-    send: (io) =>
-      postCompletion(
-        io,
-        { provider, model, url: `${base}/chat/completions`, headers, body },
-        parseChatCompletion,
-        "a chat completion",
-      ),
+    send: (io) => {
+      if (!io.stream)
+        return postCompletion(
+          io,
+          { provider, model, url, headers, body },
+          parseChatCompletion,
+          "a chat completion",
+        );
+      // Streaming: `chat.completion.chunk` events ending `[DONE]`, usage in a last chunk.
+      const streamed = JSON.stringify({
+        ...JSON.parse(body),
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      return postStreaming(
+        { ...io, stream: io.stream },
+        { provider, model, url, headers, body: streamed },
+        readChunk,
+      );
+    },
   };
+};
+
+/** One `chat.completion.chunk` of an OpenAI-compatible stream. */
+export const readChunk: StreamReader = (ev, reply) => {
+  if (ev.data.trim() === "[DONE]") {
+    reply.done = true;
+    return "";
+  }
+  const data = eventJson(ev);
+  if (!data) return "";
+  const usage = data.usage as Record<string, unknown> | null | undefined;
+  if (usage) {
+    reply.inputTokens = tokenCount(usage.prompt_tokens);
+    reply.outputTokens = tokenCount(usage.completion_tokens);
+  }
+  const choice = (Array.isArray(data.choices) ? data.choices[0] : null) as {
+    delta?: { content?: unknown };
+  } | null;
+  const content = choice?.delta?.content;
+  return typeof content === "string" ? content : "";
 };

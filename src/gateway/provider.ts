@@ -7,10 +7,13 @@
  * without sending anything: the gateway needs the serialised request's size to reserve the
  * call's worst-case cost before it is made, and a configuration error must cost nothing.
  */
+
 import { type CompiledProvider, type JsonObject, type JsonSchema, PROVIDER_TYPES } from "../bundle.ts";
+import { readSse, type SseEvent } from "../common/sse.ts";
 import type { Clock } from "../engine/clock.ts";
 import { jsonErrorMessage } from "../engine/mask.ts";
 import { retryHttp } from "../engine/retry.ts";
+import type { OutputStream } from "../engine/types.ts";
 
 /**
  * A provider-neutral conversation. Each adapter writes it in its own native form: OpenAI
@@ -101,7 +104,30 @@ export interface ProviderIo {
   onAttempt: () => void;
   /** Default the system clock. */
   clock?: Clock;
+  /** Set when the call streams (docs/agents-and-tools.md, "Streaming"): where its text goes as it arrives. */
+  stream?: TextSink;
 }
+
+/**
+ * Where a streaming call's text goes as it arrives (the step's OutputStream): `reset`, what came
+ * so far is void (the model failed mid-way); `end`, the answer is whole.
+ */
+export type TextSink = OutputStream;
+
+/** What a provider's stream reader builds from its events. */
+export interface StreamedReply {
+  text: string;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  /** The provider said the reply is complete. */
+  done: boolean;
+}
+
+/** One event of a provider's stream: the text it adds ("" for none), read into `reply`. */
+export type StreamReader = (ev: SseEvent, reply: StreamedReply) => string;
+
+/** One streamed event may be this large at most (a chunk is a few words). */
+const MAX_STREAM_EVENT_BYTES = 1024 * 1024;
 
 export interface PreparedCall {
   /** UTF-8 byte length of the serialised request: the budget rule's worst-case input-token count. */
@@ -229,6 +255,84 @@ export async function postCompletion(
   }
   if (!parsed) throw new ProviderError(`${provider.name}/${model}: the reply is not ${what}`);
   return parsed;
+}
+
+/**
+ * A streaming call (docs/agents-and-tools.md, "Streaming"): POSTed with the shared retry policy up to
+ * its answer's headers (a failure before the first chunk falls back as any failure does), then
+ * its Server-Sent Events read with `read`, each chunk handed to `io.stream` as it arrives. A
+ * stream that breaks after its first chunk resets what was shown and fails the call (the gateway
+ * then tries the group's next model).
+ */
+export async function postStreaming(
+  io: ProviderIo & { stream: TextSink },
+  target: {
+    provider: CompiledProvider;
+    model: string;
+    url: string;
+    headers: Record<string, string>;
+    body: string;
+  },
+  read: StreamReader,
+): Promise<Completion> {
+  const { provider, model, url, headers, body } = target;
+  const res = await retryHttp((signal) => io.fetch(url, { method: "POST", headers, body, signal }), {
+    attempts: PROVIDER_ATTEMPTS,
+    perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
+    deadline: io.deadline,
+    signal: io.signal,
+    onAttempt: io.onAttempt,
+    clock: io.clock,
+  });
+  if (!res.ok) throw await httpFailure(provider, model, res);
+  if (!res.body) throw new ProviderError(`${provider.name}/${model}: the stream has no body`);
+  return readStream(res.body, io, `${provider.name}/${model}`, read);
+}
+
+/** Reads a provider's event stream into a completion, handing each chunk to `io.stream`. */
+export async function readStream(
+  body: ReadableStream<Uint8Array>,
+  io: ProviderIo & { stream: TextSink },
+  who: string,
+  read: StreamReader,
+): Promise<Completion> {
+  const reply: StreamedReply = { text: "", inputTokens: null, outputTokens: null, done: false };
+  try {
+    for await (const ev of readSse(
+      body,
+      MAX_STREAM_EVENT_BYTES,
+      () => new ProviderError(`${who}: a stream event is too large`),
+    )) {
+      if (io.signal.aborted) throw io.signal.reason;
+      const chunk = read(ev, reply);
+      if (chunk !== "") {
+        reply.text += chunk;
+        io.stream.text(chunk);
+      }
+      if (reply.done) break;
+    }
+  } catch (e) {
+    if (reply.text !== "") io.stream.reset();
+    if (io.signal.aborted) throw io.signal.reason ?? e;
+    throw e instanceof ProviderError ? e : new ProviderError(`${who}: the stream broke off`);
+  }
+  if (!reply.done && reply.text === "") throw new ProviderError(`${who}: the stream ended without a reply`);
+  io.stream.end();
+  const usage =
+    reply.inputTokens === null || reply.outputTokens === null
+      ? null
+      : { input_tokens: reply.inputTokens, output_tokens: reply.outputTokens };
+  return { text: reply.text, usage, toolCalls: [] };
+}
+
+/** A streamed event's JSON data, or null. */
+export function eventJson(ev: SseEvent): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(ev.data) as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A finite, non-negative token count, or null. */

@@ -13,11 +13,14 @@ import { retryWork } from "../engine/retry.ts";
 import { openAiMessages, openAiTools, parseOpenAiToolCalls } from "./openai.ts";
 import {
   type Completion,
+  eventJson,
   PROVIDER_ATTEMPT_TIMEOUT_MS,
   PROVIDER_ATTEMPTS,
   type PrepareCall,
   ProviderError,
   type ProviderIo,
+  readStream,
+  type StreamReader,
   tokenCount,
   utf8Length,
 } from "./provider.ts";
@@ -85,6 +88,21 @@ export const prepareWorkersAi: PrepareCall = (model, req, provider) => {
     async send(io) {
       if (!io.ai) throw new ProviderError(`provider ${provider.name}: ${NO_AI_BINDING}`);
       const ai = io.ai;
+      if (io.stream) {
+        // Streaming: the binding answers a ReadableStream of `data: {"response": …}` events ending `[DONE]`.
+        const sink = { ...io, stream: io.stream };
+        let body: unknown;
+        try {
+          io.onAttempt();
+          body = await bounded(ai.run(model, { ...input, stream: true }), io);
+        } catch (e) {
+          if (io.signal.aborted) throw e;
+          throw new ProviderError(`${provider.name}/${model}: ${e instanceof Error ? e.message : String(e)}`);
+        }
+        if (!(body instanceof ReadableStream))
+          throw new ProviderError(`${provider.name}/${model}: the reply is not a stream`);
+        return readStream(body as ReadableStream<Uint8Array>, sink, `${provider.name}/${model}`, readAiEvent);
+      }
       let result: unknown;
       try {
         // Retried like the HTTP providers' calls: PROVIDER_ATTEMPTS attempts, with back-off.
@@ -113,4 +131,20 @@ export const prepareWorkersAi: PrepareCall = (model, req, provider) => {
       return parsed;
     },
   };
+};
+
+/** One event of a Workers AI stream: `{"response": "<text>"}`, usage in a last one, then `[DONE]`. */
+export const readAiEvent: StreamReader = (ev, reply) => {
+  if (ev.data.trim() === "[DONE]") {
+    reply.done = true;
+    return "";
+  }
+  const data = eventJson(ev);
+  if (!data) return "";
+  const usage = data.usage as Record<string, unknown> | undefined;
+  if (usage) {
+    reply.inputTokens = tokenCount(usage.prompt_tokens);
+    reply.outputTokens = tokenCount(usage.completion_tokens);
+  }
+  return typeof data.response === "string" ? data.response : "";
 };

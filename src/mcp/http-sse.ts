@@ -4,6 +4,7 @@
  * by id. It is the fallback when Streamable HTTP is refused, so those servers work unchanged.
  */
 import type { Json, JsonObject } from "../bundle.ts";
+import { readSse } from "../common/sse.ts";
 import {
   type Channel,
   describe,
@@ -13,7 +14,6 @@ import {
   pick,
   timed,
 } from "./channel.ts";
-import { readSse } from "./sse.ts";
 
 /** What the HTTP+SSE transport's servers speak. */
 export const LEGACY_PROTOCOL_VERSION = "2024-11-05";

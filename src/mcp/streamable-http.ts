@@ -4,6 +4,7 @@
  * that refuses the first POST is left to the older HTTP+SSE transport (http-sse.ts).
  */
 import type { Json, JsonObject } from "../bundle.ts";
+import { readSse } from "../common/sse.ts";
 import {
   type Channel,
   describe,
@@ -14,7 +15,6 @@ import {
   readJsonCapped,
   timed,
 } from "./channel.ts";
-import { readSse } from "./sse.ts";
 
 export const PROTOCOL_VERSION = "2025-06-18";
 /** `initialize` answers that mean "not Streamable HTTP here" (MCP's backwards-compatibility rule). */

@@ -204,6 +204,8 @@ async function finalAnswer(
   if (firstCheck.problems === null) return plan.output(firstCheck.value, reply.text);
 
   // One repair attempt: show the model its reply and what is wrong with it (no tools offered).
+  // A streaming step's listeners are told the text they saw is void; the repair streams anew.
+  ctx.stream?.reset();
   const messages: ChatMessage[] = [
     ...conversation,
     { role: "assistant", content: reply.text },
@@ -250,7 +252,9 @@ export const executeAgent: StepExecutor<AgentStep> = (step, ctx) => {
   );
 };
 
-const runAgentOnce: StepExecutor<AgentStep> = async (step, ctx) => {
+const runAgentOnce: StepExecutor<AgentStep> = async (step, given) => {
+  // Only a step with `stream: true` streams its answer (docs/agents-and-tools.md, "Streaming").
+  const ctx: StepContext = step.stream ? given : { ...given, stream: undefined };
   const agent = ctx.bundle.agents[step.agent];
   if (!agent) throw new StepError("internal_error", `agent ${step.agent} is not in the bundle`);
 
@@ -297,6 +301,7 @@ const runAgentOnce: StepExecutor<AgentStep> = async (step, ctx) => {
           ? null
           : async (draft) => {
               // One reflect call: the reflect prompt, the original request and the draft; no tools.
+              ctx.stream?.reset();
               const conversation: ChatMessage[] = [
                 { role: "user", content: plan.user },
                 { role: "assistant", content: JSON.stringify(draft) },

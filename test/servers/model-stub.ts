@@ -29,7 +29,14 @@
  *   answer `{"results": [...]}`, every tool result it was sent, `ERROR: ` before failed ones);
  *   past the end of the script, `"$results"`. A user message with `REFLECT=<text>` (a reflect
  *   call) is answered with that text. Calls come back in the provider's native form.
+ * - `stub-broken-stream`: asked to stream, sends two chunks, then cuts the connection.
  * Every reply reports usage 1000 input / 500 output tokens (STUB_USAGE).
+ *
+ * A request with `stream: true` (and no tool call in the reply) is answered as each API streams,
+ * in 4-character chunks 10 ms apart (`CHUNK_MS=<n>` in the prompt sets the gap): OpenAI's
+ * `chat.completion.chunk` objects as `data:` lines ending `data: [DONE]`, usage in a last chunk when
+ * `stream_options.include_usage` asks for it; Anthropic's `message_start`, `content_block_delta`
+ * (`text_delta`), `message_delta` (usage) and `message_stop` events.
  *
  * Anthropic requests the real API refuses (tool blocks without `tools`, empty text) get its 400.
  * Every request is recorded with its headers and body. `GET /__log?key=K` returns those sent
@@ -397,6 +404,16 @@ export async function startModelStub(): Promise<{ port: number; close(): Promise
           },
         }
       : {};
+    if (body.stream === true && calls.length === 0) {
+      await streamReply(res, {
+        anthropic: isAnthropic,
+        text,
+        usage: withUsage,
+        model,
+        broken: model.split(":")[0] === "stub-broken-stream",
+      });
+      return;
+    }
     if (calls.length > 0 && isOpenAi) {
       send(res, 200, {
         id: `chatcmpl-${log.length}`,
@@ -478,4 +495,97 @@ export async function startModelStub(): Promise<{ port: number; close(): Promise
         server.close((e) => (e ? reject(e) : resolve()));
       }),
   };
+}
+
+/** The reply as the provider streams it (see the header), chunk by chunk. */
+async function streamReply(
+  res: ServerResponse,
+  o: { anthropic: boolean; text: string; usage: boolean; model: string; broken: boolean },
+): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const gap = Number(/CHUNK_MS=(\d+)/.exec(o.text)?.[1] ?? 10);
+  const chunks: string[] = [];
+  for (let i = 0; i < o.text.length; i += 4) chunks.push(o.text.slice(i, i + 4));
+  const write = (event: string | null, data: unknown) =>
+    res.write(
+      `${event ? `event: ${event}\n` : ""}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`,
+    );
+  const sleep = () => new Promise((r) => setTimeout(r, gap));
+  const id = `stream-${Date.now()}`;
+  if (o.anthropic) {
+    write("message_start", {
+      type: "message_start",
+      message: {
+        id,
+        type: "message",
+        role: "assistant",
+        model: o.model,
+        content: [],
+        usage: { input_tokens: STUB_USAGE.input_tokens, output_tokens: 1 },
+      },
+    });
+    write("content_block_start", {
+      type: "content_block_start",
+      index: 0,
+      content_block: { type: "text", text: "" },
+    });
+  } else {
+    write(null, {
+      id,
+      object: "chat.completion.chunk",
+      model: o.model,
+      choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }],
+    });
+  }
+  for (const [n, chunk] of chunks.entries()) {
+    await sleep();
+    if (res.destroyed) return;
+    if (o.broken && n === 2) {
+      res.destroy();
+      return;
+    }
+    if (o.anthropic)
+      write("content_block_delta", {
+        type: "content_block_delta",
+        index: 0,
+        delta: { type: "text_delta", text: chunk },
+      });
+    else
+      write(null, {
+        id,
+        object: "chat.completion.chunk",
+        model: o.model,
+        choices: [{ index: 0, delta: { content: chunk }, finish_reason: null }],
+      });
+  }
+  if (o.anthropic) {
+    write("content_block_stop", { type: "content_block_stop", index: 0 });
+    write("message_delta", {
+      type: "message_delta",
+      delta: { stop_reason: "end_turn" },
+      usage: { output_tokens: STUB_USAGE.output_tokens },
+    });
+    write("message_stop", { type: "message_stop" });
+  } else {
+    write(null, {
+      id,
+      object: "chat.completion.chunk",
+      model: o.model,
+      choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+    });
+    if (o.usage)
+      write(null, {
+        id,
+        object: "chat.completion.chunk",
+        model: o.model,
+        choices: [],
+        usage: {
+          prompt_tokens: STUB_USAGE.input_tokens,
+          completion_tokens: STUB_USAGE.output_tokens,
+          total_tokens: STUB_USAGE.input_tokens + STUB_USAGE.output_tokens,
+        },
+      });
+    write(null, "[DONE]");
+  }
+  res.end();
 }

@@ -97,6 +97,7 @@ export const agentStep: StepKindCompiler<"agent"> = {
       group: stepGroup,
       maxTokens,
       ...(typeof s.confidence_threshold === "number" ? { confidenceThreshold: s.confidence_threshold } : {}),
+      ...(s.stream === true ? { stream: true } : {}),
     };
   },
 };

@@ -22,7 +22,11 @@ export type RunEventType =
   | "run.completed"
   | "compensation.started"
   | "compensation.completed"
-  | "compensation.failed";
+  | "compensation.failed"
+  | "run.started"
+  | "run.queued"
+  | "output.delta"
+  | "output.reset";
 
 export interface RunEvent {
   type: RunEventType;
@@ -126,15 +130,33 @@ export function compensationEvent(
   return { type, time, data: { ...st } };
 }
 
-/** Fans events out to every open SSE stream of one run. */
+/** How a stream starts: an invoke's own stream opens with `run.started` (or `run.queued`); `skip`: Last-Event-ID. */
+export interface StreamStart {
+  /** `run.started` / `run.queued` first, with `{run_id, workflow, trace_id}` (an invoke's stream). */
+  opening?: RunEvent;
+  /** Events the client has already had (its `Last-Event-ID`): they are not sent again. */
+  skip?: number;
+}
+
+/**
+ * Fans events out to every open SSE stream of one run, and keeps what a streaming step has
+ * generated so far (docs/agents-and-tools.md, "Streaming") in memory until the step has ended, so a
+ * listener that connects or reconnects meanwhile gets it; deltas are never stored.
+ */
 export class EventHub {
   private readonly listeners = new Set<{ writer: WritableStreamDefaultWriter<Uint8Array>; seq: number }>();
+  /** The deltas of steps still generating, in order. */
+  private deltas: RunEvent[] = [];
 
   /** A streaming response that replays `history`, then follows until `close()` (or at once when `ended`). */
-  subscribe(history: RunEvent[], ended: boolean): Response {
+  subscribe(history: RunEvent[], ended: boolean, start: StreamStart = {}): Response {
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const listener = { writer: writable.getWriter(), seq: 0 };
-    for (const ev of history) listener.writer.write(frame(++listener.seq, ev)).catch(() => {});
+    const replay = [...(start.opening ? [start.opening] : []), ...history, ...(ended ? [] : this.deltas)];
+    for (const ev of replay) {
+      listener.seq += 1;
+      if (listener.seq > (start.skip ?? 0)) listener.writer.write(frame(listener.seq, ev)).catch(() => {});
+    }
     if (ended) listener.writer.close().catch(() => {});
     else this.listeners.add(listener);
     return new Response(readable, {
@@ -148,15 +170,34 @@ export class EventHub {
 
   /**
    * What a run's live listeners hear as the run goes (the lifecycle's news): a step's record
-   * changed, an approval was asked or decided, the run ended (its last event, then the stream
-   * closes). Nothing is built while nobody listens. `finishedAt`: the run's end, if it has one.
+   * changed, a streaming step's text, an approval was asked or decided, the run ended (its last
+   * event, then the stream closes). Nothing is built while nobody listens, but a streaming step's
+   * text is kept until the step ends (a listener may connect meanwhile). `finishedAt`: the run's
+   * end, if it has one.
    */
   news(finishedAt: () => string | null) {
     return {
       stepChanged: (path: string, rec: StepRecord) => {
+        // A step that ended carries its whole output: its deltas are no longer needed.
+        if (rec.status !== "running" && this.deltas.length > 0)
+          this.deltas = this.deltas.filter((d) => d.data.step !== path);
         if (!this.listening) return;
         const ev = stepEvent(path, rec, finishedAt() ?? new Date().toISOString());
         if (ev) this.publish(ev);
+      },
+      output: (path: string, text: string | null) => {
+        const time = new Date().toISOString();
+        if (text === null) {
+          // What came is void (a repair, a fallback): listeners are told, the kept deltas go.
+          this.deltas = this.deltas.filter((d) => d.data.step !== path);
+          const reset: RunEvent = { type: "output.reset", time, data: { step: path } };
+          this.deltas.push(reset);
+          if (this.listening) this.publish(reset);
+          return;
+        }
+        const ev: RunEvent = { type: "output.delta", time, data: { step: path, text } };
+        this.deltas.push(ev);
+        if (this.listening) this.publish(ev);
       },
       approvalEvent: (
         type: "approval.requested" | "approval.decided",
@@ -165,6 +206,7 @@ export class EventHub {
         if (this.listening) this.publish(approvalEvent(type, approval));
       },
       ended: (completed: () => RunEvent, compensating: boolean) => {
+        this.deltas = [];
         if (this.listening) this.publish(completed());
         // A compensation phase follows: its events come, then the stream closes.
         if (!compensating) this.close();

@@ -295,6 +295,9 @@ export abstract class RunCore {
           if (doc.status === "pending") this.setStatus("running");
         },
         stepChanged: (path, rec) => shell.stepChanged?.(path, rec),
+        ...(shell.output
+          ? { output: (path: string, text: string | null) => shell.output?.(path, text) }
+          : {}),
         stepFinished: (path, rec, effect) => {
           if (isFinished(doc)) return;
           store.stepFinished(path, rec, effect);

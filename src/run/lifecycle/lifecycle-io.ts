@@ -21,6 +21,8 @@ export interface RunShell {
   perform(effects: RunEffect[]): void;
   /** A step's record changed in a way a live listener sees (started, waiting, finished, settled). */
   stepChanged?(path: string, rec: StepRecord): void;
+  /** A streaming step's answer as it is generated: masked text, or null (what came is void). Never stored. */
+  output?(path: string, text: string | null): void;
   approvalEvent?(type: "approval.requested" | "approval.decided", approval: ApprovalRecord): void;
   /**
    * The run ended; its document and records are final and stored (`completed`: its last event, for

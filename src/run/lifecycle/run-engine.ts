@@ -11,6 +11,7 @@ import type { Masker } from "../../engine/mask.ts";
 import { type Executors, RunAbort, type RunHost } from "../../engine/run-host.ts";
 import { runPipeline } from "../../engine/scheduler.ts";
 import { declaredEnv, stringEnv } from "../../engine/secrets.ts";
+import { createStreamMasker } from "../../engine/stream-mask.ts";
 import type { ApprovalHost, StepContext, StepRecord, ToolHost } from "../../engine/types.ts";
 import type { RunDoc } from "../run-doc.ts";
 import type { RunStore } from "../run-store.ts";
@@ -41,6 +42,8 @@ export interface EngineEvents {
   stepFinished(path: string, rec: StepRecord, effect: boolean): void;
   /** The pipeline ended, or the run was stopped (once per start). */
   ended(end: EngineEnd): void;
+  /** A streaming step's answer: the next text (masked), or `null`: what came so far is void. */
+  output?(path: string, text: string | null): void;
 }
 
 /** How a run's pipeline ended: completed, failed with an error, or stopped by a cancel or the deadline. */
@@ -155,6 +158,26 @@ function runEngine(r: EngineRun, signal: AbortSignal, events: EngineEvents): Pro
     },
     onStepChanged: (path, rec) => events.stepChanged(path, rec),
     onStepFinished: (path, rec, effect) => events.stepFinished(path, rec, effect),
+    // A streaming step's text, masked as it comes (a secret split across chunks too), never stored.
+    outputStream: (path) => {
+      const output = events.output;
+      if (!output) return undefined;
+      let masked = createStreamMasker(masker);
+      return {
+        text: (chunk) => {
+          const shown = masked.push(chunk);
+          if (shown !== "") output(path, shown);
+        },
+        reset: () => {
+          masked = createStreamMasker(masker);
+          output(path, null);
+        },
+        end: () => {
+          const rest = masked.flush();
+          if (rest !== "") output(path, rest);
+        },
+      };
+    },
   };
   return runPipeline(host, wf, {
     prefix: "",

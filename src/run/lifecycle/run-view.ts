@@ -3,7 +3,7 @@
  * as such right after a wake-up, before they have asked again), its history as events for a new
  * listener of its stream, and its `run.completed` event.
  */
-import type { Json } from "../../bundle.ts";
+import type { Json, JsonObject } from "../../bundle.ts";
 import type { Masker } from "../../engine/mask.ts";
 import { heldRecords } from "../../engine/step-status.ts";
 import type { StepRecord } from "../../engine/types.ts";
@@ -80,6 +80,7 @@ export function completedEventOf(e: Envelope, now: number): RunEvent {
   return {
     type: "run.completed",
     time: e.finished_at ?? new Date(now).toISOString(),
-    data: { run_id: e.run_id, status: e.status, error: e.error as Json, output: e.output, totals: e.totals },
+    // The whole envelope, as GET /runs/{id} answers (its run_id, status, error, output, totals among it).
+    data: e as unknown as JsonObject,
   };
 }

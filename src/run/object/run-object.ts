@@ -132,12 +132,32 @@ export class RunObject extends DurableObject<Env> {
     return this.run.active ? null : this.run.envelope();
   }
 
-  /** GET /runs/{id}/events (the Worker has checked credentials): Server-Sent Events. */
-  override async fetch(_request: Request): Promise<Response> {
+  /**
+   * GET /runs/{id}/events (the Worker has checked credentials): Server-Sent Events; from the
+   * `Last-Event-ID` on, when the client sends one. `?opening=1`: an invoke's own stream, which
+   * opens with `run.started` (`run.queued` for a queued run) (docs/http-api.md, "Streaming").
+   */
+  override async fetch(request: Request): Promise<Response> {
     await this.dropIfExpired();
-    if (!this.run.current) return new Response("no run", { status: 404 });
+    const doc = this.run.current;
+    if (!doc) return new Response("no run", { status: 404 });
+    const last = Number.parseInt(request.headers.get("last-event-id") ?? "", 10);
+    const opening = new URL(request.url).searchParams.has("opening")
+      ? {
+          type: doc.status === "queued" ? ("run.queued" as const) : ("run.started" as const),
+          time: doc.created_at,
+          data: {
+            run_id: doc.run_id,
+            workflow: this.run.rootWorkflow().name,
+            trace_id: this.run.envelope().trace_id,
+          },
+        }
+      : undefined;
     // A finished run whose compensations still run keeps its stream open until they have.
-    return this.hub.subscribe(this.run.history(), !this.run.active && !this.run.compensating);
+    return this.hub.subscribe(this.run.history(), !this.run.active && !this.run.compensating, {
+      ...(opening ? { opening } : {}),
+      ...(Number.isSafeInteger(last) && last > 0 ? { skip: last } : {}),
+    });
   }
 
   async view(): Promise<RunView | null> {

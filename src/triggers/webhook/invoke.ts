@@ -7,6 +7,7 @@
  */
 import { type Bundle, type CompiledWorkflow, isSignature } from "../../bundle.ts";
 import { HttpProblem } from "../../common/problem.ts";
+import { runStub } from "../../run/run-rpc.ts";
 import { recordRequest } from "../../run/start/run-request.ts";
 import type { StartOptions, StartOutcome } from "../../run/start/start-run.ts";
 import { checkRunInputs } from "../../run/start/start-run.ts";
@@ -99,6 +100,29 @@ export function invokeAnswer(
     { run_id: result.runId, status: queued ? "queued" : "accepted" },
     { status: 202, headers: { location } },
   );
+}
+
+/** Whether the caller asked for the run as it goes (`Accept: text/event-stream`, docs/http-api.md, "Streaming"). */
+export function wantsStream(req: Request): boolean {
+  return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(req.headers.get("accept") ?? "");
+}
+
+/**
+ * The invoke's answer as a stream of the run's events: 200 `text/event-stream` at once, opening
+ * with `run.started` (`run.queued`), then the steps' events and a streaming step's `output.delta`
+ * as they happen, ending with `run.completed` (the envelope). Null when there is no run to follow
+ * (a refusal is answered as usual by invokeAnswer; a skipped invoke made none).
+ */
+export async function invokeStream(env: Env, result: StartOutcome): Promise<Response | null> {
+  if (result.outcome !== "started" && result.outcome !== "existing" && result.outcome !== "joined")
+    return null;
+  const stub = runStub(env, result.runId);
+  if (!stub) return null;
+  const res = await stub.fetch(new Request("https://run.internal/events?opening=1"));
+  if (!res.ok || !res.body) return null;
+  const headers = new Headers(res.headers);
+  headers.set("location", `/runs/${result.runId}`);
+  return new Response(res.body, { status: 200, headers });
 }
 
 /** `Prefer: wait=N` (RFC 7240) or `?wait=N`, capped at 60 s; null when the request asks for none. */

@@ -1,5 +1,5 @@
 /**
- * A Server-Sent Events reader for the MCP transports: both the Streamable HTTP answers
+ * A Server-Sent Events reader, for the MCP transports and the model providers' streams: the Streamable HTTP answers
  * (`text/event-stream` bodies of a POST) and the old HTTP+SSE transport's long-lived GET stream
  * arrive as `event:` / `data:` / `id:` blocks separated by a blank line. The reader counts the
  * bytes it takes so a server cannot make a run hold an unbounded event in memory.

@@ -5,7 +5,7 @@
  * waited for it until the server's timeout.
  */
 import { describe, expect, it } from "vitest";
-import { readSse, type SseEvent } from "../../src/mcp/sse.ts";
+import { readSse, type SseEvent } from "../../src/common/sse.ts";
 
 function streamOf(chunks: string[]): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();

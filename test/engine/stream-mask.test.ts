@@ -1,0 +1,70 @@
+/**
+ * The streaming masker (src/engine/stream-mask.ts): whatever the chunking, what it lets out,
+ * joined, is the masked whole, and no piece it lets out holds any part of a secret.
+ */
+import { describe, expect, it } from "vitest";
+import { createMasker, MASK } from "../../src/engine/mask.ts";
+import { createStreamMasker } from "../../src/engine/stream-mask.ts";
+
+const SECRETS = ["sk-live-4f9a1c2e8b7d", "hunter2hunter2"];
+const masker = createMasker(SECRETS);
+
+function stream(chunks: string[]): string[] {
+  const s = createStreamMasker(masker);
+  const out = chunks.map((c) => s.push(c));
+  out.push(s.flush());
+  return out;
+}
+
+/** Every fragment of a secret form at least 3 characters long: none may reach a reader. */
+const fragments = (masker.forms ?? []).flatMap((f) => {
+  const out: string[] = [];
+  for (let i = 0; i + 3 <= f.length; i++) out.push(f.slice(i, i + 3));
+  return out;
+});
+
+describe("the streaming masker", () => {
+  const text = `Your key is ${SECRETS[0]}, base64 ${btoa(SECRETS[0] as string)}, and the password ${SECRETS[1]} ends it.`;
+
+  it("lets out the masked whole, split at every offset into two chunks", () => {
+    for (let i = 0; i <= text.length; i++) {
+      const out = stream([text.slice(0, i), text.slice(i)]);
+      expect(out.join(""), `split at ${i}`).toBe(masker.maskText(text));
+    }
+  });
+
+  it("never lets a piece of a secret out, split at every pair of offsets into three chunks", () => {
+    for (let i = 0; i <= text.length; i += 3) {
+      for (let j = i; j <= text.length; j += 2) {
+        const out = stream([text.slice(0, i), text.slice(i, j), text.slice(j)]);
+        expect(out.join(""), `split at ${i}, ${j}`).toBe(masker.maskText(text));
+        for (const piece of out)
+          for (const f of fragments)
+            if (piece.includes(f) && !masker.maskText(text).includes(f))
+              throw new Error(`"${f}" leaked in "${piece}" (split at ${i}, ${j})`);
+      }
+    }
+  });
+
+  it("lets a secret sent one character at a time out only as the mask", () => {
+    const out = stream([..."key=", ...(SECRETS[0] as string), ..." done"]);
+    expect(out.join("")).toBe(`key=${MASK} done`);
+    for (const piece of out) expect(SECRETS[0]?.includes(piece) && piece.length > 1).toBe(false);
+  });
+
+  it("lets text out as it comes when the run has no secret", () => {
+    const s = createStreamMasker(createMasker([]));
+    expect(s.push("Hello")).toBe("Hello");
+    expect(s.push(", world")).toBe(", world");
+    expect(s.flush()).toBe("");
+  });
+
+  it("lets text that cannot be the start of a secret out at once, and holds back only what could be", () => {
+    const s = createStreamMasker(masker);
+    expect(s.push("Hello there, ")).toBe("Hello there, ");
+    // `sk-li` could be the start of the first secret: it waits for the next chunk.
+    expect(s.push("the key sk-li")).toBe("the key ");
+    expect(s.push("ne is fine")).toBe("sk-line is fine");
+    expect(s.flush()).toBe("");
+  });
+});

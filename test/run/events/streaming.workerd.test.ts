@@ -1,0 +1,158 @@
+/**
+ * Answers as they are written (docs/http-api.md, "Streaming"): an invoke with
+ * `Accept: text/event-stream` is answered at once with the run's events, `run.started` first,
+ * a streaming agent step's `output.delta`s as the model generates them, `run.completed` (the
+ * envelope) last; live listeners get the deltas too, a reconnect with `Last-Event-ID` what it
+ * missed; nothing of the deltas is stored.
+ */
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { runStub } from "../../reliability/run-helpers.ts";
+import { call, type Envelope, waitForRun } from "../../worker/harness.ts";
+
+interface Ev {
+  id: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+function parse(text: string): Ev[] {
+  return text
+    .split("\n\n")
+    .filter((b) => b.trim() !== "")
+    .map((b) => {
+      const id = Number(/^id: (\d+)$/m.exec(b)?.[1]);
+      const type = /^event: (.+)$/m.exec(b)?.[1] ?? "";
+      const data = JSON.parse(/^data: (.*)$/m.exec(b)?.[1] ?? "{}") as Record<string, unknown>;
+      return { id, type, data };
+    });
+}
+
+function invokeStream(name: string, body: unknown): Promise<Response> {
+  return call(`/invoke/${name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify(body),
+  });
+}
+
+const PROMPT = "The quick brown fox jumps over the lazy dog, twice: the quick brown fox.";
+
+describe("an invoke that asks for text/event-stream", () => {
+  it("answers 200 with the run's events: run.started, the steps, the answer's deltas, run.completed with the envelope", async () => {
+    const res = await invokeStream("stream-agent", { prompt: PROMPT });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = parse(await res.text());
+    expect(events[0]?.type).toBe("run.started");
+    expect(events[0]?.data).toMatchObject({ workflow: "stream-agent" });
+    const runId = events[0]?.data.run_id as string;
+    expect(res.headers.get("location")).toBe(`/runs/${runId}`);
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
+    const deltas = events.filter((e) => e.type === "output.delta");
+    expect(deltas.length).toBeGreaterThan(5);
+    for (const d of deltas) expect(d.data.step).toBe("answer");
+    expect(deltas.map((d) => d.data.text).join("")).toBe(PROMPT);
+    // The deltas come while the step runs: after it started, before it completed.
+    const types = events.map((e) => e.type);
+    const started = types.findIndex((t, i) => t === "step.started" && events[i]?.data.step === "answer");
+    const completed = types.findIndex((t, i) => t === "step.completed" && events[i]?.data.step === "answer");
+    expect(started).toBeLessThan(types.indexOf("output.delta"));
+    expect(types.lastIndexOf("output.delta")).toBeLessThan(completed);
+    const last = events[events.length - 1] as Ev;
+    expect(last.type).toBe("run.completed");
+    expect(last.data).toMatchObject({ run_id: runId, status: "complete" });
+    expect(last.data.steps).toHaveLength(2);
+    expect((await (await call(`/runs/${runId}`)).json()) as Envelope).toMatchObject({ status: "complete" });
+  });
+
+  it("refuses before a run exists with the usual problem+json, not a stream", async () => {
+    const res = await invokeStream("stream-agent", { nope: 1 });
+    expect(res.status).toBe(422);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+  });
+
+  it("streams Anthropic's Messages stream, and a model whose stream breaks is reset and replaced by the next", async () => {
+    const res = await invokeStream("stream-variants", { prompt: PROMPT });
+    const events = parse(await res.text());
+    const of = (step: string) => events.filter((e) => e.data.step === step && e.type.startsWith("output."));
+    expect(
+      of("claude")
+        .map((e) => e.data.text)
+        .join(""),
+    ).toBe(PROMPT);
+    const fallback = of("fallback");
+    // The broken model's two chunks (8 characters), its reset, then the whole answer of the next model.
+    const reset = fallback.findIndex((e) => e.type === "output.reset");
+    expect(
+      (
+        fallback
+          .slice(0, reset)
+          .map((e) => e.data.text)
+          .join("") as string
+      ).length,
+    ).toBe(8);
+    expect(fallback.filter((e) => e.type === "output.reset")).toHaveLength(1);
+    expect(
+      fallback
+        .slice(reset + 1)
+        .map((e) => e.data.text)
+        .join(""),
+    ).toBe(PROMPT);
+    expect(events[events.length - 1]?.data.status).toBe("complete");
+  });
+
+  it("goes on when the caller leaves mid-stream: the run completes", async () => {
+    const res = await invokeStream("stream-agent", { prompt: `${PROMPT} CHUNK_MS=40` });
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    const runId = parse(first)[0]?.data.run_id as string;
+    await reader.cancel();
+    const e = await waitForRun(runId);
+    expect(e.status).toBe("complete");
+    expect(JSON.stringify(e.steps[1].output)).toContain(`${PROMPT} CHUNK_MS=40`);
+  });
+});
+
+describe("live listeners of a streaming run", () => {
+  it("get the deltas on GET /runs/{id}/events, and a reconnect with Last-Event-ID gets the ones it missed", async () => {
+    const res = await invokeStream("stream-agent", { prompt: `${PROMPT} CHUNK_MS=30` });
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const runId = parse(new TextDecoder().decode((await reader.read()).value))[0]?.data.run_id as string;
+    // A listener reads a few events, leaves, and comes back with the id of the last it had.
+    const first = await call(`/runs/${runId}/events`);
+    const r1 = (first.body as ReadableStream<Uint8Array>).getReader();
+    let seen: Ev[] = [];
+    while (!seen.some((e) => e.type === "output.delta")) {
+      seen = parse(seen.length === 0 ? new TextDecoder().decode((await r1.read()).value) : "");
+      if (seen.length === 0) seen = parse(new TextDecoder().decode((await r1.read()).value));
+    }
+    await r1.cancel();
+    const lastId = (seen[seen.length - 1] as Ev).id;
+    const again = await call(`/runs/${runId}/events`, { headers: { "last-event-id": String(lastId) } });
+    const rest = parse(await again.text());
+    expect(rest[0]?.id).toBe(lastId + 1);
+    const text = [...seen, ...rest]
+      .filter((e) => e.type === "output.delta")
+      .map((e) => e.data.text)
+      .join("");
+    expect(text).toBe(`${PROMPT} CHUNK_MS=30`);
+    await reader.cancel();
+  });
+
+  it("writes the same rows as the same run without streaming", async () => {
+    const keysOf = async (name: string) => {
+      const res = await call(`/invoke/${name}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", prefer: "wait=20" },
+        body: JSON.stringify({ prompt: PROMPT }),
+      });
+      const e = (await res.json()) as Envelope;
+      expect(e.status).toBe("complete");
+      return runInDurableObject(runStub(e.run_id), (_o, state) =>
+        [...state.storage.kv.list()].map(([k]) => k).sort(),
+      );
+    };
+    expect(await keysOf("stream-agent")).toEqual(await keysOf("stream-agent-plain"));
+  });
+});
