@@ -80,10 +80,24 @@ export async function follow(
   conn: Connection,
   path: string,
   onEvent: (type: string, data: Record<string, unknown>) => void,
+  post?: { body: unknown; headers?: Record<string, string> },
 ): Promise<void> {
   let res: Response;
   try {
-    res = await fetch(new URL(path, conn.url), { headers: headersOf(conn, { accept: "text/event-stream" }) });
+    res = await fetch(
+      new URL(path, conn.url),
+      post
+        ? {
+            method: "POST",
+            headers: headersOf(conn, {
+              accept: "text/event-stream",
+              "content-type": "application/json",
+              ...post.headers,
+            }),
+            body: JSON.stringify(post.body),
+          }
+        : { headers: headersOf(conn, { accept: "text/event-stream" }) },
+    );
   } catch (e) {
     throw new ApiError("unreachable", `${conn.url} did not answer (${String(e)})`, 0, null);
   }

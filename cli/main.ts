@@ -9,26 +9,17 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { ApiError, type Connection, follow, listPages, request } from "./api.ts";
+import { ApiError, type Connection, request } from "./api.ts";
 import { deliveries } from "./deliveries.ts";
 import { init } from "./init.ts";
-import {
-  duration,
-  eventLine,
-  painter,
-  queueNote,
-  runSummary,
-  type Schedule,
-  schedulesTable,
-  status,
-  table,
-} from "./render.ts";
+import { painter, type Schedule, schedulesTable, status, table } from "./render.ts";
+import { type Options, runs, showAccepted, showRun, streamInvoke } from "./runs.ts";
 import { need, type Out, UsageError } from "./usage.ts";
 
 const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:VALUE]... [--json] <command>
 
 commands:
-  invoke NAME [--data JSON | --data @FILE] [--wait [N]] [--idempotency-key K]
+  invoke NAME [--data JSON | --data @FILE] [--wait [N] | --stream] [--idempotency-key K]
   runs list --workflow NAME [--status S] [--compensation failed] [--limit N] [--all]
   runs get ID
   runs tail ID
@@ -50,8 +41,6 @@ commands:
 
 --url defaults to $WORKFLOW_EDGE_URL, else http://localhost:8787; --token to $WORKFLOW_EDGE_TOKEN
 (sent as Authorization: Bearer).`;
-
-const FINISHED_BAD = new Set(["failed", "canceled"]);
 
 /** `--wait` takes an optional number: `--wait`, `--wait 30`, `--wait=30`. */
 function splitWait(argv: string[]): { argv: string[]; wait: number | null } {
@@ -98,148 +87,6 @@ function readData(raw: string | undefined): unknown {
   return value;
 }
 
-/** Prints a run (or its JSON) and returns the exit status its outcome means. */
-function showRun(out: Out, e: Record<string, unknown>): number {
-  out.print(out.json ? JSON.stringify(e, null, 2) : runSummary(out.paint, e));
-  return FINISHED_BAD.has(String(e.status)) ? 1 : 0;
-}
-
-function showAccepted(out: Out, body: Record<string, unknown>): number {
-  out.print(
-    out.json
-      ? JSON.stringify(body, null, 2)
-      : `accepted: run ${body.run_id}${body.rerun_of ? ` (re-run of ${body.rerun_of})` : ""}`,
-  );
-  return 0;
-}
-
-interface Options {
-  workflow?: string;
-  status?: string;
-  compensation?: string;
-  limit?: string;
-  all?: boolean;
-  from?: string;
-  current?: boolean;
-}
-
-async function runs(
-  conn: Connection,
-  out: Out,
-  args: string[],
-  values: Options,
-  wait: number | null,
-): Promise<number> {
-  const [sub, ...positionals] = args;
-  const id = () => encodeURIComponent(need(positionals, 1, "run ID")[0] as string);
-  switch (sub) {
-    case "list": {
-      need(positionals, 0, "argument");
-      if (!values.workflow) throw new UsageError("runs list needs --workflow NAME");
-      const { items, json, more } = await listPages(
-        conn,
-        "/runs",
-        {
-          workflow: values.workflow,
-          status: values.status,
-          compensation: values.compensation,
-          limit: values.limit,
-        },
-        "runs",
-        values.all === true,
-      );
-      if (out.json) {
-        out.print(JSON.stringify(json, null, 2));
-        return 0;
-      }
-      const listed = items as Array<Record<string, string | null>>;
-      // A queued run's entry does not say why it waits: its envelope does (the first 20 of them).
-      const queued = listed.filter((r) => r.status === "queued").slice(0, 20);
-      const why = new Map(
-        await Promise.all(
-          queued.map(async (r) => {
-            const e = await request(conn, "GET", `/runs/${encodeURIComponent(String(r.run_id))}`).catch(
-              () => null,
-            );
-            return [String(r.run_id), e ? queueNote(e.body as Record<string, unknown>) : ""] as const;
-          }),
-        ),
-      );
-      const waiting = [...why.values()].some(Boolean);
-      const rows = [["RUN", "STATUS", "CREATED", "DURATION", ...(waiting ? ["WAITING"] : [])]];
-      for (const r of listed) {
-        const d = r.finished_at ? Date.parse(r.finished_at) - Date.parse(String(r.created_at)) : null;
-        const note = why.get(String(r.run_id)) ?? "";
-        rows.push([
-          String(r.run_id),
-          status(out.paint, String(r.status)),
-          String(r.created_at),
-          duration(d),
-          ...(waiting ? [out.paint("dim", note)] : []),
-        ]);
-      }
-      out.print(listed.length === 0 ? "no runs" : table(rows));
-      if (more) out.print(out.paint("dim", "(more: --all)"));
-      return 0;
-    }
-    case "get":
-      return showRun(out, (await request(conn, "GET", `/runs/${id()}`)).body as Record<string, unknown>);
-    case "tail": {
-      let end = "running";
-      await follow(conn, `/runs/${id()}/events`, (type, data) => {
-        if (type === "run.completed") end = String(data.status);
-        out.print(out.json ? JSON.stringify({ type, ...data }) : eventLine(out.paint, type, data));
-      });
-      return FINISHED_BAD.has(end) ? 1 : 0;
-    }
-    case "cancel": {
-      const e = (await request(conn, "POST", `/runs/${id()}/cancel`)).body as Record<string, unknown>;
-      out.print(out.json ? JSON.stringify(e, null, 2) : `canceled: run ${e.run_id}`);
-      return 0;
-    }
-    case "compensate": {
-      const r = (await request(conn, "POST", `/runs/${id()}/compensate`)).body as Record<string, unknown>;
-      const n = Number(r.retried);
-      out.print(
-        out.json
-          ? JSON.stringify(r, null, 2)
-          : `retrying ${n} failed compensation${n === 1 ? "" : "s"} of run ${r.run_id}`,
-      );
-      return 0;
-    }
-    case "rerun": {
-      const body: Record<string, unknown> = {};
-      if (values.from) body.from = values.from;
-      if (values.current) body.definition = "current";
-      const headers: Record<string, string> = wait !== null ? { prefer: `wait=${wait}` } : {};
-      const res = await request(conn, "POST", `/runs/${id()}/rerun`, { body, headers }).catch((e) => {
-        // The API's hint names the body's field; here it is an option.
-        if (e instanceof ApiError && e.code === "nothing_to_rerun")
-          throw new ApiError(
-            e.code,
-            "the run completed: name a step to re-run from (--from STEP)",
-            e.status,
-            e.body,
-          );
-        throw e;
-      });
-      const b = res.body as Record<string, unknown>;
-      return res.status === 202 ? showAccepted(out, b) : showRun(out, b);
-    }
-    case "delete": {
-      await request(conn, "DELETE", `/runs/${id()}`);
-      out.print(out.json ? "{}" : "deleted");
-      return 0;
-    }
-    default:
-      throw new UsageError(
-        sub
-          ? `unknown runs command "${sub}"`
-          : "runs needs a command (list, get, tail, cancel, compensate, rerun, delete)",
-      );
-  }
-}
-
 export async function main(argv: string[], io = { tty: Boolean(process.stdout.isTTY) }): Promise<number> {
   const lines: string[] = [];
   let json = false;
@@ -262,6 +109,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
         data: { type: "string" },
+        stream: { type: "boolean" },
         "idempotency-key": { type: "string" },
         comment: { type: "string" },
         state: { type: "string" },
@@ -270,7 +118,15 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       },
     });
     json = values.json === true;
-    const out: Out = { json, paint: painter(io.tty && !json), print: (t) => lines.push(t) };
+    const out: Out = {
+      json,
+      paint: painter(io.tty && !json),
+      print: (t) => lines.push(t),
+      write: (t) => {
+        flush(lines);
+        process.stdout.write(t);
+      },
+    };
     const [command, ...args] = positionals;
     if (values.help || !command) {
       out.print(USAGE);
@@ -289,7 +145,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
     };
     // An option another command takes is a usage error here, not silently ignored.
     const takes: Record<string, string[]> = {
-      invoke: ["data", "idempotency-key"],
+      invoke: ["data", "idempotency-key", "stream"],
       runs: ["workflow", "status", "compensation", "limit", "all", "from", "current"],
       approve: ["comment"],
       reject: ["comment"],
@@ -312,6 +168,14 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         const h: Record<string, string> = {};
         if (waited.wait !== null) h.prefer = `wait=${waited.wait}`;
         if (values["idempotency-key"]) h["idempotency-key"] = String(values["idempotency-key"]);
+        if (values.stream)
+          return await streamInvoke(
+            conn,
+            out,
+            name as string,
+            readData(values.data as string | undefined),
+            h,
+          );
         const res = await request(conn, "POST", `/invoke/${encodeURIComponent(name as string)}`, {
           body: readData(values.data as string | undefined),
           headers: h,

@@ -7,6 +7,8 @@ export interface Out {
   json: boolean;
   paint: ReturnType<typeof painter>;
   print(text: string): void;
+  /** Writes at once, without a line end (text as it streams); what `print` held goes out first. */
+  write(text: string): void;
 }
 
 /** Exactly `n` positional arguments (`what` they are, for the message). */

@@ -197,6 +197,29 @@ beforeAll(async () => {
     req.on("data", (c) => (body += c));
     req.on("end", () => {
       seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+      if (req.url === "/invoke/streamer" && req.headers.accept === "text/event-stream") {
+        // As the Worker streams a run (docs/http-api.md, "Streaming"), chunk by chunk.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const events: Array<[string, unknown]> = [
+          ["run.started", { run_id: "f".repeat(64), workflow: "streamer", trace_id: "0".repeat(32) }],
+          ["output.delta", { step: "answer", text: "Hel" }],
+          ["output.delta", { step: "answer", text: "lo, " }],
+          ["output.delta", { step: "answer", text: "Ada!" }],
+          [
+            "run.completed",
+            { run_id: "f".repeat(64), status: "complete", error: null, time: "2026-11-25T05:16:08.272Z" },
+          ],
+        ];
+        events.forEach(([type, data], i) => {
+          setTimeout(() => {
+            res.write(
+              `id: ${i + 1}\nevent: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`,
+            );
+            if (i === events.length - 1) res.end();
+          }, i * 20);
+        });
+        return;
+      }
       const answer = ANSWERS[`${req.method} ${req.url}`];
       if (answer) {
         res.writeHead(answer.status, { "content-type": "application/json" });
@@ -315,6 +338,16 @@ describe("against an HTTP server", () => {
     ]);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toContain("e".repeat(64));
+  });
+
+  it("invoke --stream prints the answer as it is written, then the run's end, and sends the params", async () => {
+    const r = await cli(["invoke", "streamer", "--stream", "--data", '{"name":"Ada"}', "--url", url]);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.split("\n");
+    expect(lines[0]).toBe("Hello, Ada!");
+    expect(lines[1]).toMatch(/run complete$/);
+    const sent = seen.find((x) => x.url === "/invoke/streamer");
+    expect(JSON.parse(sent?.body ?? "{}")).toEqual({ name: "Ada" });
   });
 
   it("deliveries list shows each failed delivery's attempts and last error; recover says how many", async () => {
