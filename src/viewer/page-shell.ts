@@ -147,6 +147,7 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 .approvals[hidden] { display: none; }
 .deliveries { border: 1px solid var(--line); border-radius: 8px; padding: .25rem 1rem .75rem; margin: 1rem 0; }
 .deliveries[hidden] { display: none; }
+.stream-text { white-space: pre-wrap; font-size: .85em; margin: .25rem 0 0; max-height: 12em; overflow: auto; }
 .delivery { border-top: 1px solid var(--line); padding: .5rem 0; } .delivery:first-child { border-top: 0; }
 .delivery .attempts { margin: .25rem 0; font-size: .9em; }
 .approval { border-top: 1px solid var(--line); padding: .5rem 0; } .approval:first-child { border-top: 0; }

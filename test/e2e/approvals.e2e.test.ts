@@ -162,3 +162,31 @@ describe("the MCP client in workerd under wrangler dev", () => {
     expect(e.output).toEqual({ results: ["Echo: from wrangler dev"] });
   });
 });
+
+describe("a streaming agent step in the viewer", () => {
+  it("shows the answer growing as the model writes it, then the step's output", async () => {
+    const prompt = `${"The viewer shows a streaming answer as it is written. ".repeat(3)}CHUNK_MS=40`;
+    const res = await fetch(`${worker.url}/invoke/e2e-stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...AUTH },
+      body: JSON.stringify({ prompt }),
+    });
+    expect(res.status).toBe(202);
+    const { run_id: runId } = (await res.json()) as { run_id: string };
+    const page = await openRun(runId);
+    const live = page.locator('.node[data-step="answer"] > .stream-text');
+    await live.waitFor();
+    const lengthNow = async () => ((await live.textContent()) ?? "").length;
+    let first = await lengthNow();
+    for (let i = 0; i < 100 && first === 0; i++) first = await lengthNow();
+    // It grows while the step runs, without a reload.
+    await page.waitForFunction(
+      ([n]) =>
+        (document.querySelector('.node[data-step="answer"] > .stream-text')?.textContent ?? "").length > n,
+      [first],
+    );
+    expect(prompt.startsWith((await live.textContent()) ?? "x")).toBe(true);
+    await page.locator('.node[data-step="answer"][data-status="complete"]').waitFor();
+    expect(await live.count()).toBe(0);
+  });
+});

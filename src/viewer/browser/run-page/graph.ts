@@ -4,7 +4,7 @@
  * are measured from the laid-out nodes, so they are redrawn whenever the layout may have moved.
  */
 import { el } from "../common.ts";
-import { itemBadge, nodes, records, select, selected } from "./state.ts";
+import { itemBadge, nodes, records, select, selected, streams } from "./state.ts";
 
 function depthOf(node, byPath, memo) {
   if (memo.has(node.path)) return memo.get(node.path);
@@ -117,5 +117,17 @@ export function renderNodes() {
       badge.textContent = b.text;
     }
     e.classList.toggle("selected", selected === n.path);
+    // A streaming step shows its answer as it is written, until the step ends.
+    const text = streams.get(n.path);
+    let live = e.querySelector<HTMLElement>(":scope > .stream-text");
+    if (text === undefined) live?.remove();
+    else {
+      if (!live) {
+        live = document.createElement("pre");
+        live.className = "stream-text";
+        e.appendChild(live);
+      }
+      if (live.textContent !== text) live.textContent = text;
+    }
   }
 }

@@ -7,7 +7,7 @@ import { apiFetch, byId, problemText, showNotice } from "../common.ts";
 import { loadApprovals } from "./approvals.ts";
 import { applyCompensationEvent } from "./compensation.ts";
 import { loadDeliveries } from "./deliveries.ts";
-import { envelope, isActive, load, records, render, runPath } from "./state.ts";
+import { envelope, isActive, load, records, render, runPath, streams } from "./state.ts";
 
 let followAbort = null;
 
@@ -17,6 +17,15 @@ export function setLive(state) {
 }
 
 function applyEvent(ev) {
+  // A streaming step's answer grows as it is written (docs/http-api.md, "Streaming").
+  if (ev.type === "output.delta") {
+    streams.set(ev.step, (streams.get(ev.step) ?? "") + ev.text);
+    return;
+  }
+  if (ev.type === "output.reset") {
+    streams.set(ev.step, "");
+    return;
+  }
   if (typeof ev.type === "string" && ev.type.startsWith("compensation.")) {
     applyCompensationEvent(ev);
     return;
@@ -34,6 +43,7 @@ function applyEvent(ev) {
     return;
   }
   if (typeof ev.step !== "string") return;
+  if (ev.status !== "running") streams.delete(ev.step);
   const prev = records.get(ev.step) || { id: ev.id, steps: [] };
   records.set(ev.step, {
     ...prev,

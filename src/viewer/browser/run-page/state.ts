@@ -16,6 +16,8 @@ export let envelope = null;
 export const nodes = new Map();
 /** Step records by slash path (from the envelope, then from events). */
 export const records = new Map();
+/** A streaming step's answer so far (its `output.delta` events), by step path, until the step ends. */
+export const streams = new Map<string, string>();
 export let selected = null;
 
 function flatten(steps, prefix) {
