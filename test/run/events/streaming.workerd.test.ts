@@ -114,6 +114,23 @@ describe("an invoke that asks for text/event-stream", () => {
   });
 });
 
+describe("a stream the deadline cuts off", () => {
+  it("stops mid-way: the step fails with timeout, the stream ends with the failed run", async () => {
+    const prompt = `${"A long answer that the deadline will cut. ".repeat(6)}CHUNK_MS=60`;
+    const res = await invokeStream("stream-deadline", { prompt });
+    const events = parse(await res.text());
+    const text = events
+      .filter((e) => e.type === "output.delta")
+      .map((e) => e.data.text)
+      .join("");
+    expect(text.length).toBeGreaterThan(0);
+    expect(text.length).toBeLessThan(prompt.length);
+    const last = events[events.length - 1] as Ev;
+    expect(last.type).toBe("run.completed");
+    expect(last.data).toMatchObject({ status: "failed", error: { code: "timeout", step: "answer" } });
+  });
+});
+
 describe("live listeners of a streaming run", () => {
   it("get the deltas on GET /runs/{id}/events, and a reconnect with Last-Event-ID gets the ones it missed", async () => {
     const res = await invokeStream("stream-agent", { prompt: `${PROMPT} CHUNK_MS=30` });
