@@ -301,14 +301,18 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${table}\n`);
   writeFileSync(join(ROOT, "bench/results.md"), markdown);
   log(`\nwritten to bench/results.md (${all.totalS.toFixed(0)} s)`);
-  // What compensation costs, on a workerd of its own (bench/compensation.ts: its own results file).
-  log("\ncompensation phase (npm run bench:compensation)");
-  const compensation = spawnSync(
-    process.execPath,
-    [join(ROOT, "bench/compensation.ts"), ...(quick ? ["--quick"] : [])],
-    { stdio: ["ignore", "inherit", "inherit"] },
-  );
-  if (compensation.status !== 0) throw new Error("the compensation phase failed");
+  // What compensation and streaming cost, each on a workerd of its own, with its own results file.
+  for (const phase of ["compensation", "streaming"]) {
+    log(`\n${phase} phase (npm run bench:${phase})`);
+    const done = spawnSync(
+      process.execPath,
+      [join(ROOT, `bench/${phase}.ts`), ...(quick ? ["--quick"] : [])],
+      {
+        stdio: ["ignore", "inherit", "inherit"],
+      },
+    );
+    if (done.status !== 0) throw new Error(`the ${phase} phase failed`);
+  }
 }
 
 /** `senders` requests at once, each putting `each` listing writes in flight into one shard. */

@@ -181,9 +181,9 @@ describe("a streaming agent step in the viewer", () => {
     for (let i = 0; i < 100 && first === 0; i++) first = await lengthNow();
     // It grows while the step runs, without a reload.
     await page.waitForFunction(
-      ([n]) =>
+      (n: number) =>
         (document.querySelector('.node[data-step="answer"] > .stream-text')?.textContent ?? "").length > n,
-      [first],
+      first,
     );
     expect(prompt.startsWith((await live.textContent()) ?? "x")).toBe(true);
     await page.locator('.node[data-step="answer"][data-status="complete"]').waitFor();
