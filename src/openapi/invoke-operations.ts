@@ -169,6 +169,12 @@ export function addInvokeOperations(
         content: { "application/json": { schema: ref("RunAccepted") } },
       },
     };
+    // With `Accept: text/event-stream`: the run's events as they happen (docs/http-api.md, "Streaming").
+    const ok = responses["200"] as { content?: Record<string, unknown>; description?: string } | undefined;
+    if (ok?.content) {
+      ok.content["text/event-stream"] = { schema: { type: "string" } };
+      ok.description = `${ok.description ?? ""} With \`Accept: text/event-stream\`: at once, the run's events as they happen (run.started or run.queued first, the steps' events, output.delta while a streaming agent step writes, run.completed with the envelope last).`;
+    }
     for (const [status, text] of INVOKE_PROBLEMS) {
       if (status === "401" && !wf.auth) continue;
       responses[status] ??= problem(text);
