@@ -114,6 +114,43 @@ describe("an invoke that asks for text/event-stream", () => {
   });
 });
 
+describe("a streamed invoke that waits its turn", () => {
+  it("opens with run.queued, and carries the run once it starts, to run.completed", async () => {
+    const group = `stream-q-${crypto.randomUUID()}`;
+    const first = await call("/invoke/conc-keyed", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ group, hold_ms: 600 }),
+    });
+    expect(first.status).toBe(202);
+    const res = await invokeStream("conc-keyed", { group, hold_ms: 10 });
+    expect(res.status).toBe(200);
+    const events = parse(await res.text());
+    expect(events[0]?.type).toBe("run.queued");
+    const types = events.map((e) => e.type);
+    expect(types).toContain("step.started");
+    expect(types[types.length - 1]).toBe("run.completed");
+    expect(events[events.length - 1]?.data.status).toBe("complete");
+  });
+});
+
+describe("a repair of a streamed answer", () => {
+  it("streams the repair after output.reset", async () => {
+    const res = await invokeStream("stream-repair", { text: "anything" });
+    const events = parse(await res.text());
+    const out = events.filter((e) => e.type.startsWith("output."));
+    const reset = out.findIndex((e) => e.type === "output.reset");
+    expect(reset).toBeGreaterThan(0);
+    // The first (invalid) reply, then the repaired one, whole, after the reset.
+    const repaired = out
+      .slice(reset + 1)
+      .map((e) => e.data.text)
+      .join("");
+    expect(JSON.parse(repaired)).toBeTypeOf("object");
+    expect(events[events.length - 1]?.data.status).toBe("complete");
+  });
+});
+
 describe("a stream the deadline cuts off", () => {
   it("stops mid-way: the step fails with timeout, the stream ends with the failed run", async () => {
     const prompt = `${"A long answer that the deadline will cut. ".repeat(6)}CHUNK_MS=60`;
