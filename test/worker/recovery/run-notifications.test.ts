@@ -52,8 +52,9 @@ describe("run notifications", () => {
       error: e.error,
       created_at: e.created_at,
       finished_at: e.finished_at,
-      rerun_url: `/runs/${e.run_id}/rerun`,
-      view_url: `/runs/${e.run_id}/view`,
+      // Absolute, on the origin the run was invoked at (the harness's `http://workflow.test`).
+      rerun_url: `http://workflow.test/runs/${e.run_id}/rerun`,
+      view_url: `http://workflow.test/runs/${e.run_id}/view`,
     });
     expect(got.body).not.toContain(SIGNING_SECRET);
     expect(JSON.stringify(e.error)).toContain("***");
