@@ -131,6 +131,7 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 .timeline tr { cursor: pointer; } .timeline tr.selected td { background: var(--panel); }
 .details { position: sticky; top: 1rem; border: 1px solid var(--line); border-radius: 8px; padding: .25rem 1rem 1rem; }
 .node .items { font-size: 11px; color: var(--muted); }
+#workflows td { white-space: normal; overflow-wrap: anywhere; } #workflows td:first-child { white-space: nowrap; }
 .items-box { overflow-x: auto; } .items-table { font-size: 12.5px; }
 .items-table tr { cursor: pointer; } .items-table th, .items-table td { padding: .2rem .35rem; }
 .details dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem .75rem; margin: .5rem 0; } .details dt { color: var(--muted); } .details dd { margin: 0; }

@@ -69,6 +69,10 @@ describe("front page", () => {
     expect(await row.locator("td").nth(3).textContent()).toBe("bearer");
     expect(await page.locator('#workflows tr[data-workflow="e2e-pipeline"]').count()).toBe(1);
     expect(await page.content()).not.toContain(E2E_TOKEN);
+    // Every column fits a 1280-pixel window, long descriptions too (they wrap).
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
     await row.locator("a.runs-link").click();
     await page.waitForURL(
       (url) => url.pathname === "/view/runs" && url.searchParams.get("workflow") === "e2e-waiting",
