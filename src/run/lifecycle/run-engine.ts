@@ -162,18 +162,20 @@ function runEngine(r: EngineRun, signal: AbortSignal, events: EngineEvents): Pro
     outputStream: (path) => {
       const output = events.output;
       if (!output) return undefined;
-      let masked = createStreamMasker(masker);
+      // Made on the first chunk: most steps never stream, and cost nothing here.
+      let masked: ReturnType<typeof createStreamMasker> | null = null;
       return {
         text: (chunk) => {
+          masked ??= createStreamMasker(masker);
           const shown = masked.push(chunk);
           if (shown !== "") output(path, shown);
         },
         reset: () => {
-          masked = createStreamMasker(masker);
+          masked = null;
           output(path, null);
         },
         end: () => {
-          const rest = masked.flush();
+          const rest = masked?.flush() ?? "";
           if (rest !== "") output(path, rest);
         },
       };
