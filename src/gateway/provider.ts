@@ -221,22 +221,17 @@ export async function httpFailure(
   return new ProviderError(`${provider.name}/${model}: HTTP ${res.status}${code ? ` (${code})` : ""}`);
 }
 
-/**
- * POSTs a JSON request to an HTTP provider with the shared retry policy and turns the reply into a
- * Completion with `parse` (`what` names the expected reply in the error when it does not parse).
- */
-export async function postCompletion(
-  io: ProviderIo,
-  target: {
-    provider: CompiledProvider;
-    model: string;
-    url: string;
-    headers: Record<string, string>;
-    body: string;
-  },
-  parse: (body: unknown) => Completion | null,
-  what: string,
-): Promise<Completion> {
+/** Where and what one model call POSTs. */
+export interface ProviderTarget {
+  provider: CompiledProvider;
+  model: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** One POST to a provider with the shared retry policy; a non-2xx after them is a ProviderError. */
+async function postWithRetries(io: ProviderIo, target: ProviderTarget): Promise<Response> {
   const { provider, model, url, headers, body } = target;
   const res = await retryHttp((signal) => io.fetch(url, { method: "POST", headers, body, signal }), {
     attempts: PROVIDER_ATTEMPTS,
@@ -247,6 +242,21 @@ export async function postCompletion(
     clock: io.clock,
   });
   if (!res.ok) throw await httpFailure(provider, model, res);
+  return res;
+}
+
+/**
+ * POSTs a JSON request to an HTTP provider with the shared retry policy and turns the reply into a
+ * Completion with `parse` (`what` names the expected reply in the error when it does not parse).
+ */
+export async function postCompletion(
+  io: ProviderIo,
+  target: ProviderTarget,
+  parse: (body: unknown) => Completion | null,
+  what: string,
+): Promise<Completion> {
+  const { provider, model } = target;
+  const res = await postWithRetries(io, target);
   let parsed: Completion | null = null;
   try {
     parsed = parse(await res.json());
@@ -266,25 +276,11 @@ export async function postCompletion(
  */
 export async function postStreaming(
   io: ProviderIo & { stream: TextSink },
-  target: {
-    provider: CompiledProvider;
-    model: string;
-    url: string;
-    headers: Record<string, string>;
-    body: string;
-  },
+  target: ProviderTarget,
   read: StreamReader,
 ): Promise<Completion> {
-  const { provider, model, url, headers, body } = target;
-  const res = await retryHttp((signal) => io.fetch(url, { method: "POST", headers, body, signal }), {
-    attempts: PROVIDER_ATTEMPTS,
-    perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
-    deadline: io.deadline,
-    signal: io.signal,
-    onAttempt: io.onAttempt,
-    clock: io.clock,
-  });
-  if (!res.ok) throw await httpFailure(provider, model, res);
+  const { provider, model } = target;
+  const res = await postWithRetries(io, target);
   if (!res.body) throw new ProviderError(`${provider.name}/${model}: the stream has no body`);
   return readStream(res.body, io, `${provider.name}/${model}`, read);
 }
