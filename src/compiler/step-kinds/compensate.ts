@@ -14,7 +14,7 @@ import { envRefName } from "../env-refs.ts";
 import { checkExpression, rootPaths } from "../expressions.ts";
 import { splitTemplate } from "../templates.ts";
 import type { DataPath } from "../yaml-source.ts";
-import { type Obj, type StepCompileContext, stepPath } from "./step-base.ts";
+import { compileRetry, type Obj, type StepCompileContext, stepPath } from "./step-base.ts";
 
 /** Default: 10 attempts, back-off from 1 s doubling to 300 s (docs/file-format.md). */
 export const COMPENSATION_RETRY: RetryPolicy = { maxAttempts: 10, backoffMs: 1_000, maxBackoffMs: 300_000 };
@@ -104,18 +104,7 @@ export function compileCompensate(
       : isObject(comp.webhook) && typeof comp.webhook.timeout_s === "number"
         ? comp.webhook.timeout_s
         : COMPENSATION_TIMEOUT_S;
-  return { webhook, workflow, retry: retryOf(comp.retry), timeoutS };
-}
-
-function retryOf(r: unknown): RetryPolicy {
-  if (!isObject(r) || typeof r.max_attempts !== "number") return COMPENSATION_RETRY;
-  const backoffS = typeof r.backoff_s === "number" ? r.backoff_s : 1;
-  const maxBackoffS = typeof r.max_backoff_s === "number" ? r.max_backoff_s : 300;
-  return {
-    maxAttempts: r.max_attempts,
-    backoffMs: Math.round(backoffS * 1000),
-    maxBackoffMs: Math.round(Math.max(backoffS, maxBackoffS) * 1000),
-  };
+  return { webhook, workflow, retry: compileRetry(comp, 300) ?? COMPENSATION_RETRY, timeoutS };
 }
 
 /** Every `{{ }}` of `v` reads only what a compensation can read. */

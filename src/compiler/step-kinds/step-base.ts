@@ -68,12 +68,15 @@ export interface StepCompileContext {
 /** What every compiled step carries, whatever its kind (the bundle's type). */
 export type { StepBase };
 
-/** `retry` of step `i` (the structure check has checked its fields and ranges), or null. */
-export function compileRetry(s: Obj): RetryPolicy | null {
+/**
+ * `retry` of step `i` (the structure check has checked its fields and ranges), or null;
+ * `maxBackoffS`: the longest back-off when the block names none (a step's 60 s, a compensation's 300 s).
+ */
+export function compileRetry(s: Obj, maxBackoffDefaultS = 60): RetryPolicy | null {
   const r = s.retry;
   if (!isObject(r) || typeof r.max_attempts !== "number") return null;
   const backoffS = typeof r.backoff_s === "number" ? r.backoff_s : 1;
-  const maxBackoffS = typeof r.max_backoff_s === "number" ? r.max_backoff_s : 60;
+  const maxBackoffS = typeof r.max_backoff_s === "number" ? r.max_backoff_s : maxBackoffDefaultS;
   return {
     maxAttempts: r.max_attempts,
     backoffMs: Math.round(backoffS * 1000),
