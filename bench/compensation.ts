@@ -16,13 +16,13 @@
  *
  * Writes bench/compensation-results.md. Not part of `npm test`. Network: 127.0.0.1 only.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { compileProject } from "../src/compiler/index.ts";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
 import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
 import { interleaved, oursRunner, type Runner } from "./latency.ts";
+import { ownBundleConfig } from "./own-bundle.ts";
 import { pipelineName, pipelineYaml } from "./pipelines.ts";
 
 const quick = process.argv.includes("--quick");
@@ -73,33 +73,6 @@ function sagaYaml(name: string, undo: boolean): string {
   return `${lines.join("\n")}\n`;
 }
 
-function buildBundle(): string {
-  const wfDir = join(tmp, "workflows");
-  rmSync(wfDir, { recursive: true, force: true });
-  mkdirSync(wfDir, { recursive: true });
-  writeFileSync(join(wfDir, `${pipelineName(STEPS)}.workflow.yaml`), pipelineYaml(STEPS));
-  writeFileSync(join(wfDir, "bench-saga.workflow.yaml"), sagaYaml("bench-saga", true));
-  writeFileSync(join(wfDir, "bench-saga-plain.workflow.yaml"), sagaYaml("bench-saga-plain", false));
-  const result = compileProject(wfDir);
-  if (!result.bundle)
-    throw new Error(
-      `the bench workflows do not compile:\n${result.diagnostics.map((d) => d.text).join("\n")}`,
-    );
-  const bundlePath = join(tmp, "bundle.json");
-  writeFileSync(bundlePath, JSON.stringify(result.bundle));
-  return bundlePath;
-}
-
-/** bench/wrangler.bench.toml with an absolute entry and this bench's bundle. */
-function writeConfig(bundlePath: string): string {
-  const text = readFileSync(join(ROOT, "bench/wrangler.bench.toml"), "utf8")
-    .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(join(ROOT, "bench/entry.ts"))}`)
-    .replace(/^"workflow-bundle"\s*=.*$/m, `"workflow-bundle" = ${JSON.stringify(bundlePath)}`);
-  const path = join(tmp, "wrangler.toml");
-  writeFileSync(path, text);
-  return path;
-}
-
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
@@ -108,7 +81,12 @@ const median = (xs: number[]) => {
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
   log("compiling the compensation bench workflows and bundling bench/entry.ts");
-  const { scriptPath } = bundleWorker(writeConfig(buildBundle()), join(tmp, "out"), "entry.ts");
+  const config = ownBundleConfig(tmp, {
+    [`${pipelineName(STEPS)}.workflow.yaml`]: pipelineYaml(STEPS),
+    "bench-saga.workflow.yaml": sagaYaml("bench-saga", true),
+    "bench-saga-plain.workflow.yaml": sagaYaml("bench-saga-plain", false),
+  });
+  const { scriptPath } = bundleWorker(config, join(tmp, "out"), "entry.ts");
   const target = await startWebhookTarget();
   const targetUrl = `http://127.0.0.1:${target.port}`;
   const persist = join(tmp, "state");

@@ -13,12 +13,12 @@
  * served by Miniflare as in `npm run bench`, but with its own bundle and webhooks to 127.0.0.1
  * allowed. Not part of `npm test`. Network: 127.0.0.1 only.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { compileProject } from "../src/compiler/index.ts";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
 import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
+import { ownBundleConfig } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const RUNS = quick ? 3 : 10;
@@ -66,36 +66,10 @@ function quantile(sorted: number[], q: number): number {
   return sorted[i] as number;
 }
 
-function buildBundle(): string {
-  const wfDir = join(tmp, "workflows");
-  rmSync(wfDir, { recursive: true, force: true });
-  mkdirSync(wfDir, { recursive: true });
-  writeFileSync(join(wfDir, "bench-fanout.workflow.yaml"), WORKFLOW);
-  const result = compileProject(wfDir);
-  if (!result.bundle) {
-    throw new Error(
-      `the bench workflow does not compile:\n${result.diagnostics.map((d) => d.text).join("\n")}`,
-    );
-  }
-  const bundlePath = join(tmp, "bundle.json");
-  writeFileSync(bundlePath, JSON.stringify(result.bundle));
-  return bundlePath;
-}
-
-/** bench/wrangler.bench.toml with an absolute entry and this bench's bundle. */
-function writeConfig(bundlePath: string): string {
-  const text = readFileSync(join(ROOT, "bench/wrangler.bench.toml"), "utf8")
-    .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(join(ROOT, "bench/entry.ts"))}`)
-    .replace(/^"workflow-bundle"\s*=.*$/m, `"workflow-bundle" = ${JSON.stringify(bundlePath)}`);
-  const path = join(tmp, "wrangler.toml");
-  writeFileSync(path, text);
-  return path;
-}
-
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
   log(`compiling a ${ITEMS}-item webhook fan-out and bundling bench/entry.ts`);
-  const config = writeConfig(buildBundle());
+  const config = ownBundleConfig(tmp, { "bench-fanout.workflow.yaml": WORKFLOW });
   const { scriptPath } = bundleWorker(config, join(tmp, "out"), "entry.ts");
   const target = await startWebhookTarget();
   const persist = join(tmp, "state");

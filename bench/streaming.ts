@@ -16,13 +16,13 @@
  *
  * Writes bench/streaming-results.md. Not part of `npm test`. Network: 127.0.0.1 only.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { compileProject } from "../src/compiler/index.ts";
 import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
+import { ownBundleConfig } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const RUNS = quick ? 5 : 30;
@@ -59,32 +59,6 @@ pipeline:
 ${stream ? "    stream: true\n" : ""}    model: { group: fake }
     params: { prompt: "{{ params.key }}" }
 `;
-
-function buildBundle(): string {
-  const wfDir = join(tmp, "workflows");
-  rmSync(wfDir, { recursive: true, force: true });
-  mkdirSync(wfDir, { recursive: true });
-  writeFileSync(join(wfDir, "gateway.yaml"), GATEWAY);
-  writeFileSync(join(wfDir, "bench-stream.workflow.yaml"), workflow("bench-stream", true));
-  writeFileSync(join(wfDir, "bench-no-stream.workflow.yaml"), workflow("bench-no-stream", false));
-  const result = compileProject(wfDir);
-  if (!result.bundle)
-    throw new Error(
-      `the bench workflows do not compile:\n${result.diagnostics.map((d) => d.text).join("\n")}`,
-    );
-  const bundlePath = join(tmp, "bundle.json");
-  writeFileSync(bundlePath, JSON.stringify(result.bundle));
-  return bundlePath;
-}
-
-function writeConfig(bundlePath: string): string {
-  const text = readFileSync(join(ROOT, "bench/wrangler.bench.toml"), "utf8")
-    .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(join(ROOT, "bench/entry.ts"))}`)
-    .replace(/^"workflow-bundle"\s*=.*$/m, `"workflow-bundle" = ${JSON.stringify(bundlePath)}`);
-  const path = join(tmp, "wrangler.toml");
-  writeFileSync(path, text);
-  return path;
-}
 
 /** When the provider sent the first and the last chunk of each reply, by the prompt (the run's key). */
 const sent = new Map<string, { first: number; last: number }>();
@@ -133,7 +107,12 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => provider.listen(0, "127.0.0.1", r));
   const port = (provider.address() as AddressInfo).port;
   log("compiling the streaming bench workflows and bundling bench/entry.ts");
-  const { scriptPath } = bundleWorker(writeConfig(buildBundle()), join(tmp, "out"), "entry.ts");
+  const config = ownBundleConfig(tmp, {
+    "gateway.yaml": GATEWAY,
+    "bench-stream.workflow.yaml": workflow("bench-stream", true),
+    "bench-no-stream.workflow.yaml": workflow("bench-no-stream", false),
+  });
+  const { scriptPath } = bundleWorker(config, join(tmp, "out"), "entry.ts");
   const persist = join(tmp, "state");
   rmSync(persist, { recursive: true, force: true });
   const mf = await newMiniflare({
