@@ -16,13 +16,13 @@
  *
  * Writes bench/compensation-results.md. Not part of `npm test`. Network: 127.0.0.1 only.
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
-import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
+import { ROOT } from "./dev-server.ts";
 import { interleaved, oursRunner, type Runner } from "./latency.ts";
-import { ownBundleConfig } from "./own-bundle.ts";
+import { startOwnWorker } from "./own-bundle.ts";
 import { pipelineName, pipelineYaml } from "./pipelines.ts";
 
 const quick = process.argv.includes("--quick");
@@ -81,27 +81,17 @@ const median = (xs: number[]) => {
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
   log("compiling the compensation bench workflows and bundling bench/entry.ts");
-  const config = ownBundleConfig(tmp, {
-    [`${pipelineName(STEPS)}.workflow.yaml`]: pipelineYaml(STEPS),
-    "bench-saga.workflow.yaml": sagaYaml("bench-saga", true),
-    "bench-saga-plain.workflow.yaml": sagaYaml("bench-saga-plain", false),
-  });
-  const { scriptPath } = bundleWorker(config, join(tmp, "out"), "entry.ts");
   const target = await startWebhookTarget();
   const targetUrl = `http://127.0.0.1:${target.port}`;
-  const persist = join(tmp, "state");
-  rmSync(persist, { recursive: true, force: true });
-  const mf = await newMiniflare({
-    scriptPath,
-    resourcePersistencePath: persist,
-    durableObjects: {
-      RUNS: { className: "CountingRunObject", useSQLite: true },
-      RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
-      BARE_RUNS: { className: "BareRunObject", useSQLite: true },
+  const mf = await startOwnWorker(
+    tmp,
+    {
+      [`${pipelineName(STEPS)}.workflow.yaml`]: pipelineYaml(STEPS),
+      "bench-saga.workflow.yaml": sagaYaml("bench-saga", true),
+      "bench-saga-plain.workflow.yaml": sagaYaml("bench-saga-plain", false),
     },
-    workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
-    bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "true", TARGET_URL: targetUrl },
-  });
+    { TARGET_URL: targetUrl },
+  );
   try {
     const base = (await mf.ready).origin;
     const rows = async (runId: string) =>

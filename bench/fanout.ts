@@ -13,12 +13,12 @@
  * served by Miniflare as in `npm run bench`, but with its own bundle and webhooks to 127.0.0.1
  * allowed. Not part of `npm test`. Network: 127.0.0.1 only.
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
-import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
-import { ownBundleConfig } from "./own-bundle.ts";
+import { ROOT } from "./dev-server.ts";
+import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const RUNS = quick ? 3 : 10;
@@ -69,26 +69,12 @@ function quantile(sorted: number[], q: number): number {
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
   log(`compiling a ${ITEMS}-item webhook fan-out and bundling bench/entry.ts`);
-  const config = ownBundleConfig(tmp, { "bench-fanout.workflow.yaml": WORKFLOW });
-  const { scriptPath } = bundleWorker(config, join(tmp, "out"), "entry.ts");
   const target = await startWebhookTarget();
-  const persist = join(tmp, "state");
-  rmSync(persist, { recursive: true, force: true });
-  const mf = await newMiniflare({
-    scriptPath,
-    resourcePersistencePath: persist,
-    durableObjects: {
-      RUNS: { className: "CountingRunObject", useSQLite: true },
-      RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
-      BARE_RUNS: { className: "BareRunObject", useSQLite: true },
-    },
-    workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
-    bindings: {
-      RUN_RETENTION_S: "604800",
-      ALLOW_PRIVATE_WEBHOOKS: "true",
-      TARGET_URL: `http://127.0.0.1:${target.port}`,
-    },
-  });
+  const mf = await startOwnWorker(
+    tmp,
+    { "bench-fanout.workflow.yaml": WORKFLOW },
+    { TARGET_URL: `http://127.0.0.1:${target.port}` },
+  );
   const stop = async () => {
     await mf.dispose();
     await target.close();

@@ -1,12 +1,13 @@
 /**
  * A bench phase with workflows of its own (npm run bench:fanout, bench:compensation,
- * bench:streaming): its files compiled with our compiler into `tmp/bundle.json`, and
- * bench/wrangler.bench.toml pointed at that bundle, for `bundleWorker` (bench/dev-server.ts).
+ * bench:streaming): its files compiled with our compiler into `tmp/bundle.json`,
+ * bench/wrangler.bench.toml pointed at that bundle, and bench/entry.ts bundled and served by
+ * Miniflare on fresh storage with the bindings the phase gives.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compileProject } from "../src/compiler/index.ts";
-import { ROOT } from "./dev-server.ts";
+import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
 
 /** Writes `files` (name → YAML) into `tmp/workflows`, compiles them, and returns the config to bundle with. */
 export function ownBundleConfig(tmp: string, files: Record<string, string>): string {
@@ -27,4 +28,26 @@ export function ownBundleConfig(tmp: string, files: Record<string, string>): str
   const config = join(tmp, "wrangler.toml");
   writeFileSync(config, text);
   return config;
+}
+
+/** bench/entry.ts with `files` as its workflows, on a Miniflare of its own (fresh storage in `tmp/state`). */
+export async function startOwnWorker(
+  tmp: string,
+  files: Record<string, string>,
+  bindings: Record<string, string>,
+) {
+  const { scriptPath } = bundleWorker(ownBundleConfig(tmp, files), join(tmp, "out"), "entry.ts");
+  const persist = join(tmp, "state");
+  rmSync(persist, { recursive: true, force: true });
+  return newMiniflare({
+    scriptPath,
+    resourcePersistencePath: persist,
+    durableObjects: {
+      RUNS: { className: "CountingRunObject", useSQLite: true },
+      RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
+      BARE_RUNS: { className: "BareRunObject", useSQLite: true },
+    },
+    workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
+    bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "true", ...bindings },
+  });
 }

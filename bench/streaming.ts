@@ -16,13 +16,13 @@
  *
  * Writes bench/streaming-results.md. Not part of `npm test`. Network: 127.0.0.1 only.
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
-import { ownBundleConfig } from "./own-bundle.ts";
+import { ROOT } from "./dev-server.ts";
+import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const RUNS = quick ? 5 : 30;
@@ -107,30 +107,15 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => provider.listen(0, "127.0.0.1", r));
   const port = (provider.address() as AddressInfo).port;
   log("compiling the streaming bench workflows and bundling bench/entry.ts");
-  const config = ownBundleConfig(tmp, {
-    "gateway.yaml": GATEWAY,
-    "bench-stream.workflow.yaml": workflow("bench-stream", true),
-    "bench-no-stream.workflow.yaml": workflow("bench-no-stream", false),
-  });
-  const { scriptPath } = bundleWorker(config, join(tmp, "out"), "entry.ts");
-  const persist = join(tmp, "state");
-  rmSync(persist, { recursive: true, force: true });
-  const mf = await newMiniflare({
-    scriptPath,
-    resourcePersistencePath: persist,
-    durableObjects: {
-      RUNS: { className: "CountingRunObject", useSQLite: true },
-      RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
-      BARE_RUNS: { className: "BareRunObject", useSQLite: true },
+  const mf = await startOwnWorker(
+    tmp,
+    {
+      "gateway.yaml": GATEWAY,
+      "bench-stream.workflow.yaml": workflow("bench-stream", true),
+      "bench-no-stream.workflow.yaml": workflow("bench-no-stream", false),
     },
-    workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
-    bindings: {
-      RUN_RETENTION_S: "604800",
-      ALLOW_PRIVATE_WEBHOOKS: "true",
-      MODEL_BASE_URL: `http://127.0.0.1:${port}`,
-      MODEL_API_KEY: "bench-model-key-0001",
-    },
-  });
+    { MODEL_BASE_URL: `http://127.0.0.1:${port}`, MODEL_API_KEY: "bench-model-key-0001" },
+  );
   try {
     const base = (await mf.ready).origin;
     const now = () => performance.timeOrigin + performance.now();
