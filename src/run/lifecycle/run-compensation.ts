@@ -23,7 +23,7 @@ import { emptyMetrics, type StepContext, StepError, type StepRecord } from "../.
 import { compensationEvent, type RunEvent } from "../events/events.ts";
 import type { CompensationStep, RunDoc } from "../run-doc.ts";
 import { compensationPlan, type PlannedCompensation } from "./compensation-plan.ts";
-import type { LifecycleRuntime } from "./run-engine.ts";
+import { type LifecycleRuntime, worldOf } from "./run-engine.ts";
 
 /** What the phase needs of its run. */
 export interface CompensationHost {
@@ -255,19 +255,9 @@ export class Compensator {
           try {
             await runPipeline(
               {
-                bundle: doc.def,
-                runId: doc.run_id,
-                env: stringEnv(runtime.env),
-                executors: runtime.executors,
-                masker,
-                fetch: runtime.fetch,
-                tools: runtime.tools,
-                ai: runtime.ai,
-                now: () => runtime.clock.now(),
-                clock: runtime.clock,
+                ...worldOf(doc, runtime, masker),
                 restored: new Map(),
                 records: new Map(),
-                outboundLimit: runtime.outboundLimit,
                 approvals: () => ({ request: refuse }),
                 waits: () => ({ wait: refuse }),
                 onStepFinished: () => {},

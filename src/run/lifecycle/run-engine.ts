@@ -115,6 +115,44 @@ function stopped(reason: unknown): EngineEnd {
   return { how: reason instanceof RunAbort && reason.kind === "canceled" ? "canceled" : "timeout" };
 }
 
+/**
+ * What a run's pipelines reach the world with (its own, and a compensation's sub-workflow:
+ * run-compensation.ts): its definition and id, the environment, the executors, the masker,
+ * outbound fetch, tool servers, Workers AI, the clock and the outbound limit.
+ */
+export function worldOf(
+  doc: RunDoc,
+  runtime: LifecycleRuntime,
+  masker: Masker,
+): Pick<
+  RunHost,
+  | "bundle"
+  | "runId"
+  | "env"
+  | "executors"
+  | "masker"
+  | "fetch"
+  | "tools"
+  | "ai"
+  | "now"
+  | "clock"
+  | "outboundLimit"
+> {
+  return {
+    bundle: doc.def,
+    runId: doc.run_id,
+    env: stringEnv(runtime.env),
+    executors: runtime.executors,
+    masker,
+    fetch: runtime.fetch,
+    tools: runtime.tools,
+    ai: runtime.ai,
+    now: () => runtime.clock.now(),
+    clock: runtime.clock,
+    outboundLimit: runtime.outboundLimit,
+  };
+}
+
 /** Runs the pipeline of `r.doc` to its end. */
 function runEngine(r: EngineRun, signal: AbortSignal, events: EngineEvents): Promise<void> {
   const { doc, wf, store, books, runtime, masker } = r;
@@ -124,13 +162,7 @@ function runEngine(r: EngineRun, signal: AbortSignal, events: EngineEvents): Pro
     store.saveDoc(doc);
   });
   const host: RunHost = {
-    bundle: doc.def,
-    runId: doc.run_id,
-    env: stringEnv(runtime.env),
-    executors: runtime.executors,
-    masker,
-    fetch: runtime.fetch,
-    tools: runtime.tools,
+    ...worldOf(doc, runtime, masker),
     approvals: (path) => {
       const inner: ApprovalHost = {
         request: (req, signal, waiting) => books.approvals(doc).request(path, req, signal, waiting),
@@ -145,13 +177,9 @@ function runEngine(r: EngineRun, signal: AbortSignal, events: EngineEvents): Pro
       // Masked like everything stored: a conversation can quote a secret passed to a tool server.
       save: (state) => store.saveCheckpoint(path, masker.maskJson(state)),
     }),
-    ai: runtime.ai,
     trace: r.trace,
-    now: () => runtime.clock.now(),
-    clock: runtime.clock,
     restored,
     records: r.records,
-    outboundLimit: runtime.outboundLimit,
     onStepStarted: (path, rec) => {
       events.running();
       events.stepChanged(path, rec);
