@@ -12,15 +12,70 @@ import { defineConfig } from "vitest/config";
 
 const testBundle = fileURLToPath(new URL("./test/generated/bundle.json", import.meta.url));
 
-/** The rate limit bindings the fixtures are compiled against (test/fixtures/wrangler.toml), for Miniflare. */
-function fixtureRateLimits() {
-  const toml = parse(readFileSync(new URL("./test/fixtures/wrangler.toml", import.meta.url), "utf8")) as {
-    ratelimits?: Array<{ name: string; namespace_id: string; simple: { limit: number; period?: 10 | 60 } }>;
+interface FixtureToml {
+  ratelimits?: Array<{ name: string; namespace_id: string; simple: { limit: number; period?: 10 | 60 } }>;
+  queues?: {
+    consumers?: Array<{
+      queue: string;
+      max_batch_size?: number;
+      max_batch_timeout?: number;
+      max_retries?: number;
+      dead_letter_queue?: string;
+      retry_delay?: number;
+    }>;
   };
+}
+
+/** The wrangler.toml the fixtures are compiled against (test/fixtures/wrangler.toml). */
+const fixtureToml = parse(
+  readFileSync(new URL("./test/fixtures/wrangler.toml", import.meta.url), "utf8"),
+) as FixtureToml;
+
+/** The fixtures' rate limit bindings, for Miniflare. */
+function fixtureRateLimits() {
   return Object.fromEntries(
-    (toml.ratelimits ?? []).map((r) => [r.name, { namespace_id: r.namespace_id, simple: r.simple }]),
+    (fixtureToml.ratelimits ?? []).map((r) => [r.name, { namespace_id: r.namespace_id, simple: r.simple }]),
   );
 }
+
+/** The fixtures' queue consumers, for Miniflare (our Worker consumes them, as wrangler.toml says). */
+function fixtureQueueConsumers() {
+  return Object.fromEntries(
+    (fixtureToml.queues?.consumers ?? []).map((c) => [
+      c.queue,
+      {
+        maxBatchSize: c.max_batch_size,
+        maxBatchTimeout: c.max_batch_timeout,
+        maxRetries: c.max_retries,
+        deadLetterQueue: c.dead_letter_queue,
+        retryDelay: c.retry_delay,
+      },
+    ]),
+  );
+}
+
+/**
+ * The producer Worker a project runs beside ours locally (dev/queue-producer.js), here for the
+ * fixtures' queues: it sends to them and consumes their dead-letter queues; tests reach it
+ * through `QUEUE_PRODUCER`.
+ */
+const queueProducer = {
+  name: "queue-producer",
+  modules: true,
+  scriptPath: "./dev/queue-producer.js",
+  compatibilityDate: "2026-10-20",
+  queueProducers: Object.fromEntries(
+    (fixtureToml.queues?.consumers ?? []).map((c) => [
+      c.queue.toUpperCase().replace(/-/g, "_"),
+      { queueName: c.queue },
+    ]),
+  ),
+  queueConsumers: Object.fromEntries(
+    (fixtureToml.queues?.consumers ?? [])
+      .filter((c) => c.dead_letter_queue)
+      .map((c) => [c.dead_letter_queue as string, { maxBatchTimeout: 0.1 }]),
+  ),
+};
 
 /**
  * Vite's messages less one warning: stripe and standardwebhooks ship source maps naming sources
@@ -86,6 +141,9 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               ratelimits: fixtureRateLimits(),
+              queueConsumers: fixtureQueueConsumers(),
+              serviceBindings: { QUEUE_PRODUCER: "queue-producer" },
+              workers: [queueProducer],
               bindings: {
                 ALLOW_PRIVATE_WEBHOOKS: "true",
                 TARGET_URL: `http://127.0.0.1:${inject<number>("targetPort")}`,

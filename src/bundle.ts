@@ -10,6 +10,7 @@
 
 import type { CompiledAgent, CompiledGateway } from "./bundle/agents.ts";
 import type { CompiledStep } from "./bundle/steps.ts";
+import type { CompiledEmail } from "./bundle/triggers.ts";
 import type { EnvDecl, JsonObject, JsonSchema, Template } from "./bundle/values.ts";
 
 export * from "./bundle/agents.ts";
@@ -52,6 +53,10 @@ export interface CompiledWorkflow {
   invoke: CompiledInvoke;
   /** `schedule` entries: one run per entry whose cron fires (root workflows only). */
   schedule: CompiledSchedule[];
+  /** `invoke.queue`: the Cloudflare Queue whose messages each start a run (root workflows only). */
+  queue: string | null;
+  /** `invoke.email`: the addresses whose mail starts a run (root workflows only). */
+  email: CompiledEmail | null;
   policy: {
     /** null: no budget. */
     costBudgetUsd: number | null;

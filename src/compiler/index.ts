@@ -25,6 +25,7 @@ import { checkServerHosts } from "./server-hosts.ts";
 import { checkStructure } from "./structure-check.ts";
 import { compileTestFiles, findTestFiles } from "./test-files/compile.ts";
 import type { TestSuite } from "./test-files/suite.ts";
+import { checkTriggerOwners } from "./triggers/trigger-owners.ts";
 import { compileWorkflow, type FieldRead } from "./workflow.ts";
 import { wranglerConfigReader } from "./wrangler-config.ts";
 import { loadYaml, type SourceFile } from "./yaml-source.ts";
@@ -171,6 +172,7 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
   };
   checkCalls(body, files, sink);
   checkServerHosts(body, files, sink);
+  checkTriggerOwners(body, files, sink);
   warnUnknownFields(body, fieldReads, sink);
   tests = compileTestFiles(findTestFiles(dir).map(load), body, sink);
   if (sink.errorCount > 0) return finish(null);

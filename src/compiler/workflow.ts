@@ -417,6 +417,8 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     auth: triggers.auth,
     invoke: triggers.invoke,
     schedule: triggers.schedule,
+    queue: triggers.queue,
+    email: triggers.email,
     ...(triggers.notify.length > 0 ? { notify: triggers.notify } : {}),
     ...(triggers.cancelOn.length > 0 ? { cancelOn: triggers.cancelOn } : {}),
     policy: { costBudgetUsd, timeoutS, timeoutSet },

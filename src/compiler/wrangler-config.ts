@@ -1,8 +1,10 @@
 /**
  * The facts of wrangler.toml a workflow depends on: the cron triggers (`[triggers] crons`) its
- * `schedule` entries need, and the Rate Limiting bindings (`[[ratelimits]]`) its
- * `invoke.rate_limit` names. A schedule whose cron is not a trigger would never fire, and a
- * missing binding would fail every invoke, so both are build errors that show the lines to add.
+ * `schedule` entries need, the Rate Limiting bindings (`[[ratelimits]]`) its `invoke.rate_limit`
+ * names, and the queue consumers (`[[queues.consumers]]`) its `invoke.queue` needs. A schedule
+ * whose cron is not a trigger would never fire, a queue the Worker does not consume never starts a
+ * run, and a missing binding would fail every invoke, so each is a build error that shows the
+ * lines to add.
  * The file is read once, lazily (projects without schedules or rate limits never need it), with
  * a maintained TOML parser; wrangler reads the same file.
  */
@@ -24,6 +26,13 @@ export interface WranglerFacts {
   found: boolean;
   crons: string[];
   ratelimits: Map<string, RateLimitBinding>;
+  /** `[[queues.consumers]]` by queue name. */
+  queueConsumers: Map<string, QueueConsumer>;
+}
+
+export interface QueueConsumer {
+  /** `dead_letter_queue`: where a message goes after `max_retries` failed deliveries (null: deleted). */
+  deadLetterQueue: string | null;
 }
 
 /** A reader that parses `abs` at most once, on first use. */
@@ -40,7 +49,13 @@ export function wranglerConfigReader(
 }
 
 function readWranglerConfig(abs: string, display: string, sink: DiagnosticSink): WranglerFacts {
-  const facts: WranglerFacts = { display, found: false, crons: [], ratelimits: new Map() };
+  const facts: WranglerFacts = {
+    display,
+    found: false,
+    crons: [],
+    ratelimits: new Map(),
+    queueConsumers: new Map(),
+  };
   if (!existsSync(abs)) return facts;
   let doc: Record<string, unknown>;
   try {
@@ -66,7 +81,20 @@ function readWranglerConfig(abs: string, display: string, sink: DiagnosticSink):
       });
     }
   }
+  const consumers = isObject(doc.queues) ? doc.queues.consumers : undefined;
+  if (Array.isArray(consumers)) {
+    for (const c of consumers) {
+      if (!isObject(c) || typeof c.queue !== "string") continue;
+      const dlq = typeof c.dead_letter_queue === "string" ? c.dead_letter_queue : null;
+      facts.queueConsumers.set(c.queue, { deadLetterQueue: dlq });
+    }
+  }
   return facts;
+}
+
+/** The `[[queues.consumers]]` block consuming `queue`, for an error message. */
+export function queueConsumerBlock(queue: string): string {
+  return `[[queues.consumers]]\nqueue = "${queue}"\nmax_batch_size = 100\nmax_retries = 3\ndead_letter_queue = "${queue}-dead"`;
 }
 
 /** The `crons = [...]` line with `crons` added, for an error message. */

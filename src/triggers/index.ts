@@ -7,6 +7,8 @@
  */
 import type { TriggerKind } from "../bundle.ts";
 import { runSchedules } from "./cron/schedule.ts";
+import { receiveEmail } from "./email/email.ts";
+import { consumeBatch } from "./queue/queue.ts";
 
 /** The Worker handlers a trigger adds besides `fetch`. */
 export type TriggerHandlers = Partial<Pick<ExportedHandler<Env>, "scheduled" | "queue" | "email">>;
@@ -22,6 +24,20 @@ export const TRIGGERS: Record<TriggerKind, WorkerTrigger> = {
     handlers: {
       async scheduled(controller, env) {
         await runSchedules(controller, env);
+      },
+    },
+  },
+  queue: {
+    handlers: {
+      async queue(batch, env) {
+        await consumeBatch(batch, env);
+      },
+    },
+  },
+  email: {
+    handlers: {
+      async email(message, env) {
+        await receiveEmail(message, env);
       },
     },
   },

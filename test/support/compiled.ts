@@ -16,6 +16,8 @@ export function testWorkflow(overrides: Partial<CompiledWorkflow> = {}): Compile
     auth: null,
     invoke: { headers: [], response: null, rateLimit: null },
     schedule: [],
+    queue: null,
+    email: null,
     policy: { costBudgetUsd: null, timeoutS: 300, timeoutSet: false },
     steps: [],
     ...overrides,

@@ -9,6 +9,7 @@
 import type {
   CompiledAuth,
   CompiledCancelOn,
+  CompiledEmail,
   CompiledInvoke,
   CompiledNotify,
   CompiledRateLimit,
@@ -24,9 +25,11 @@ import { compileTemplate } from "../templates.ts";
 import { rateLimitBlock } from "../wrangler-config.ts";
 import type { DataPath } from "../yaml-source.ts";
 import { compileSchedules } from "./cron/invoke-schedule.ts";
+import { compileEmail } from "./email/invoke-email.ts";
 import type { InvokeContext, TriggerTemplate } from "./invoke-context.ts";
 import { compileCancelOn, compileFlowControl } from "./invoke-flow.ts";
 import { compileNotify } from "./invoke-notify.ts";
+import { compileQueue } from "./queue/invoke-queue.ts";
 import { compileAuth, signatureHeaders } from "./webhook/invoke-auth.ts";
 
 export interface CompiledTriggers {
@@ -35,6 +38,10 @@ export interface CompiledTriggers {
   schedule: CompiledSchedule[];
   notify: CompiledNotify[];
   cancelOn: CompiledCancelOn[];
+  /** `invoke.queue` (queue/invoke-queue.ts). */
+  queue: string | null;
+  /** `invoke.email` (email/invoke-email.ts). */
+  email: CompiledEmail | null;
   /** Checks a `request…` path read by an expression of this workflow, reported at `path`. */
   checkRequestRead(read: string[], path: DataPath, where: string): void;
 }
@@ -101,6 +108,10 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     });
   }
   const headerKeys = headers.map((h) => h.key);
+  const queue = compileQueue(invoke, ctx, err);
+  const email = compileEmail(invoke, ctx, err);
+  /** What a run started by a queue message reads besides the headers (src/triggers/queue/queue.ts). */
+  const queueFields = queue === null ? [] : ["queue", "message_id", "attempts"];
 
   const checkRequestRead = (read: string[], path: DataPath, where: string) => {
     if (read[0] !== "request") return;
@@ -111,11 +122,15 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
       );
       return;
     }
-    if (read[1] === undefined) return;
+    if (read[1] === undefined || queueFields.includes(read[1])) return;
     if (read[1] !== "headers") {
+      const fields = queueFields.map((f) => `, \`request.${f}\``).join("");
+      const note = ["queue", "message_id", "attempts"].includes(read[1])
+        ? " (a run started by a queue message has it: set `invoke.queue`)"
+        : "";
       err(
         path,
-        `${where}: \`request.${read[1]}\` does not exist; the request is read as \`request.headers.<name>\``,
+        `${where}: \`request.${read[1]}\` does not exist${note}; the request is read as \`request.headers.<name>\`${fields}`,
       );
       return;
     }
@@ -248,6 +263,8 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     schedule,
     notify,
     cancelOn,
+    queue,
+    email,
     checkRequestRead,
   };
 }

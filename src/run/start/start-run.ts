@@ -8,6 +8,7 @@
  * make a run that starts now or waits; a workflow that declares none contacts no key.
  */
 import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../../bundle.ts";
+import { sha256Hex } from "../../common/sha256.ts";
 import { createMasker } from "../../engine/mask.ts";
 import { validateJson } from "../../engine/schema.ts";
 import { collectSecrets } from "../../engine/secrets.ts";
@@ -163,7 +164,6 @@ function canonical(v: Json): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as JsonObject)[k] ?? null)}`).join(",")}}`;
 }
 
-async function canonicalHash(v: Json): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonical(v)));
-  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+function canonicalHash(v: Json): Promise<string> {
+  return sha256Hex(canonical(v));
 }

@@ -10,6 +10,7 @@
  * `decide_url`; it is signed like a webhook step's `sign` when the policy gives a key.
  */
 import type { Json } from "../../bundle.ts";
+import { sha256Hex } from "../../common/sha256.ts";
 import type { Masker } from "../../engine/mask.ts";
 import type {
   ApprovalOutcome,
@@ -70,8 +71,7 @@ export function publicApproval(rec: ApprovalRecord): ApprovalRecord {
 
 /** `apr_` + 32 hex digits of SHA-256(run, step path, key): the same for the same call after a resume. */
 export async function approvalId(runId: string, path: string, key: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${runId}\n${path}\n${key}`));
-  const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const hex = await sha256Hex(`${runId}\n${path}\n${key}`);
   return `apr_${hex.slice(0, 32)}`;
 }
 

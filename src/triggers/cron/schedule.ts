@@ -15,6 +15,7 @@ import { firesAt, isUtc } from "../../common/local-time.ts";
 import { collectSecrets } from "../../engine/secrets.ts";
 import { recordRequest } from "../../run/start/run-request.ts";
 import { startRun } from "../../run/start/start-run.ts";
+import { publicOrigin } from "../public-origin.ts";
 
 const bundle: Bundle = workflowBundle;
 
@@ -74,20 +75,4 @@ export async function runSchedules(event: ScheduledEvent, env: Env): Promise<num
 /** Whether `entry` fires at `instant`, the time of an event of UTC cron `cron`. */
 function due(entry: CompiledSchedule, cron: string, instant: number): boolean {
   return isUtc(entry.timezone) ? entry.cron === cron : firesAt(entry, instant);
-}
-
-/**
- * The origin a scheduled run's absolute URLs (an approval's `decide_url`) start with: no invoke
- * started the run, so it is the Worker's public URL from the optional `PUBLIC_URL` var; without
- * it (or when it is not an http(s) URL) those URLs stay relative.
- */
-export function publicOrigin(env: Env): string | null {
-  const raw = (env as unknown as Record<string, unknown>).PUBLIC_URL;
-  if (typeof raw !== "string" || raw.trim() === "") return null;
-  try {
-    const url = new URL(raw.trim());
-    return url.protocol === "https:" || url.protocol === "http:" ? url.origin : null;
-  } catch {
-    return null;
-  }
 }

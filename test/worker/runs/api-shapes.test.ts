@@ -104,7 +104,7 @@ describe("the API's answers match schema/api.schema.json", () => {
 });
 
 describe("the front page", () => {
-  it("lists every invocable workflow as JSON, with its auth scheme, schedules and run links, and no secret", async () => {
+  it("lists every invocable workflow as JSON, with its auth scheme, triggers and run links, and no secret", async () => {
     const res = await call("/", { headers: { accept: "application/json" } });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { workflows: Array<Record<string, unknown>> };
@@ -112,6 +112,14 @@ describe("the front page", () => {
     const basic = body.workflows.find((w) => w.name === "basic");
     expect(basic).toMatchObject({ runs_url: "/runs?workflow=basic", view_url: "/view/runs?workflow=basic" });
     expect(body.workflows.find((w) => w.name === "auth-bearer")?.auth).toBe("bearer");
+    expect(body.workflows.find((w) => w.name === "trig-queue")).toMatchObject({
+      queue: "fixture-orders",
+      email: [],
+    });
+    expect(body.workflows.find((w) => w.name === "trig-email")).toMatchObject({
+      queue: null,
+      email: ["support@fixture.example", "*@tickets.fixture.example"],
+    });
     const text = JSON.stringify(body);
     // No env value (every secret of the test Worker is one) appears in it.
     for (const value of Object.values(env as unknown as Record<string, unknown>)) {
@@ -126,5 +134,7 @@ describe("the front page", () => {
     const html = await res.text();
     expect(html).toContain('<tr data-workflow="basic">');
     expect(html).toContain('href="/view/runs?workflow=basic"');
+    expect(html).toContain("<div>queue fixture-orders</div>");
+    expect(html).toContain("<div>email support@fixture.example, *@tickets.fixture.example</div>");
   });
 });
