@@ -31,6 +31,7 @@ describe("workflows/ examples", () => {
       "repo-reindex",
       "slack-app",
       "standup-reminder",
+      "stock-updates",
       "support-triage",
       "tenant-events",
     ]);
