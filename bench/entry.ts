@@ -24,6 +24,7 @@ import { type IndexRow, type RecordAnswer, recordRun } from "../src/run/listing/
 import { BUCKET_MS, type ShardRef } from "../src/run/listing/listing-layout.ts";
 import { RunIndex } from "../src/run/listing/run-index.ts";
 import { RunObject } from "../src/run/object/run-object.ts";
+import { consumeBatch } from "../src/triggers/queue/queue.ts";
 
 interface BenchEnv {
   RUNS: DurableObjectNamespace;
@@ -33,6 +34,8 @@ interface BenchEnv {
   RUN_INDEX: DurableObjectNamespace;
   BARE_RUNS: DurableObjectNamespace<BareRunObject>;
   BENCH_WF: Workflow<BenchParams>;
+  /** The queue `npm run bench:queues` sends to (its own Miniflare only). */
+  BENCH_QUEUE?: Queue<unknown>;
 }
 
 /** The payload every pipeline transforms: a few order lines, each step bumps `n`. */
@@ -355,6 +358,14 @@ async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Respon
     const stub = ns.get(ns.idFromName(url.searchParams.get("name") ?? "")) as unknown as CountingFlowKey;
     return Response.json(await stub.benchWrites());
   }
+  if (url.pathname === "/bench/queue-send" && env.BENCH_QUEUE) {
+    // What a producer Worker does: one sendBatch per 100 messages (the Queues limit per call).
+    const bodies = (await req.json()) as unknown[];
+    for (let i = 0; i < bodies.length; i += 100) {
+      await env.BENCH_QUEUE.sendBatch(bodies.slice(i, i + 100).map((body) => ({ body })));
+    }
+    return Response.json({ sent: bodies.length });
+  }
   if (url.pathname === "/bench/index-stats") return Response.json(currentIndexStats());
   if (url.pathname === "/bench/shard-writes") return shardWrites(env, url);
   return new Response("no such bench route", { status: 404 });
@@ -376,5 +387,9 @@ export default {
     }
     if (url.pathname.startsWith("/bench/")) return benchRoute(req, env, url);
     return app.fetch(req, env as unknown as Env, ctx);
+  },
+  // The queue trigger as deployed (npm run bench:queues).
+  async queue(batch: MessageBatch<unknown>, env: BenchEnv): Promise<void> {
+    await consumeBatch(batch, env as unknown as Env);
   },
 };

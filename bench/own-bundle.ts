@@ -9,13 +9,17 @@ import { join } from "node:path";
 import { compileProject } from "../src/compiler/index.ts";
 import { bundleWorker, newMiniflare, ROOT } from "./dev-server.ts";
 
-/** Writes `files` (name → YAML) into `tmp/workflows`, compiles them, and returns the config to bundle with. */
+/**
+ * Writes `files` (name → YAML) into `tmp/workflows`, compiles them, and returns the config to
+ * bundle with. A `wrangler.toml` among them is what the build checks the workflows against (a
+ * phase's queue consumers).
+ */
 export function ownBundleConfig(tmp: string, files: Record<string, string>): string {
   const wfDir = join(tmp, "workflows");
   rmSync(wfDir, { recursive: true, force: true });
   mkdirSync(wfDir, { recursive: true });
   for (const [name, text] of Object.entries(files)) writeFileSync(join(wfDir, name), text);
-  const result = compileProject(wfDir);
+  const result = compileProject(wfDir, { wranglerConfig: join(wfDir, "wrangler.toml") });
   if (!result.bundle)
     throw new Error(
       `the bench workflows do not compile:\n${result.diagnostics.map((d) => d.text).join("\n")}`,
@@ -30,11 +34,15 @@ export function ownBundleConfig(tmp: string, files: Record<string, string>): str
   return config;
 }
 
-/** bench/entry.ts with `files` as its workflows, on a Miniflare of its own (fresh storage in `tmp/state`). */
+/**
+ * bench/entry.ts with `files` as its workflows, on a Miniflare of its own (fresh storage in
+ * `tmp/state`); `extra` adds Worker options (a phase's queues).
+ */
 export async function startOwnWorker(
   tmp: string,
   files: Record<string, string>,
   bindings: Record<string, string>,
+  extra: Record<string, unknown> = {},
 ) {
   const { scriptPath } = bundleWorker(ownBundleConfig(tmp, files), join(tmp, "out"), "entry.ts");
   const persist = join(tmp, "state");
@@ -49,5 +57,6 @@ export async function startOwnWorker(
     },
     workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
     bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "true", ...bindings },
+    ...extra,
   });
 }
