@@ -2,7 +2,8 @@
  * The trigger examples of workflows/ under `wrangler dev` with the project's wrangler.toml (its
  * cron trigger and rate limit binding), over real HTTP: a GitHub delivery signed by GitHub's own
  * library, the Slack handshake and slash command, the nightly schedule fired through wrangler's
- * /cdn-cgi/local/scheduled, a JSON body sent without any content type, and the viewer showing
+ * /cdn-cgi/local/scheduled, support-triage started by mail through /cdn-cgi/local/email, a JSON
+ * body sent without any content type, and the viewer showing
  * the request headers a run recorded.
  */
 import { createHmac } from "node:crypto";
@@ -33,6 +34,10 @@ beforeAll(async () => {
       SLACK_SIGNING_SECRET: SLACK_SECRET,
       DIGEST_TOKEN: "e2e-digest-token-123",
       ADMIN_TOKEN,
+      SUPPORT_API_TOKEN: "e2e-support-token-123",
+      HELPDESK_URL: `http://127.0.0.1:${target.port}/echo?key=${chatKey}-helpdesk`,
+      HELPDESK_TOKEN: "e2e-helpdesk-token-123",
+      PAGER_URL: `http://127.0.0.1:${target.port}/echo?key=${chatKey}-pager`,
     },
     "workflows",
   );
@@ -161,6 +166,61 @@ describe("nightly-digest example", () => {
     await fire();
     await new Promise((r) => setTimeout(r, 1500));
     expect((await digests()).length).toBe(1);
+  });
+});
+
+describe("support-triage example by mail (wrangler's local email endpoint)", () => {
+  const mail = (id: string) =>
+    [
+      "From: Ada <ada@customer.example>",
+      "To: support@example.com",
+      "Subject: =?UTF-8?Q?Export_=C3=A9chou=C3=A9?=",
+      `Message-ID: ${id}`,
+      "Date: Sat, 28 Nov 2026 09:00:00 +0000",
+      "",
+      "The CSV export fails.",
+      "",
+    ].join("\r\n");
+  const send = (to: string, raw: string) =>
+    fetch(`${worker.url}/cdn-cgi/local/email?from=ada@customer.example&to=${encodeURIComponent(to)}`, {
+      method: "POST",
+      body: raw,
+    });
+
+  it("starts a run from a mail to support@, once however often it is sent", async () => {
+    const id = `<e2e-${crypto.randomUUID()}@customer.example>`;
+    const res = await send("support@example.com", mail(id));
+    expect(await res.text()).toBe("Worker successfully processed email");
+    expect(res.status).toBe(200);
+    await send("support@example.com", mail(id));
+    const runs = async () => {
+      const list = (await (
+        await fetch(`${worker.url}/runs?workflow=support-triage`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        })
+      ).json()) as { runs: Array<{ run_id: string }> };
+      const envelopes = await Promise.all(
+        list.runs.map(
+          async (r) =>
+            (await (
+              await fetch(`${worker.url}/runs/${r.run_id}`, {
+                headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+              })
+            ).json()) as { params: { message_id?: string; subject?: string } },
+        ),
+      );
+      return envelopes.filter((e) => e.params.message_id === id);
+    };
+    await expect.poll(async () => (await runs()).length, { timeout: 15_000 }).toBe(1);
+    expect((await runs())[0]?.params.subject).toBe("Export échoué");
+  });
+
+  it("bounces mail to an address no workflow takes, with its code", async () => {
+    const res = await send("nobody@example.com", mail(`<e2e-${crypto.randomUUID()}@customer.example>`));
+    expect(res.status).toBe(400);
+    expect(await res.text()).toBe(
+      "Worker rejected email with the following reason: no_workflow: no workflow takes mail to nobody@example.com",
+    );
   });
 });
 
