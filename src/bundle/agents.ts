@@ -65,11 +65,25 @@ export interface CompiledServer {
   description: string | null;
   /** The MCP endpoint; `{{ params.X }}` reads the server's own params. */
   url: Template;
-  auth: { header: string; scheme: "raw" | "bearer"; secret: Template } | null;
+  auth: CompiledServerAuth | null;
   params: Record<string, CompiledServerParam>;
   /** Per tool call (default 30). */
   timeoutS: number;
 }
+
+/**
+ * How requests to the server authenticate (docs/agents-and-tools.md): a static header, or OAuth
+ * (client credentials, or a refresh token), whose secrets are the server's `secret: true` params.
+ */
+export type CompiledServerAuth =
+  | { scheme: "raw" | "bearer"; header: string; secret: Template }
+  | {
+      scheme: "oauth";
+      clientId: Template;
+      clientSecret: Template | null;
+      refreshToken: Template | null;
+      scopes: string[];
+    };
 
 export interface CompiledServerParam {
   secret: boolean;

@@ -39,6 +39,8 @@ export const STEP_ERROR_CODES = [
   // Agents with tools, approvals and output contracts (docs/agents-and-tools.md).
   "tool_not_permitted",
   "tool_failed",
+  // A tool server's OAuth grant was refused (docs/agents-and-tools.md, "OAuth").
+  "tool_auth_failed",
   "max_turns_exceeded",
   "approval_rejected",
   "approval_timeout",
@@ -253,10 +255,21 @@ export interface ToolServerTarget {
   url: string;
   /** Auth header(s) for every request to the server. */
   headers: Record<string, string>;
+  /** `auth: {scheme: oauth}` (docs/agents-and-tools.md, "OAuth"), rendered; absent: none. */
+  oauth?: OAuthGrant;
   /** The server's declared params (sent in `initialize`, as ktsu does). */
   config: JsonObject;
   /** Per request (tool call), in ms. */
   timeoutMs: number;
+}
+
+/** An OAuth grant for a tool server: client credentials, or a refresh token (src/mcp/oauth.ts). */
+export interface OAuthGrant {
+  clientId: string;
+  clientSecret: string | null;
+  /** A refresh token: the refresh-token grant; null: client credentials. */
+  refreshToken: string | null;
+  scopes: string[];
 }
 
 export interface ToolInfo {
@@ -264,6 +277,8 @@ export interface ToolInfo {
   description: string | null;
   /** The tool's JSON Schema for its arguments. */
   inputSchema: JsonObject;
+  /** The tool's JSON Schema for its `structuredContent`, when it declares one. */
+  outputSchema?: JsonObject;
 }
 
 export interface ToolResult {

@@ -1,12 +1,17 @@
 /**
  * Agent steps need only the tools subset of MCP (initialize, list the tools, call them, close),
- * behind `ToolHost`/`ToolSession` (src/engine/types.ts). The official `@modelcontextprotocol/client`
+ * behind `ToolHost`/`ToolSession` (src/engine/types.ts). Which revision a server speaks is found
+ * once per isolate and kept (docs/agents-and-tools.md, "Protocol versions"): `server/discover`
+ * first (the stateless 2026-07-28 revision), else `initialize` over Streamable HTTP offering
+ * 2025-11-25 (the server answers 2025-11-25, 2025-06-18 or 2025-03-26), else the HTTP+SSE transport
+ * of 2024-11-05. The official `@modelcontextprotocol/client`
  * runs in workerd, but with both transports it bundles to about 89 KiB gzip (zod included), which
  * would take the Worker with 50 workflows (112 KiB with this client) to about 200 KiB, over the
  * 150 KiB budget; this client does the subset in a few KiB, and swapping it for the official one
  * later touches src/mcp/tool-host.ts only (docs/agents-and-tools.md).
  */
 import type { Json, JsonObject } from "../bundle.ts";
+import { describeViolations, validateJson } from "../engine/schema.ts";
 import type { ToolInfo, ToolResult, ToolSession } from "../engine/types.ts";
 import { type Channel, McpError, type McpOptions } from "./channel.ts";
 import { LEGACY_PROTOCOL_VERSION, SseChannel } from "./http-sse.ts";
@@ -27,10 +32,39 @@ function initializeParams(version: string, config: JsonObject | undefined): Json
   };
 }
 
-/** Opens an MCP session: Streamable HTTP first, the HTTP+SSE transport when that is refused. */
+/** What the stateless revision sends in every request's `_meta` besides the version. */
+const ENVELOPE: JsonObject = {
+  "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+
+/** How each server was reached, by URL, for the isolate's life: the next connect starts there. */
+const spoken = new Map<string, "stateless" | "streamable-http" | "sse">();
+
+/** Forgets what each server spoke (tests). */
+export function forgetServers(): void {
+  spoken.clear();
+}
+
+/**
+ * Opens an MCP session: the stateless revision when the server answers `server/discover`, else
+ * Streamable HTTP with `initialize`, else the HTTP+SSE transport.
+ */
 export async function connectMcp(opts: McpOptions, signal: AbortSignal): Promise<McpSession> {
+  let known = spoken.get(opts.url);
   const streamable = new StreamableChannel(opts);
-  const init = await streamable.initialize(initializeParams(PROTOCOL_VERSION, opts.config), signal);
+  if (known === undefined || known === "stateless") {
+    const found = await streamable.discover(ENVELOPE, signal);
+    if (found === "stateless") {
+      spoken.set(opts.url, "stateless");
+      return new McpSession(streamable);
+    }
+    if (found === "no-post") known = "sse";
+  }
+  const init =
+    known === "sse"
+      ? null
+      : await streamable.initialize(initializeParams(PROTOCOL_VERSION, opts.config), signal);
   let channel: Channel = streamable;
   if (init === null) {
     const sse = await SseChannel.open(opts, signal);
@@ -48,6 +82,7 @@ export async function connectMcp(opts: McpOptions, signal: AbortSignal): Promise
     await channel.close();
     throw e;
   }
+  spoken.set(opts.url, channel.transport);
   return new McpSession(channel);
 }
 
@@ -74,7 +109,12 @@ function textOfContent(content: unknown): string {
   return parts.join("\n");
 }
 
-export function toToolResult(result: Json): ToolResult {
+/**
+ * A tool's answer as the agent sees it. When the tool declares an `outputSchema`, its
+ * `structuredContent` is the answer (checked against the schema: a mismatch is an error result
+ * that tells the model what is wrong); otherwise the text blocks, with `structuredContent` beside.
+ */
+export function toToolResult(result: Json, outputSchema?: JsonObject): ToolResult {
   const r = (
     typeof result === "object" && result !== null && !Array.isArray(result) ? result : {}
   ) as JsonObject;
@@ -83,6 +123,24 @@ export function toToolResult(result: Json): ToolResult {
     text = `${text.slice(0, MAX_RESULT_CHARS)}\n[truncated: the tool returned ${text.length} characters]`;
   }
   const structured = r.structuredContent;
+  if (outputSchema !== undefined && r.isError !== true) {
+    if (structured === undefined) {
+      return {
+        text: "The tool declares an outputSchema but returned no structuredContent",
+        structuredContent: null,
+        isError: true,
+      };
+    }
+    const violations = validateJson(outputSchema, structured);
+    if (violations.length > 0) {
+      return {
+        text: `The tool's structuredContent does not match its outputSchema: ${describeViolations(violations, 5)}`,
+        structuredContent: null,
+        isError: true,
+      };
+    }
+    return { text: "", structuredContent: structured, isError: false };
+  }
   return {
     text,
     structuredContent: structured === undefined ? null : structured,
@@ -92,6 +150,8 @@ export function toToolResult(result: Json): ToolResult {
 
 export class McpSession implements ToolSession {
   private readonly channel: Channel;
+  /** Each listed tool's `outputSchema`, by name. */
+  private readonly outputSchemas = new Map<string, JsonObject>();
 
   constructor(channel: Channel) {
     this.channel = channel;
@@ -99,6 +159,13 @@ export class McpSession implements ToolSession {
 
   get transport(): "streamable-http" | "sse" {
     return this.channel.transport;
+  }
+
+  /** The protocol revision spoken with the server. */
+  get version(): string {
+    return this.channel instanceof StreamableChannel
+      ? (this.channel.version ?? PROTOCOL_VERSION)
+      : LEGACY_PROTOCOL_VERSION;
   }
 
   async listTools(signal: AbortSignal): Promise<ToolInfo[]> {
@@ -113,12 +180,19 @@ export class McpSession implements ToolSession {
       for (const t of list) {
         if (typeof t !== "object" || t === null || typeof (t as { name?: unknown }).name !== "string")
           continue;
-        const { name, description, inputSchema } = t as {
+        const { name, description, inputSchema, outputSchema } = t as {
           name: string;
           description?: unknown;
           inputSchema?: unknown;
+          outputSchema?: unknown;
         };
+        const output =
+          typeof outputSchema === "object" && outputSchema !== null && !Array.isArray(outputSchema)
+            ? (outputSchema as JsonObject)
+            : undefined;
+        if (output) this.outputSchemas.set(name, output);
         tools.push({
+          ...(output ? { outputSchema: output } : {}),
           name,
           description: typeof description === "string" ? description : null,
           inputSchema:
@@ -139,7 +213,13 @@ export class McpSession implements ToolSession {
     signal: AbortSignal,
     headers?: Record<string, string>,
   ): Promise<ToolResult> {
-    return toToolResult(await this.channel.request("tools/call", { name, arguments: args }, signal, headers));
+    // The run's trace travels in `_meta` as well as the header (MCP's trace context convention).
+    const traceparent = headers?.traceparent;
+    const params: JsonObject = { name, arguments: args, ...(traceparent ? { _meta: { traceparent } } : {}) };
+    return toToolResult(
+      await this.channel.request("tools/call", params, signal, headers),
+      this.outputSchemas.get(name),
+    );
   }
 
   close(): Promise<void> {

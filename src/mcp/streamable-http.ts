@@ -1,7 +1,11 @@
 /**
  * Streamable HTTP is the MCP transport current servers speak: every request is a POST whose answer
- * is JSON or an event stream, the session is carried in headers and closed with a DELETE. A server
- * that refuses the first POST is left to the older HTTP+SSE transport (http-sse.ts).
+ * is JSON or an event stream. In the 2025 revisions (`initialize` first) the session is carried in
+ * headers and closed with a DELETE; a server that refuses the first POST is left to the older
+ * HTTP+SSE transport (http-sse.ts). In the stateless 2026-07-28 revision there is no session: the
+ * client asks `server/discover` once, then every request carries the protocol version, the
+ * client's info and capabilities in its `_meta` (and `Mcp-Protocol-Version`, `Mcp-Method`,
+ * `Mcp-Name` headers), and nothing is opened or closed.
  */
 import type { Json, JsonObject } from "../bundle.ts";
 import { readSse } from "../common/sse.ts";
@@ -16,7 +20,20 @@ import {
   timed,
 } from "./channel.ts";
 
-export const PROTOCOL_VERSION = "2025-06-18";
+/** The newest 2025 revision: offered in `initialize` (a server answers the one it speaks). */
+export const PROTOCOL_VERSION = "2025-11-25";
+/** The stateless revision, spoken with a server that answers `server/discover` with it. */
+export const STATELESS_PROTOCOL_VERSION = "2026-07-28";
+/** Every revision this client speaks, newest first (an `initialize` answer outside it is refused). */
+export const SPOKEN_VERSIONS = [
+  STATELESS_PROTOCOL_VERSION,
+  PROTOCOL_VERSION,
+  "2025-06-18",
+  "2025-03-26",
+  "2024-11-05",
+];
+/** `tools/call`'s argument the `Mcp-Name` header repeats (2026-07-28). */
+const NAME_OF: Record<string, string> = { "tools/call": "name" };
 /** `initialize` answers that mean "not Streamable HTTP here" (MCP's backwards-compatibility rule). */
 const FALLBACK_STATUSES = new Set([400, 404, 405]);
 
@@ -26,9 +43,50 @@ export class StreamableChannel implements Channel {
   private protocol: string | null = null;
   private nextId = 1;
   private readonly opts: McpOptions;
+  /** Set once `server/discover` offered the stateless revision: the `_meta` every request carries. */
+  private envelope: JsonObject | null = null;
 
   constructor(opts: McpOptions) {
     this.opts = opts;
+  }
+
+  /** The revision spoken (null before `initialize` or `server/discover`). */
+  get version(): string | null {
+    return this.protocol;
+  }
+
+  /**
+   * Asks `server/discover` (2026-07-28): `stateless` when the server offers that revision, and the
+   * channel then speaks it; `initialize` for a 2025-era server (it answers 400 or 404, a JSON-RPC
+   * error, or a result without the revision); `no-post` when POST is not served at all (405: an
+   * HTTP+SSE server, so `initialize` would be refused too).
+   */
+  async discover(envelope: JsonObject, signal: AbortSignal): Promise<"stateless" | "initialize" | "no-post"> {
+    return timed(signal, this.opts.timeoutMs, "server/discover", async (s) => {
+      const id = this.nextId++;
+      const meta = { ...envelope, "io.modelcontextprotocol/protocolVersion": STATELESS_PROTOCOL_VERSION };
+      const res = await this.post(
+        { jsonrpc: "2.0", id, method: "server/discover", params: { _meta: meta } },
+        s,
+        { "mcp-protocol-version": STATELESS_PROTOCOL_VERSION, "mcp-method": "server/discover" },
+      );
+      if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403) {
+        res.body?.cancel().catch(() => {});
+        return res.status === 405 ? "no-post" : "initialize";
+      }
+      let result: Json;
+      try {
+        result = await this.read(res, id, "server/discover");
+      } catch (e) {
+        if (e instanceof McpError && /JSON-RPC error/.test(e.message)) return "initialize";
+        throw e;
+      }
+      const versions = (result as { supportedVersions?: unknown } | null)?.supportedVersions;
+      if (!Array.isArray(versions) || !versions.includes(STATELESS_PROTOCOL_VERSION)) return "initialize";
+      this.envelope = meta;
+      this.protocol = STATELESS_PROTOCOL_VERSION;
+      return "stateless";
+    });
   }
 
   private headers(): Record<string, string> {
@@ -64,6 +122,11 @@ export class StreamableChannel implements Channel {
       this.sessionId = res.headers.get("mcp-session-id");
       const result = await this.read(res, id, "initialize");
       const version = (result as { protocolVersion?: unknown } | null)?.protocolVersion;
+      if (typeof version === "string" && !SPOKEN_VERSIONS.includes(version)) {
+        throw new McpError(
+          `initialize: the server speaks protocol ${version.slice(0, 40)}, not one of ${SPOKEN_VERSIONS.slice(1).join(", ")}`,
+        );
+      }
       this.protocol = typeof version === "string" ? version : PROTOCOL_VERSION;
       return result;
     });
@@ -77,12 +140,32 @@ export class StreamableChannel implements Channel {
   ): Promise<Json> {
     return timed(signal, this.opts.timeoutMs, method, async (s) => {
       const id = this.nextId++;
-      const res = await this.post({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) }, s, headers);
+      let body = params;
+      let extra = headers;
+      if (this.envelope !== null) {
+        // Stateless: the version and the client travel with every request, in `_meta` and headers.
+        const meta = (params?._meta ?? {}) as JsonObject;
+        body = { ...params, _meta: { ...meta, ...this.envelope } };
+        const nameField = NAME_OF[method];
+        const name = nameField !== undefined ? params?.[nameField] : undefined;
+        extra = {
+          ...headers,
+          "mcp-method": method,
+          ...(typeof name === "string" && /^[\x20-\x7e]*$/.test(name) ? { "mcp-name": name } : {}),
+        };
+      }
+      const res = await this.post(
+        { jsonrpc: "2.0", id, method, ...(body ? { params: body } : {}) },
+        s,
+        extra,
+      );
       return this.read(res, id, method);
     });
   }
 
   notify(method: string, params: JsonObject | undefined, signal: AbortSignal): Promise<void> {
+    // The stateless revision has no `notifications/initialized` (nor any session to tell).
+    if (this.envelope !== null) return Promise.resolve();
     return timed(signal, this.opts.timeoutMs, method, async (s) => {
       const res = await this.post({ jsonrpc: "2.0", method, ...(params ? { params } : {}) }, s);
       res.body?.cancel().catch(() => {});

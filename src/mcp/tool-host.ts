@@ -1,7 +1,8 @@
 /**
  * The run's `ToolHost`: how an agent step reaches its MCP servers. It refuses private hosts as
  * webhook steps do (unless ALLOW_PRIVATE_WEBHOOKS=true), sends every request through the run's
- * outbound limit, and hands the rest to the MCP client (src/mcp/). Tests and the workflow-test
+ * outbound limit (with the server's OAuth token when its file asks for OAuth: oauth.ts), and hands
+ * the rest to the MCP client (src/mcp/). Tests and the workflow-test
  * runner give the engine another `ToolHost` instead (the runner checks the URL with `serverUrl`).
  */
 
@@ -9,6 +10,7 @@ import { checkOutboundUrl } from "../engine/net.ts";
 import type { ToolHost } from "../engine/types.ts";
 import { type FetchLike, McpError } from "./channel.ts";
 import { connectMcp } from "./client.ts";
+import { oauthFetch } from "./oauth.ts";
 
 /** The server's URL, or an McpError saying why no request may go there. */
 export function serverUrl(raw: string, allowPrivate: boolean): URL {
@@ -25,8 +27,15 @@ export function mcpToolHost(fetch: FetchLike, allowPrivate: boolean): ToolHost {
   return {
     async connect(target, signal) {
       const url = serverUrl(target.url, allowPrivate);
+      const reach = target.oauth ? oauthFetch(fetch, url.href, target.oauth, allowPrivate) : fetch;
       return connectMcp(
-        { url: url.href, headers: target.headers, fetch, timeoutMs: target.timeoutMs, config: target.config },
+        {
+          url: url.href,
+          headers: target.headers,
+          fetch: reach,
+          timeoutMs: target.timeoutMs,
+          config: target.config,
+        },
         signal,
       );
     },

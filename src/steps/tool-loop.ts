@@ -169,6 +169,8 @@ export class ToolLoop {
           tools = await session.listTools(this.ctx.signal);
         } catch (e) {
           if (this.ctx.signal.aborted) throw this.ctx.signal.reason ?? e;
+          // tool_auth_failed (a refused OAuth grant) is its own verdict.
+          if (e instanceof StepError) throw e;
           throw new StepError(
             "tool_failed",
             `tool server ${ref.name}: ${e instanceof Error ? e.message : String(e)}`,

@@ -4,10 +4,10 @@
  * recorded), the run-time refusal to send a secret to a host the caller picks, and the names and
  * parameter schemas providers accept.
  */
-import type { CompiledServerRef, Json, JsonObject } from "../bundle.ts";
+import type { CompiledServerRef, Json, JsonObject, Template } from "../bundle.ts";
 import { isPrivateHost } from "../engine/net.ts";
 import { render, stringify } from "../engine/substitute.ts";
-import { type StepContext, StepError, type ToolServerTarget } from "../engine/types.ts";
+import { type OAuthGrant, type StepContext, StepError, type ToolServerTarget } from "../engine/types.ts";
 
 /** The rendered connection of one server ref: url, auth header, params (secrets inside, never recorded). */
 export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: string): ToolServerTarget {
@@ -21,7 +21,16 @@ export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: st
   const own = { params: values, env: {}, step: {} };
   const headers: Record<string, string> = {};
   const auth = ref.server.auth;
-  if (auth) {
+  const text = (t: Template | null) => (t === null ? null : stringify(render(t, own)));
+  let oauth: OAuthGrant | undefined;
+  if (auth?.scheme === "oauth") {
+    oauth = {
+      clientId: text(auth.clientId) ?? "",
+      clientSecret: text(auth.clientSecret),
+      refreshToken: text(auth.refreshToken),
+      scopes: auth.scopes,
+    };
+  } else if (auth) {
     const secret = stringify(render(auth.secret, own));
     headers[auth.header] = auth.scheme === "bearer" ? `Bearer ${secret}` : secret;
   }
@@ -30,6 +39,7 @@ export function serverTarget(ref: CompiledServerRef, agentParams: Json, path: st
     server: ref.name,
     url: stringify(render(ref.server.url, own)),
     headers,
+    ...(oauth ? { oauth } : {}),
     config: values,
     timeoutMs: ref.server.timeoutS * 1000,
   };
@@ -47,7 +57,10 @@ export function refuseSecretToCallerHost(
   guarded: readonly string[],
   ctx: StepContext,
 ): void {
-  if (!guarded.includes(server) || !ctx.holdsSecret?.(JSON.stringify([target.headers, target.config])))
+  if (
+    !guarded.includes(server) ||
+    !ctx.holdsSecret?.(JSON.stringify([target.headers, target.config, target.oauth ?? null]))
+  )
     return;
   let host = "";
   try {

@@ -193,7 +193,8 @@ describe("transports", () => {
       mcp_url: url,
     });
     const log = await mcpLog(key);
-    expect(log[0]?.method).toBe("initialize");
+    // The stateless revision is asked for first; this server speaks 2025-06-18 and answers it no.
+    expect(log.slice(0, 2).map((l) => l.method)).toEqual(["server/discover", "initialize"]);
     expect(log.at(-1)?.method).toBe("DELETE");
   });
 
