@@ -150,6 +150,7 @@ export default defineConfig({
                 MODEL_BASE_URL: `http://127.0.0.1:${inject<number>("modelPort")}`,
                 MCP_EVERYTHING_URL: inject<string>("mcpEverythingUrl"),
                 MCP_TOOLS_URL: inject<string>("mcpToolsUrl"),
+                MCP_SDK_URL: inject<string>("mcpSdkUrl"),
                 SIGNER_URL: `http://127.0.0.1:${inject<number>("signerPort")}`,
                 DISCORD_PUBLIC_KEY: inject<string>("discordPublicKey"),
                 GREETING: "Hello",

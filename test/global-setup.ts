@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { compileProject } from "../src/compiler/index.ts";
 import { OTLP_COLLECTOR_TOKEN, TEST_SECRETS } from "./fixtures/secrets.ts";
+import { startMcpSdk } from "./servers/mcp-sdk.ts";
 import { startMcpTools } from "./servers/mcp-tools.ts";
 import { startModelStub } from "./servers/model-stub.ts";
 import { startOtlpCollector } from "./servers/otlp-collector.ts";
@@ -26,6 +27,8 @@ declare module "vitest" {
     mcpEverythingUrl: string;
     /** Our logging MCP server (test/servers/mcp-tools.ts), both transports. */
     mcpToolsUrl: string;
+    /** The SDK-built MCP server and its OAuth copy and authorization server (test/servers/mcp-sdk.ts). */
+    mcpSdkUrl: string;
     /** The local OTLP collector (test/servers/otlp-collector.ts). */
     collectorPort: number;
     signerPort: number;
@@ -50,6 +53,11 @@ export default async function setup(project: TestProject) {
   const signer = await startSigner();
   const everything = await startServerEverything();
   const tools = await startMcpTools();
+  const sdk = await startMcpSdk({
+    clientSecret: TEST_SECRETS.OAUTH_CLIENT_SECRET as string,
+    refreshToken: TEST_SECRETS.OAUTH_REFRESH_TOKEN as string,
+    revokedRefreshToken: TEST_SECRETS.OAUTH_REFRESH_REVOKED as string,
+  });
   const collector = await startOtlpCollector(OTLP_COLLECTOR_TOKEN);
   project.provide("targetPort", target.port);
   project.provide("modelPort", model.port);
@@ -58,6 +66,7 @@ export default async function setup(project: TestProject) {
   project.provide("discordPublicKey", signer.discordPublicKey);
   project.provide("mcpEverythingUrl", everything.url);
   project.provide("mcpToolsUrl", `http://127.0.0.1:${tools.port}`);
+  project.provide("mcpSdkUrl", sdk.url);
   project.provide("collectorPort", collector.port);
   return async () => {
     await target.close();
@@ -65,6 +74,7 @@ export default async function setup(project: TestProject) {
     await signer.close();
     await everything.close();
     await tools.close();
+    await sdk.close();
     await collector.close();
     workerd.stop();
   };

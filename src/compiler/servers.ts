@@ -21,6 +21,7 @@ import { hint } from "../common/did-you-mean.ts";
 import { isObject } from "../common/guards.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
 import { checkExpression, rootPaths } from "./expressions.ts";
+import { compileServerAuth } from "./server-auth.ts";
 import { checkStructure } from "./structure-check.ts";
 import { compileTemplate } from "./templates.ts";
 import type { DataPath, SourceFile } from "./yaml-source.ts";
@@ -408,75 +409,7 @@ export class ServerCompiler {
     if (url.t === "lit" && typeof url.v === "string" && url.v !== "" && !/^https?:\/\//i.test(url.v)) {
       err(["url"], "`url` must be an http(s) URL of the MCP endpoint");
     }
-    let auth: CompiledServer["auth"] = null;
-    /** A server-file secret: `{{ params.NAME }}` of a param declared `secret: true`. */
-    const secretParam = (value: unknown, field: string): Template | null => {
-      if (typeof value !== "string") return null;
-      const t = own(value, ["auth", field], `\`auth.${field}\``);
-      const m = /^\{\{\s*params\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/.exec(value.trim());
-      if (!m) {
-        err(
-          ["auth", field],
-          `\`auth.${field}\` must be \`{{ params.NAME }}\` of a param declared with \`secret: true\``,
-        );
-      } else if (params[m[1] as string] && !params[m[1] as string]?.secret) {
-        err(
-          ["auth", field],
-          `\`auth.${field}\` reads param \`${m[1]}\`, which is not declared \`secret: true\` (it would be shown unmasked)`,
-        );
-      }
-      return t;
-    };
-    if (isObject(d.auth) && d.auth.scheme === "oauth") {
-      const a = d.auth;
-      if (typeof a.client_id !== "string")
-        err(["auth"], "`auth` with `scheme: oauth` needs `client_id`", "key");
-      if (a.secret !== undefined) {
-        err(
-          ["auth", "secret"],
-          "`auth.secret` is for `scheme: bearer` or `raw`; OAuth takes `client_secret` or `refresh_token`",
-          "key",
-        );
-      }
-      const clientSecret = secretParam(a.client_secret, "client_secret");
-      const refreshToken = secretParam(a.refresh_token, "refresh_token");
-      if (clientSecret === null && refreshToken === null) {
-        err(
-          ["auth"],
-          "`auth` with `scheme: oauth` needs `client_secret` (client credentials) or `refresh_token` (a grant a person approved once)",
-          "key",
-        );
-      }
-      auth = {
-        scheme: "oauth",
-        clientId: own(
-          typeof a.client_id === "string" ? a.client_id : "",
-          ["auth", "client_id"],
-          "`auth.client_id`",
-        ),
-        clientSecret,
-        refreshToken,
-        scopes: Array.isArray(a.scopes) ? a.scopes.filter((x): x is string => typeof x === "string") : [],
-      };
-    } else if (
-      isObject(d.auth) &&
-      ["client_id", "client_secret", "refresh_token", "scopes"].some(
-        (k) => d.auth && (d.auth as Record<string, unknown>)[k] !== undefined,
-      )
-    ) {
-      err(
-        ["auth", "scheme"],
-        "`client_id`, `client_secret`, `refresh_token` and `scopes` are for `scheme: oauth`",
-        "key",
-      );
-    } else if (isObject(d.auth) && typeof d.auth.secret !== "string") {
-      err(["auth"], "`auth` needs `secret` (or `scheme: oauth` with `client_id`)", "key");
-    } else if (isObject(d.auth) && typeof d.auth.secret === "string") {
-      const secret = secretParam(d.auth.secret, "secret") as Template;
-      const header = typeof d.auth.header === "string" ? d.auth.header : "Authorization";
-      const scheme = d.auth.scheme === "raw" ? "raw" : "bearer";
-      auth = { header, scheme, secret };
-    }
+    const auth = compileServerAuth(d.auth, params, own, err);
     return {
       key: file.key,
       name: typeof d.name === "string" ? d.name : file.key,

@@ -7,6 +7,7 @@
  */
 import type { Json, JsonObject } from "../bundle.ts";
 import { withTimeout } from "../common/timeout.ts";
+import { StepError } from "../engine/types.ts";
 
 /** Largest JSON-RPC message read from a server. */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -66,7 +67,8 @@ export function timed<T>(
     work(AbortSignal.any([signal, timeout])).catch((e: unknown) => {
       if (signal.aborted) throw signal.reason ?? e;
       if (timeout.aborted) throw new McpError(`${what}: no answer within ${Math.round(ms / 1000)} s`);
-      if (e instanceof McpError) throw e;
+      // A verdict on the step (a refused OAuth grant: tool_auth_failed) stays itself.
+      if (e instanceof McpError || e instanceof StepError) throw e;
       throw new McpError(`${what}: ${e instanceof Error ? e.message : String(e)}`);
     }),
   );

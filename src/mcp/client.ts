@@ -53,7 +53,12 @@ export function forgetServers(): void {
 export async function connectMcp(opts: McpOptions, signal: AbortSignal): Promise<McpSession> {
   let known = spoken.get(opts.url);
   const streamable = new StreamableChannel(opts);
-  if (known === undefined || known === "stateless") {
+  if (known === "stateless") {
+    // Asked before in this isolate: no second `server/discover`.
+    streamable.speakStateless(ENVELOPE);
+    return new McpSession(streamable);
+  }
+  if (known === undefined) {
     const found = await streamable.discover(ENVELOPE, signal);
     if (found === "stateless") {
       spoken.set(opts.url, "stateless");

@@ -121,8 +121,11 @@ async function obtainToken(
     [oauth.allowInsecureRequests]: url.protocol === "http:",
   });
   try {
-    // RFC 9728: the resource's metadata names its authorization servers and its `resource` id.
+    // RFC 9728: the resource's metadata names its authorization servers and its `resource` id
+    // (the server's URL without its query or fragment).
     const resourceUrl = new URL(serverUrl);
+    resourceUrl.search = "";
+    resourceUrl.hash = "";
     let prmResponse: Response;
     if (metadataUrl !== null) {
       const at = endpoint(new URL(metadataUrl, serverUrl).href, allowPrivate, "the resource metadata");

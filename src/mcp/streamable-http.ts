@@ -55,6 +55,12 @@ export class StreamableChannel implements Channel {
     return this.protocol;
   }
 
+  /** Speaks the stateless revision from now on (a server known to, or that answered `server/discover`). */
+  speakStateless(envelope: JsonObject): void {
+    this.envelope = { ...envelope, "io.modelcontextprotocol/protocolVersion": STATELESS_PROTOCOL_VERSION };
+    this.protocol = STATELESS_PROTOCOL_VERSION;
+  }
+
   /**
    * Asks `server/discover` (2026-07-28): `stateless` when the server offers that revision, and the
    * channel then speaks it; `initialize` for a 2025-era server (it answers 400 or 404, a JSON-RPC
@@ -83,8 +89,7 @@ export class StreamableChannel implements Channel {
       }
       const versions = (result as { supportedVersions?: unknown } | null)?.supportedVersions;
       if (!Array.isArray(versions) || !versions.includes(STATELESS_PROTOCOL_VERSION)) return "initialize";
-      this.envelope = meta;
-      this.protocol = STATELESS_PROTOCOL_VERSION;
+      this.speakStateless(envelope);
       return "stateless";
     });
   }
