@@ -12,8 +12,9 @@ import { parseArgs } from "node:util";
 import { ApiError, type Connection, request } from "./api.ts";
 import { deliveries } from "./deliveries.ts";
 import { init } from "./init.ts";
-import { painter, type Schedule, schedulesTable, status, table } from "./render.ts";
+import { painter, status, table } from "./render.ts";
 import { type Options, runs, showAccepted, showRun, streamInvoke } from "./runs.ts";
+import { schedules } from "./schedules.ts";
 import { need, type Out, UsageError } from "./usage.ts";
 
 const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:VALUE]... [--json] <command>
@@ -35,6 +36,8 @@ commands:
   deliveries retry ID
   deliveries recover --workflow NAME --since T
   schedules NAME [--from T] [--count N]   the next fire times of NAME's schedule entries
+  schedules run|pause|resume NAME INDEX  start entry INDEX (0-based) now, pause or resume it
+  schedules backfill NAME INDEX --from T --to T   one run per firing in [T, T)
   validate | build                 the project's npm scripts
   test [FILE|DIR]...               the workflow tests (npm run test:workflows)
   init NAME                        writes workflows/NAME.workflow.yaml and its test
@@ -115,6 +118,8 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         state: { type: "string" },
         since: { type: "string" },
         count: { type: "string" },
+        to: { type: "string" },
+        search: { type: "string", multiple: true },
       },
     });
     json = values.json === true;
@@ -151,7 +156,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       reject: ["comment"],
       signal: ["data"],
       deliveries: ["workflow", "state", "since", "limit", "all"],
-      schedules: ["from", "count"],
+      schedules: ["from", "count", "to"],
     };
     const global = new Set(["url", "token", "header", "json", "help"]);
     for (const k of Object.keys(values)) {
@@ -232,16 +237,8 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         );
         return 0;
       }
-      case "schedules": {
-        const [name] = need(args, 1, "workflow NAME");
-        const query = new URLSearchParams();
-        if (values.from) query.set("from", String(values.from));
-        if (values.count) query.set("count", String(values.count));
-        const path = `/workflows/${encodeURIComponent(name as string)}/schedules${query.size > 0 ? `?${query}` : ""}`;
-        const body = (await request(conn, "GET", path)).body as { schedules: Schedule[] };
-        out.print(json ? JSON.stringify(body, null, 2) : schedulesTable(body.schedules));
-        return 0;
-      }
+      case "schedules":
+        return await schedules(conn, out, args, values, json);
       case "validate":
       case "build":
       case "test": {

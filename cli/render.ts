@@ -179,8 +179,10 @@ export function queueNote(e: Record<string, unknown>): string {
 
 /** A schedule entry of `GET /workflows/{name}/schedules` and its next fire times. */
 export interface Schedule {
+  index?: number;
   cron: string;
   timezone: string;
+  paused?: boolean;
   next: string[];
 }
 
@@ -194,9 +196,10 @@ export function schedulesTable(schedules: Schedule[]): string {
       dateStyle: "short",
       timeStyle: "short",
     });
-    if (s.next.length === 0) rows.push([s.cron, s.timezone, "-", ""]);
+    const cron = s.paused ? `${s.cron} (paused)` : s.cron;
+    if (s.next.length === 0) rows.push([cron, s.timezone, "-", ""]);
     s.next.forEach((t, i) => {
-      rows.push([i === 0 ? s.cron : "", i === 0 ? s.timezone : "", t, local.format(new Date(t))]);
+      rows.push([i === 0 ? cron : "", i === 0 ? s.timezone : "", t, local.format(new Date(t))]);
     });
   }
   return table(rows);

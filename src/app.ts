@@ -17,7 +17,7 @@ import { deliveryListPage, parseSince, recoverDeliveries } from "./http/deliveri
 import { unmatched } from "./http/methods.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
 import { runListPage, single, workflowParam } from "./http/run-list.ts";
-import { schedulesOf } from "./http/schedules.ts";
+import { mountScheduleRoutes } from "./http/schedule-routes.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { deliveryRunId } from "./run/deliveries/deliveries.ts";
 import { residencyOf } from "./run/jurisdiction.ts";
@@ -225,11 +225,8 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   return c.json({ delivered: 0, kept: true, ...canceled }, 202);
 });
 
-/** The workflow's schedule entries and their next fire times; no credentials, like the front page. */
-app.get("/workflows/:workflow/schedules", (c) => {
-  const { wf } = invocable(c.req.param("workflow"), "");
-  return c.json(schedulesOf(wf, new URL(c.req.url).searchParams, Date.now()));
-});
+// A workflow's schedule entries, and what an operator asks of one (run now, pause, resume, backfill).
+mountScheduleRoutes(app, (name) => invocable(name, ""));
 
 /** 404 `unknown_signal`: no wait declares the name (a typo is refused, never kept). */
 function unknownSignal(name: string, known: Iterable<string>): HttpProblem {

@@ -10,6 +10,7 @@ export { FlowKey } from "./run/keys/flow-keys.ts";
 export { SignalKey } from "./run/keys/signal-keys.ts";
 export { RunIndex } from "./run/listing/run-index.ts";
 export { RunObject } from "./run/object/run-object.ts";
+export { ScheduleState } from "./triggers/cron/schedule-state.ts";
 
 export default {
   fetch: app.fetch,

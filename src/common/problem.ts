@@ -32,6 +32,8 @@ export const PROBLEMS = {
   approval_not_found: [404, "Approval not found"],
   approval_already_decided: [409, "Approval already decided"],
   delivery_not_found: [404, "Delivery not found"],
+  schedule_not_found: [404, "Schedule not found"],
+  too_many_firings: [400, "Too many firings"],
   rate_limited: [429, "Too many requests"],
   queue_full: [429, "Queue full"],
   run_failed: [500, "Run failed"],

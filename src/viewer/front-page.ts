@@ -15,6 +15,8 @@ export interface FrontPageWorkflow {
   version: string | null;
   auth: string;
   schedules: string[];
+  /** The same entries with their index, zone and whether an operator paused them. */
+  schedule_entries: Array<{ index: number; cron: string; timezone: string; paused: boolean }>;
   /** `invoke.queue` (docs/triggers.md, "Queues"). */
   queue: string | null;
   /** `invoke.email.to`: the addresses whose mail starts a run ([] when none). */
@@ -23,27 +25,44 @@ export interface FrontPageWorkflow {
   view_url: string;
 }
 
-export function frontPageWorkflows(bundle: Bundle): FrontPageWorkflow[] {
-  return Object.entries(bundle.invocable)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .flatMap(([name, key]) => {
+/** Which entries of a workflow's schedule are paused (read only for a workflow with a schedule). */
+export type PausedOf = (
+  workflow: string,
+) => Promise<Array<{ index: number; cron: string; timezone: string }>>;
+
+export async function frontPageWorkflows(bundle: Bundle, pausedOf: PausedOf): Promise<FrontPageWorkflow[]> {
+  const entries = Object.entries(bundle.invocable).sort(([a], [b]) => a.localeCompare(b));
+  const paused = await Promise.all(
+    entries.map(([, key]) => {
       const wf = bundle.workflows[key];
-      if (!wf) return [];
-      const q = encodeURIComponent(name);
-      return [
-        {
-          name,
-          description: wf.description,
-          version: wf.version,
-          auth: wf.auth ? wf.auth.scheme : "none",
-          schedules: wf.schedule.map((s) => s.cron),
-          queue: wf.queue ?? null,
-          email: wf.email?.to ?? [],
-          runs_url: `/runs?workflow=${q}`,
-          view_url: `/view/runs?workflow=${q}`,
-        },
-      ];
-    });
+      return wf && wf.schedule.length > 0 ? pausedOf(wf.name) : Promise.resolve([]);
+    }),
+  );
+  return entries.flatMap(([name, key], i) => {
+    const wf = bundle.workflows[key];
+    if (!wf) return [];
+    const off = paused[i] ?? [];
+    const q = encodeURIComponent(name);
+    return [
+      {
+        name,
+        description: wf.description,
+        version: wf.version,
+        auth: wf.auth ? wf.auth.scheme : "none",
+        schedules: wf.schedule.map((s) => s.cron),
+        schedule_entries: wf.schedule.map((s, index) => ({
+          index,
+          cron: s.cron,
+          timezone: s.timezone,
+          paused: off.some((p) => p.index === index && p.cron === s.cron && p.timezone === s.timezone),
+        })),
+        queue: wf.queue ?? null,
+        email: wf.email?.to ?? [],
+        runs_url: `/runs?workflow=${q}`,
+        view_url: `/view/runs?workflow=${q}`,
+      },
+    ];
+  });
 }
 
 const ESCAPES: Record<string, string> = {
@@ -61,15 +80,17 @@ function esc(text: string): string {
 /** One line per way the workflow starts besides `POST /invoke/{name}`. */
 function triggerLines(w: FrontPageWorkflow): string {
   const lines = [
-    ...w.schedules.map((c) => `cron ${c}`),
+    ...w.schedule_entries.map(
+      (e) => `cron ${e.cron}${e.timezone === "UTC" ? "" : ` ${e.timezone}`}${e.paused ? " (paused)" : ""}`,
+    ),
     ...(w.queue ? [`queue ${w.queue}`] : []),
     ...(w.email.length > 0 ? [`email ${w.email.join(", ")}`] : []),
   ];
   return lines.map((l) => `<div>${esc(l)}</div>`).join("");
 }
 
-export function frontPage(bundle: Bundle, wantsJson: boolean): Response {
-  const workflows = frontPageWorkflows(bundle);
+export async function frontPage(bundle: Bundle, wantsJson: boolean, pausedOf: PausedOf): Promise<Response> {
+  const workflows = await frontPageWorkflows(bundle, pausedOf);
   if (wantsJson) return Response.json({ workflows });
   const rows = workflows
     .map(

@@ -13,6 +13,7 @@ import type { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
 import { HttpProblem } from "../common/problem.ts";
 import { parseRunId } from "../run/jurisdiction.ts";
+import { scheduleState } from "../triggers/cron/schedule-state.ts";
 import { frontPage } from "./front-page.ts";
 import { runPage, traceUrlTemplate } from "./run-page.ts";
 import { runsPage } from "./runs-page.ts";
@@ -28,6 +29,6 @@ export function mountViewer(app: Hono<{ Bindings: Env }>) {
   app.get("/", (c) => {
     const accept = c.req.header("accept") ?? "";
     const json = /application\/json/.test(accept) && !/^text\/html/.test(accept);
-    return frontPage(workflowBundle, json);
+    return frontPage(workflowBundle, json, (workflow) => scheduleState(c.env, workflow).paused());
   });
 }

@@ -181,6 +181,23 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
       ],
     },
   },
+  "POST /workflows/nightly/schedules/0/pause": {
+    status: 200,
+    body: { index: 0, cron: "0 6 * * *", timezone: "UTC", paused: true },
+  },
+  "POST /workflows/nightly/schedules/0/run": {
+    status: 202,
+    body: { run_id: "a".repeat(64), status: "accepted" },
+  },
+  "POST /workflows/nightly/schedules/0/backfill?from=2026-11-20T00%3A00%3A00Z&to=2026-11-22T00%3A00%3A00Z": {
+    status: 200,
+    body: {
+      runs: [
+        { at: "2026-11-20T06:00:00.000Z", run_id: "b".repeat(64), started: false },
+        { at: "2026-11-21T06:00:00.000Z", run_id: "c".repeat(64), started: true },
+      ],
+    },
+  },
   "POST /deliveries/recover?workflow=alerts&since=2026-11-24T00%3A00%3A00Z": {
     status: 200,
     body: { recovered: 12 },
@@ -393,6 +410,42 @@ describe("against an HTTP server", () => {
       "30 9 * * *  Europe/Berlin  2026-03-28T08:30:00.000Z  2026-03-28 09:30",
       "                           2026-03-29T07:30:00.000Z  2026-03-29 09:30",
     ]);
+  });
+
+  it("schedules run, pause and backfill an entry by its index", async () => {
+    const paused = await cli(["schedules", "pause", "nightly", "0", "--url", url]);
+    expect(paused.stdout.trim()).toBe("entry 0 of nightly: paused");
+    const ran = await cli(["schedules", "run", "nightly", "0", "--url", url]);
+    expect(ran.stdout.trim()).toBe(`started ${"a".repeat(64)}`);
+    const filled = await cli([
+      "schedules",
+      "backfill",
+      "nightly",
+      "0",
+      "--from",
+      "2026-11-20T00:00:00Z",
+      "--to",
+      "2026-11-22T00:00:00Z",
+      "--url",
+      url,
+    ]);
+    expect(filled.code, filled.stderr).toBe(0);
+    expect(filled.stdout.trim().split("\n")).toEqual([
+      `2026-11-20T06:00:00.000Z  ${"b".repeat(64)}  already started`,
+      `2026-11-21T06:00:00.000Z  ${"c".repeat(64)}  started`,
+      "1 of 2 firing(s) started",
+    ]);
+    const missing = await cli([
+      "schedules",
+      "backfill",
+      "nightly",
+      "0",
+      "--from",
+      "2026-11-20T00:00:00Z",
+      "--url",
+      url,
+    ]);
+    expect(missing.code).toBe(2);
   });
 
   it("prints each of the problem's errors (where, and what to fix) on its own line under the error", async () => {

@@ -110,8 +110,14 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
   const headerKeys = headers.map((h) => h.key);
   const queue = compileQueue(invoke, ctx, err);
   const email = compileEmail(invoke, ctx, err);
-  /** What a run started by a queue message reads besides the headers (src/triggers/queue/queue.ts). */
-  const queueFields = queue === null ? [] : ["queue", "message_id", "attempts"];
+  /**
+   * What a run reads besides the headers: a queue message's (src/triggers/queue/queue.ts) and a
+   * schedule entry's (`request.schedule`, src/triggers/cron/schedule.ts).
+   */
+  const queueFields = [
+    ...(queue === null ? [] : ["queue", "message_id", "attempts"]),
+    ...(Array.isArray(d.schedule) && d.schedule.length > 0 ? ["schedule"] : []),
+  ];
 
   const checkRequestRead = (read: string[], path: DataPath, where: string) => {
     if (read[0] !== "request") return;
@@ -127,7 +133,9 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
       const fields = queueFields.map((f) => `, \`request.${f}\``).join("");
       const note = ["queue", "message_id", "attempts"].includes(read[1])
         ? " (a run started by a queue message has it: set `invoke.queue`)"
-        : "";
+        : read[1] === "schedule"
+          ? " (a run started by a `schedule` entry has it)"
+          : "";
       err(
         path,
         `${where}: \`request.${read[1]}\` does not exist${note}; the request is read as \`request.headers.<name>\`${fields}`,

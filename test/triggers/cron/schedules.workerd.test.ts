@@ -33,7 +33,10 @@ describe("schedules", () => {
     expect(us.params).toEqual({ region: "us" });
     expect(ap.params).toEqual({ region: "ap" });
     expect(us.status).toBe("complete");
-    expect(us.request).toEqual({ headers: {} });
+    expect(us.request).toEqual({
+      headers: {},
+      schedule: { index: 1, cron: "0 6 * * MON-FRI", timezone: "UTC", manual: false },
+    });
   });
 
   it("gives a scheduled run the origin of PUBLIC_URL, so its approvals' decide_url is absolute", async () => {
@@ -81,7 +84,8 @@ describe("schedules and declared request headers", () => {
     const invoked = (await res.json()) as Envelope;
     // docs/triggers.md: `request` is `{"headers": {…}}` with every declared header, a missing one null.
     expect(invoked.request).toEqual({ headers: { x_source: null } });
-    expect(cron.request).toEqual(invoked.request);
+    expect(cron.request.headers).toEqual(invoked.request.headers);
+    expect(cron.request.schedule).toMatchObject({ index: 0, manual: false });
     expect(cron.steps[0].output).toEqual(invoked.steps[0].output);
     expect(cron.steps[0].output).toEqual({ result: { source: null, declared: ["x_source"] } });
   });
