@@ -21,7 +21,7 @@ const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:V
 
 commands:
   invoke NAME [--data JSON | --data @FILE] [--wait [N] | --stream] [--idempotency-key K]
-  runs list --workflow NAME [--status S] [--compensation failed] [--limit N] [--all]
+  runs list --workflow NAME [--status S] [--compensation failed] [--search KEY=VALUE]... [--limit N] [--all]
   runs get ID
   runs tail ID
   runs cancel ID
@@ -151,7 +151,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
     // An option another command takes is a usage error here, not silently ignored.
     const takes: Record<string, string[]> = {
       invoke: ["data", "idempotency-key", "stream"],
-      runs: ["workflow", "status", "compensation", "limit", "all", "from", "current"],
+      runs: ["workflow", "status", "compensation", "search", "limit", "all", "from", "current"],
       approve: ["comment"],
       reject: ["comment"],
       signal: ["data"],

@@ -27,6 +27,8 @@ export interface Options {
   workflow?: string;
   status?: string;
   compensation?: string;
+  /** `--search KEY=VALUE`, as often as needed (docs/http-api.md, "Search keys"). */
+  search?: string[];
   limit?: string;
   all?: boolean;
   from?: string;
@@ -46,6 +48,12 @@ export async function runs(
     case "list": {
       need(positionals, 0, "argument");
       if (!values.workflow) throw new UsageError("runs list needs --workflow NAME");
+      const search: Record<string, string> = {};
+      for (const pair of values.search ?? []) {
+        const eq = pair.indexOf("=");
+        if (eq <= 0) throw new UsageError(`--search takes KEY=VALUE, not "${pair}"`);
+        search[`search.${pair.slice(0, eq)}`] = pair.slice(eq + 1);
+      }
       const { items, json, more } = await listPages(
         conn,
         "/runs",
@@ -53,6 +61,7 @@ export async function runs(
           workflow: values.workflow,
           status: values.status,
           compensation: values.compensation,
+          ...search,
           limit: values.limit,
         },
         "runs",

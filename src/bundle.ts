@@ -57,6 +57,11 @@ export interface CompiledWorkflow {
   queue: string | null;
   /** `invoke.email`: the addresses whose mail starts a run (root workflows only). */
   email: CompiledEmail | null;
+  /**
+   * `search:` (root workflows): at most 4 keys, each a template over `params` and `request`,
+   * rendered when a run starts and kept in its listing entry (docs/http-api.md, "Search keys").
+   */
+  search?: Record<string, Template>;
   policy: {
     /** null: no budget. */
     costBudgetUsd: number | null;

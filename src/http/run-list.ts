@@ -25,12 +25,13 @@ export interface RunListBody {
 }
 
 interface CursorBody {
-  /** workflow, status filter, position; the compensation filter when given */
+  /** workflow, status filter, position; the compensation and search filters when given */
   w: string;
   s: RunStatus | null;
   t: number;
   i: string;
   c?: "failed";
+  q?: Record<string, string>;
 }
 
 export function bad(detail: string): HttpProblem {
@@ -102,6 +103,7 @@ export async function encodeCursor(
   status: RunStatus | null,
   at: Position,
   compensation: "failed" | null = null,
+  search: Record<string, string> | null = null,
 ): Promise<string> {
   const body: CursorBody = {
     w: workflow,
@@ -109,6 +111,7 @@ export async function encodeCursor(
     t: at.t,
     i: at.id,
     ...(compensation ? { c: compensation } : {}),
+    ...(search ? { q: search } : {}),
   };
   const payload = base64url(new TextEncoder().encode(JSON.stringify(body)));
   return `${payload}.${await checksum(payload)}`;
@@ -119,6 +122,7 @@ export async function decodeCursor(
   workflow: string,
   status: RunStatus | null,
   compensation: "failed" | null = null,
+  search: Record<string, string> | null = null,
 ): Promise<Position> {
   const invalid = bad("cursor is not a cursor of this listing (pass next_cursor back unchanged)");
   const [payload, sum, ...rest] = raw.split(".");
@@ -147,6 +151,8 @@ export async function decodeCursor(
   if (body.w !== workflow) throw bad("cursor belongs to another workflow's listing");
   if ((body.s ?? null) !== status) throw bad("cursor was made with another status filter");
   if ((body.c ?? null) !== compensation) throw bad("cursor was made with another compensation filter");
+  if (JSON.stringify(body.q ?? null) !== JSON.stringify(search))
+    throw bad("cursor was made with other search values");
   return { t, id };
 }
 
@@ -160,8 +166,10 @@ export async function runListPage(
   const limit = parseLimit(single(query, "limit"));
   const status = parseStatus(single(query, "status"));
   const compensation = parseCompensation(single(query, "compensation"));
+  const search = parseSearch(wf, query);
   const rawCursor = single(query, "cursor");
-  const after = rawCursor === null ? null : await decodeCursor(rawCursor, workflow, status, compensation);
+  const after =
+    rawCursor === null ? null : await decodeCursor(rawCursor, workflow, status, compensation, search);
   const page = await listRuns(env, {
     workflow,
     residency: residencyOf(wf),
@@ -169,11 +177,34 @@ export async function runListPage(
     limit,
     after,
     deliveries: compensation === "failed" ? "compensation_failed" : null,
+    search,
   });
   return {
     runs: page.runs,
-    next_cursor: page.next ? await encodeCursor(workflow, status, page.next, compensation) : null,
+    next_cursor: page.next ? await encodeCursor(workflow, status, page.next, compensation, search) : null,
   };
+}
+
+/**
+ * `search.<key>=<value>` (docs/http-api.md, "Search keys"): only the runs with those values, each
+ * key one the workflow declares under `search:` (400 `invalid_query` otherwise); keys sorted, so
+ * the same filter makes the same cursor. Null: no search filter.
+ */
+export function parseSearch(wf: CompiledWorkflow, query: URLSearchParams): Record<string, string> | null {
+  const declared = Object.keys(wf.search ?? {});
+  const out: Record<string, string> = {};
+  for (const name of [...new Set(query.keys())].filter((k) => k.startsWith("search.")).sort()) {
+    const key = name.slice("search.".length);
+    if (!declared.includes(key)) {
+      throw bad(
+        declared.length === 0
+          ? `${wf.name} declares no search keys (\`search:\` in its file)`
+          : `\`${key}\` is not a search key of ${wf.name} (declared: ${declared.join(", ")})`,
+      );
+    }
+    out[key] = single(query, name) as string;
+  }
+  return Object.keys(out).length > 0 ? out : null;
 }
 
 /** `compensation=failed` (docs/http-api.md): only runs whose compensation failed. */

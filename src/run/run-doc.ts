@@ -41,6 +41,8 @@ export interface RunDoc {
   origin?: string | null;
   /** The run this one re-runs (docs/http-api.md, "Re-runs"); absent for a plain invoke. */
   rerun_of?: string | null;
+  /** Its search values (`search:` of its workflow, masked; docs/http-api.md, "Search keys"); absent: none. */
+  search?: Record<string, string>;
   /** Runs written before flow keys: `invoke.concurrency`'s key object and limit (read as `flow`). */
   concurrency?: { gate: string; limit: number } | null;
   /** The flow keys the run passes (docs/triggers.md, "Shaping bursts"); absent: none. */

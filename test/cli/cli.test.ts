@@ -90,6 +90,23 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
       next_cursor: null,
     },
   },
+  "GET /runs?workflow=orders&search.customer=42&search.region=eu": {
+    status: 200,
+    body: {
+      runs: [
+        {
+          run_id: "f".repeat(64),
+          workflow: "orders",
+          status: "complete",
+          created_at: "2026-11-25T05:16:00.000Z",
+          finished_at: "2026-11-25T05:16:01.000Z",
+          compensation: null,
+          search: { customer: "42", region: "eu" },
+        },
+      ],
+      next_cursor: null,
+    },
+  },
   "POST /invoke/strict": {
     status: 422,
     body: {
@@ -355,6 +372,25 @@ describe("against an HTTP server", () => {
     ]);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toContain("e".repeat(64));
+  });
+
+  it("runs list --search KEY=VALUE asks for the runs with those search values", async () => {
+    const list = await cli([
+      "runs",
+      "list",
+      "--workflow",
+      "orders",
+      "--search",
+      "customer=42",
+      "--search",
+      "region=eu",
+      "--url",
+      url,
+    ]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toContain("f".repeat(64));
+    const bad = await cli(["runs", "list", "--workflow", "orders", "--search", "customer", "--url", url]);
+    expect(bad.code).toBe(2);
   });
 
   it("invoke --stream prints the answer as it is written, then the run's end, and sends the params", async () => {

@@ -29,6 +29,7 @@ import { compileEmail } from "./email/invoke-email.ts";
 import type { InvokeContext, TriggerTemplate } from "./invoke-context.ts";
 import { compileCancelOn, compileFlowControl } from "./invoke-flow.ts";
 import { compileNotify } from "./invoke-notify.ts";
+import { compileSearch } from "./invoke-search.ts";
 import { compileQueue } from "./queue/invoke-queue.ts";
 import { compileAuth, signatureHeaders } from "./webhook/invoke-auth.ts";
 
@@ -42,6 +43,8 @@ export interface CompiledTriggers {
   queue: string | null;
   /** `invoke.email` (email/invoke-email.ts). */
   email: CompiledEmail | null;
+  /** `search:` (invoke-search.ts); empty: none. */
+  search: Record<string, Template>;
   /** Checks a `request…` path read by an expression of this workflow, reported at `path`. */
   checkRequestRead(read: string[], path: DataPath, where: string): void;
 }
@@ -264,6 +267,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
   const cancelOn = compileCancelOn(d, ctx, err, template);
   const schedule = compileSchedules(d, ctx, err);
   const notify = compileNotify(d, ctx, err, template);
+  const search = compileSearch(d, ctx, err, template);
 
   return {
     auth,
@@ -273,6 +277,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     cancelOn,
     queue,
     email,
+    search,
     checkRequestRead,
   };
 }

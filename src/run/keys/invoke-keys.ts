@@ -18,3 +18,23 @@ export function renderInvokeKey(key: Template, seen: { params: JsonObject; reque
     return "";
   }
 }
+
+/** A search value is cut to this many characters (docs/http-api.md, "Search keys"). */
+export const MAX_SEARCH_VALUE = 64;
+
+/**
+ * The run's search values (`search:` of its workflow): each template rendered over what the run
+ * starts with, masked (a secret read by a template is never listed), cut to MAX_SEARCH_VALUE
+ * characters; undefined when the workflow declares none.
+ */
+export function searchValues(
+  search: Record<string, Template> | undefined,
+  seen: { params: JsonObject; request: JsonObject },
+  mask: (text: string) => string,
+): Record<string, string> | undefined {
+  if (!search) return undefined;
+  const out: Record<string, string> = {};
+  for (const [key, t] of Object.entries(search))
+    out[key] = [...mask(renderInvokeKey(t, seen))].slice(0, MAX_SEARCH_VALUE).join("");
+  return out;
+}

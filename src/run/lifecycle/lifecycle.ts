@@ -17,9 +17,18 @@ import type { Span } from "../../engine/trace.ts";
 import type { PublicDelivery } from "../deliveries/deliveries.ts";
 import type { BeginPayload } from "../keys/flow-key-rpc.ts";
 import type { AdmitVerdict, TurnVerdict } from "../keys/flow-key-types.ts";
+import { searchValues } from "../keys/invoke-keys.ts";
 import { listKey } from "../listing/listing-layout.ts";
 import type { CancelCode, CancelResult, CompensateResult, SignalResult } from "../run-calls.ts";
-import { flowKeys, flowOf, newRunDoc, noteRerun, type RunDoc, type StartRun } from "../run-doc.ts";
+import {
+  flowKeys,
+  flowOf,
+  newRunDoc,
+  noteRerun,
+  type RunDoc,
+  type StartRun,
+  workflowOf,
+} from "../run-doc.ts";
 import { declaredSignals } from "../run-graph.ts";
 import { isFinished } from "../run-store.ts";
 import type { DecideResult } from "../waits/approvals.ts";
@@ -51,6 +60,9 @@ export class RunLifecycle extends RunCore {
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
     doc.request = this.masker.maskJson(req.request);
+    const masker = this.masker;
+    const search = searchValues(workflowOf(doc.def, doc.workflow_key).search, req, (t) => masker.maskText(t));
+    if (search) doc.search = search;
     this.doc = doc;
     this.store.runStarted(doc);
     if (req.rerun) {

@@ -48,11 +48,23 @@ const ACTIVE: ReadonlySet<string> = new Set(["queued", "pending", "running"]);
 
 /**
  * One entry as a batch row stores it: [run_id, created_ms, status, finished_ms, deliveries, failed],
- * and the compensation's status last when the run has one (entries written before have six).
+ * then the compensation's status when the run has one or search values, then its search values
+ * (docs/http-api.md, "Search keys") when it has them: in the same row, no row more (entries written
+ * before have six or seven).
  */
 type Packed =
   | [string, number, string, number | null, number, number]
-  | [string, number, string, number | null, number, number, CompensationStatus];
+  | [string, number, string, number | null, number, number, CompensationStatus | null]
+  | [
+      string,
+      number,
+      string,
+      number | null,
+      number,
+      number,
+      CompensationStatus | null,
+      Record<string, string>,
+    ];
 
 const pack = (r: IndexRow): Packed => {
   const p: Packed = [
@@ -63,6 +75,7 @@ const pack = (r: IndexRow): Packed => {
     r.deliveries ?? 0,
     r.failed_deliveries ?? 0,
   ];
+  if (r.search) return [...p, r.compensation ?? null, r.search];
   return r.compensation ? [...p, r.compensation] : p;
 };
 const unpack = (p: Packed): IndexRow => ({
@@ -73,6 +86,7 @@ const unpack = (p: Packed): IndexRow => ({
   deliveries: p[4],
   failed_deliveries: p[5],
   ...(p[6] ? { compensation: p[6] } : {}),
+  ...(p[7] ? { search: p[7] } : {}),
 });
 const versionOf = (r: IndexRow): string => JSON.stringify(pack(r));
 
@@ -147,6 +161,7 @@ export class ListingShard {
     limit: number,
     finishedAfter: number,
     deliveries: EntryFilter = null,
+    search: Record<string, string> | null = null,
   ): Promise<IndexRow[]> {
     const t = after ? after.t : Number.MAX_SAFE_INTEGER;
     const id = after ? after.id : "";
@@ -157,7 +172,8 @@ export class ListingShard {
       (status === null || r.status === status) &&
       (deliveries !== "any" || (r.deliveries ?? 0) > 0) &&
       (deliveries !== "failed" || (r.failed_deliveries ?? 0) > 0) &&
-      (deliveries !== "compensation_failed" || r.compensation === "failed");
+      (deliveries !== "compensation_failed" || r.compensation === "failed") &&
+      (search === null || Object.entries(search).every(([k, v]) => r.search?.[k] === v));
     const merged = new Map<string, IndexRow>();
     const take = (r: IndexRow) => merged.set(entryKey(r), mergeEntry(r, merged.get(entryKey(r)) ?? r));
     // What waits is the newest of all; then written rows, newest first.

@@ -99,5 +99,6 @@ function listedRun({ doc, workflow, deliveries }: ListingSubject): ListedRun {
     finished_at: doc.finished_at,
     ...(deliveries ? { deliveries } : {}),
     ...(doc.compensation ? { compensation: doc.compensation.status } : {}),
+    ...(doc.search ? { search: doc.search } : {}),
   };
 }

@@ -40,6 +40,8 @@ export interface ListedRun {
   deliveries?: { total: number; failed: number };
   /** Its compensation phase's status (docs/file-format.md, "Compensation"); null: nothing to undo. */
   compensation?: CompensationStatus | null;
+  /** Its search values (docs/http-api.md, "Search keys"); absent: its workflow declares none. */
+  search?: Record<string, string>;
 }
 
 export type CompensationStatus = "running" | "complete" | "failed";
@@ -63,6 +65,8 @@ export interface ListQuery {
    * failed (`compensation_failed`); null: every run.
    */
   deliveries?: EntryFilter;
+  /** Only runs with these search values (each key equal); null or absent: every run. */
+  search?: Record<string, string> | null;
 }
 
 /** Which runs a read of the listing is about, by their deliveries or their compensation. */
@@ -85,6 +89,8 @@ export interface IndexRow {
   failed_deliveries?: number;
   /** Its compensation phase's status; absent or null: nothing to undo. */
   compensation?: CompensationStatus | null;
+  /** Its search values; absent: none. */
+  search?: Record<string, string>;
 }
 
 /** What a shard answers a write: durable now, or by `durableAt` (ask again then). */
@@ -112,6 +118,7 @@ export interface ShardRpc {
     limit: number,
     finishedAfter: number,
     deliveries?: EntryFilter,
+    search?: Record<string, string> | null,
   ): Promise<IndexRow[]>;
 }
 export interface DirectoryRpc {
@@ -148,6 +155,7 @@ function rowOf(run: ListedRun): IndexRow {
     deliveries: run.deliveries?.total ?? 0,
     failed_deliveries: run.deliveries?.failed ?? 0,
     ...(run.compensation ? { compensation: run.compensation } : {}),
+    ...(run.search ? { search: run.search } : {}),
   };
 }
 
@@ -318,6 +326,7 @@ function listed(workflow: string, r: IndexRow): ListedRun {
     created_at: new Date(r.created_ms).toISOString(),
     finished_at: r.finished_ms === null ? null : new Date(r.finished_ms).toISOString(),
     compensation: r.compensation ?? null,
+    ...(r.search ? { search: r.search } : {}),
   };
 }
 
@@ -357,6 +366,7 @@ export async function listRuns(env: Env, q: ListQuery): Promise<ListPage> {
           q.limit + 1,
           now - retention,
           q.deliveries ?? null,
+          q.search ?? null,
         ),
       ),
     );

@@ -39,8 +39,9 @@ export class RunIndex extends DurableObject<Env> {
     limit: number,
     finishedAfter: number,
     deliveries: EntryFilter = null,
+    search: Record<string, string> | null = null,
   ) {
-    return this.shard.page(after, status, limit, finishedAfter, deliveries);
+    return this.shard.page(after, status, limit, finishedAfter, deliveries, search);
   }
 
   /** Shard: its hour has passed retention. */
