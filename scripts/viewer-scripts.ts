@@ -15,6 +15,7 @@ const BROWSER = fileURLToPath(new URL("../src/viewer/browser/", import.meta.url)
 const PAGES: Record<string, string> = {
   "run-page.ts": "RUN_PAGE_SCRIPT",
   "runs-page.ts": "RUNS_PAGE_SCRIPT",
+  "front-page.ts": "FRONT_PAGE_SCRIPT",
 };
 
 export async function bundleViewerScripts(out: string): Promise<void> {

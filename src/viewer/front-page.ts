@@ -4,10 +4,13 @@
  * and as an HTML page to a browser. It needs no credentials and shows none: no secret, no header
  * value, no parameter; reading the runs it links to still needs each workflow's credentials.
  *
- * Elements tests rely on: `#workflows tr[data-workflow="<name>"]` with `a.runs-link`.
+ * Elements tests rely on: `#workflows tr[data-workflow="<name>"]` with `a.runs-link`, and its Run
+ * form (`details.run form.run-form`, run-form.ts).
  */
 import type { Bundle } from "../bundle.ts";
+import { FRONT_PAGE_SCRIPT } from "../generated/viewer-scripts.ts";
 import { htmlResponse } from "./page-shell.ts";
+import { runFormHtml } from "./run-form.ts";
 
 export interface FrontPageWorkflow {
   name: string;
@@ -91,6 +94,12 @@ function triggerLines(w: FrontPageWorkflow): string {
 
 export async function frontPage(bundle: Bundle, wantsJson: boolean, pausedOf: PausedOf): Promise<Response> {
   const workflows = await frontPageWorkflows(bundle, pausedOf);
+  const forms = new Map(
+    Object.entries(bundle.invocable).map(([name, key]) => {
+      const wf = bundle.workflows[key];
+      return [name, wf ? runFormHtml(wf) : ""] as const;
+    }),
+  );
   if (wantsJson) return Response.json({ workflows });
   const rows = workflows
     .map(
@@ -100,6 +109,7 @@ export async function frontPage(bundle: Bundle, wantsJson: boolean, pausedOf: Pa
   <td>${esc(w.description ?? "")}</td>
   <td class="mono">${esc(w.auth)}</td>
   <td class="mono triggers">${triggerLines(w)}</td>
+  <td><details class="run"><summary>Run</summary>${forms.get(w.name) ?? ""}</details></td>
 </tr>`,
     )
     .join("\n");
@@ -108,10 +118,10 @@ export async function frontPage(bundle: Bundle, wantsJson: boolean, pausedOf: Pa
   <p class="muted">Every workflow this deployment serves: <code>POST /invoke/{name}</code>. Reading a workflow's runs needs its credentials. <a href="/openapi.json">OpenAPI</a></p>
 </header>
 <table id="workflows">
-  <thead><tr><th>Workflow</th><th>Version</th><th>Description</th><th>Auth</th><th>Triggers</th></tr></thead>
+  <thead><tr><th>Workflow</th><th>Version</th><th>Description</th><th>Auth</th><th>Triggers</th><th></th></tr></thead>
   <tbody>
 ${rows}
   </tbody>
 </table>`;
-  return htmlResponse({ title: "Workflows", body, script: "" });
+  return htmlResponse({ title: "Workflows", body, script: FRONT_PAGE_SCRIPT });
 }

@@ -90,6 +90,10 @@ a { color: var(--running); }
 .notice { padding: .6rem .8rem; border-radius: 6px; border: 1px solid var(--line); background: var(--panel); margin: .75rem 0; }
 .notice[data-kind="error"] { border-color: var(--failed); }
 .credential { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; padding: .75rem; margin: 0 0 1rem; border: 1px solid var(--running); border-radius: 6px; background: var(--panel); }
+details.run > summary { cursor: pointer; color: var(--running); }
+.run-form { display: grid; gap: .5rem; padding: .75rem; margin: .5rem 0 1rem; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); max-width: 40rem; }
+.rf-field { display: grid; gap: .15rem; } .rf-field input, .rf-field select, .rf-field textarea { font: inherit; padding: .2rem .4rem; }
+.rf-field .help { color: var(--muted); } .field-error, .run-form-notice { color: var(--failed); }
 .credential[hidden] { display: none; } .credential p { flex-basis: 100%; margin: 0; }
 .credential input { font: inherit; padding: .2rem .4rem; min-width: 14rem; }
 .status { display: inline-block; padding: 0 .5rem; border-radius: 1rem; color: #fff; background: var(--pending); font-size: 12px; font-weight: 600; text-transform: uppercase; letter-spacing: .03em; }

@@ -11,10 +11,12 @@
  */
 import type { Hono } from "hono";
 import workflowBundle from "workflow-bundle";
+import type { Bundle } from "../bundle.ts";
 import { HttpProblem } from "../common/problem.ts";
 import { parseRunId } from "../run/jurisdiction.ts";
 import { scheduleState } from "../triggers/cron/schedule-state.ts";
 import { frontPage } from "./front-page.ts";
+import { runFormHtml } from "./run-form.ts";
 import { runPage, traceUrlTemplate } from "./run-page.ts";
 import { runsPage } from "./runs-page.ts";
 
@@ -24,7 +26,12 @@ export function mountViewer(app: Hono<{ Bindings: Env }>) {
     if (!parseRunId(c.req.param("id"))) throw new HttpProblem("run_not_found", "no run with this id");
     return runPage(traceUrlTemplate(c.env));
   });
-  app.get("/view/runs", () => runsPage());
+  app.get("/view/runs", (c) => {
+    const bundle: Bundle = workflowBundle;
+    const key = bundle.invocable[new URL(c.req.url).searchParams.get("workflow") ?? ""];
+    const wf = key ? bundle.workflows[key] : undefined;
+    return runsPage(wf ? runFormHtml(wf) : "");
+  });
   // The front page: JSON to a client that asks for it (first), the HTML page to a browser.
   app.get("/", (c) => {
     const accept = c.req.header("accept") ?? "";

@@ -6,7 +6,8 @@
  * below /runs.
  *
  * Elements tests rely on: `#runs tr[data-run]` (with `data-status`) and its link to the viewer,
- * `#status-filter`, `#limit-input`, `#older`, `#newer`, `#page-number`.
+ * `#status-filter`, `#limit-input`, `#older`, `#newer`, `#page-number`, and the workflow's Run form
+ * (`details.run form.run-form`, run-form.ts).
  */
 import { RUNS_PAGE_SCRIPT } from "../generated/viewer-scripts.ts";
 import { htmlResponse } from "./page-shell.ts";
@@ -29,6 +30,7 @@ const BODY = `<header>
     <button type="button" id="refresh">Refresh</button>
   </form>
 </header>
+RUN_FORM
 <div id="notice" class="notice" hidden></div>
 <table id="runs">
   <thead><tr><th>Run</th><th>Status</th><th>Created</th><th>Finished</th><th class="num">Duration</th></tr></thead>
@@ -40,6 +42,8 @@ const BODY = `<header>
   <button type="button" id="older" disabled>Older &rarr;</button>
 </nav>`;
 
-export function runsPage(): Response {
-  return htmlResponse({ title: "Runs", body: BODY, script: RUNS_PAGE_SCRIPT });
+/** The page; `runForm`: the Run form of the workflow the query names (run-form.ts), or "". */
+export function runsPage(runForm = ""): Response {
+  const form = runForm ? `<details class="run"><summary>Run this workflow</summary>${runForm}</details>` : "";
+  return htmlResponse({ title: "Runs", body: BODY.replace("RUN_FORM", form), script: RUNS_PAGE_SCRIPT });
 }

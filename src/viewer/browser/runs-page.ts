@@ -3,6 +3,9 @@
  * Bundled with common.ts into the page's inline script at build time.
  */
 import { apiFetch, byId, el, formatMs, formatTime, problemText, showNotice } from "./common.ts";
+import { wireRunForms } from "./run-form.ts";
+
+wireRunForms();
 
 const query = new URLSearchParams(location.search);
 const workflowInput = byId("workflow-input");
