@@ -24,6 +24,7 @@ import { type IndexRow, type RecordAnswer, recordRun } from "../src/run/listing/
 import { BUCKET_MS, type ShardRef } from "../src/run/listing/listing-layout.ts";
 import { RunIndex } from "../src/run/listing/run-index.ts";
 import { RunObject } from "../src/run/object/run-object.ts";
+import { runSchedules } from "../src/triggers/cron/schedule.ts";
 import { consumeBatch } from "../src/triggers/queue/queue.ts";
 
 interface BenchEnv {
@@ -41,6 +42,8 @@ interface BenchEnv {
 /** The payload every pipeline transforms: a few order lines, each step bumps `n`. */
 // Keyed signals as deployed; flow keys counted (npm run bench:bursts reads what they write).
 export { SignalKey } from "../src/run/keys/signal-keys.ts";
+// Paused schedule entries (npm run bench:operators times the cron handler's read of them).
+export { ScheduleState } from "../src/triggers/cron/schedule-state.ts";
 
 export interface Item {
   id: string;
@@ -311,6 +314,7 @@ async function runWorkflow(env: BenchEnv, params: BenchParams, pollMs: number): 
 async function shardWrites(env: BenchEnv, url: URL): Promise<Response> {
   const writes = Number.parseInt(url.searchParams.get("writes") ?? "500", 10);
   const offset = Number.parseInt(url.searchParams.get("offset") ?? "0", 10);
+  const withSearch = url.searchParams.get("search") === "1";
   const now = Date.now();
   const ref: ShardRef = {
     workflow: url.searchParams.get("shard") ?? "capacity",
@@ -329,6 +333,8 @@ async function shardWrites(env: BenchEnv, url: URL): Promise<Response> {
           created_ms: now + i,
           status: "complete",
           finished_ms: now + i,
+          // `search=1`: the entry carries three search values (npm run bench:operators).
+          ...(withSearch ? { search: { customer: `c${i % 7}`, region: "eu", order: String(i) } } : {}),
         },
       ]);
     }),
@@ -365,6 +371,15 @@ async function benchRoute(req: Request, env: BenchEnv, url: URL): Promise<Respon
       await env.BENCH_QUEUE.sendBatch(bodies.slice(i, i + 100).map((body) => ({ body })));
     }
     return Response.json({ sent: bodies.length });
+  }
+  if (url.pathname === "/bench/cron") {
+    // The cron handler as deployed, for one event (npm run bench:operators times it from outside).
+    const scheduledTime = Number(url.searchParams.get("time") ?? Date.now());
+    const started = await runSchedules(
+      { cron: url.searchParams.get("cron") ?? "", scheduledTime },
+      env as unknown as Env,
+    );
+    return Response.json({ started });
   }
   if (url.pathname === "/bench/index-stats") return Response.json(currentIndexStats());
   if (url.pathname === "/bench/shard-writes") return shardWrites(env, url);

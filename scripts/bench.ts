@@ -301,8 +301,8 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${table}\n`);
   writeFileSync(join(ROOT, "bench/results.md"), markdown);
   log(`\nwritten to bench/results.md (${all.totalS.toFixed(0)} s)`);
-  // What compensation, streaming and queues cost, each on a workerd of its own, with its own results file.
-  for (const phase of ["compensation", "streaming", "queues"]) {
+  // What compensation, streaming, queues and operators' controls cost, each on a workerd of its own, with its own results file.
+  for (const phase of ["compensation", "streaming", "queues", "operators"]) {
     log(`\n${phase} phase (npm run bench:${phase})`);
     const done = spawnSync(
       process.execPath,
