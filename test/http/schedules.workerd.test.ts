@@ -24,8 +24,10 @@ describe("GET /workflows/{name}/schedules", () => {
     ]);
     // New York's 02:30 is skipped on 2026-03-08: that day it fires at 03:30 EDT.
     expect(body.schedules[1]).toEqual({
+      index: 1,
       cron: "30 2 * * *",
       timezone: "America/New_York",
+      paused: false,
       next: ["2026-03-08T07:30:00.000Z", "2026-03-09T06:30:00.000Z"],
     });
     expect(body.schedules[5]?.next).toEqual(["2026-03-08T03:30:00.000Z", "2026-03-09T03:30:00.000Z"]);

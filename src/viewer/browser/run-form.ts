@@ -9,7 +9,7 @@ import { apiFetch } from "./common.ts";
 type Field = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
 
 /** A field's value for the body; undefined: left out (an optional field left empty). */
-function valueOf(f: Field): unknown {
+function fieldValue(f: Field): unknown {
   const raw = f.value;
   const kind = f.dataset.kind;
   if (raw === "" && kind !== "body") return undefined;
@@ -45,7 +45,7 @@ async function submit(form: HTMLFormElement) {
   for (const f of form.querySelectorAll<Field>("[name][data-kind]")) {
     let v: unknown;
     try {
-      v = valueOf(f);
+      v = fieldValue(f);
     } catch {
       showError(form, f.dataset.kind === "body" ? "" : `/${f.name}`, "not valid JSON");
       unreadable = true;
