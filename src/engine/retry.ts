@@ -64,6 +64,23 @@ export function backoffDelay(attempt: number, baseDelayMs: number, maxBackoffMs 
 }
 
 /**
+ * What a failed connection was, in words a user can act on. workerd's own messages say little
+ * (`Network connection lost.` for a refused, reset or dropped connection; `internal error;
+ * reference = …` for a host it could not resolve), so they are said plainly; any other message
+ * is kept, its URLs redacted.
+ */
+export function networkFailure(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/^Network connection lost\.?$/i.test(message)) {
+    return "the connection failed (refused, reset or closed before an answer)";
+  }
+  if (/^internal error; reference = /i.test(message)) {
+    return "the host could not be reached (its name did not resolve, or the network refused the connection)";
+  }
+  return redactUrls(message);
+}
+
+/**
  * Runtime error messages sometimes quote the URL they failed on; its userinfo and query may
  * hold secrets, so every URL in `text` is cut down to origin + path.
  */

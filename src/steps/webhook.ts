@@ -11,7 +11,7 @@ import { importSigningKey, standardWebhookHeaders } from "../common/standard-web
 import { systemClock } from "../engine/clock.ts";
 import { checkOutboundUrl } from "../engine/net.ts";
 import { readCapped } from "../engine/read-capped.ts";
-import { isRetryableStatus, retryHttp } from "../engine/retry.ts";
+import { isRetryableStatus, networkFailure, retryHttp } from "../engine/retry.ts";
 import { render, renderUrl, stringify } from "../engine/substitute.ts";
 import { httpAttributes, httpOutcome } from "../engine/trace.ts";
 import { setOwn } from "../engine/transform-ops.ts";
@@ -192,8 +192,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     if (err instanceof StepError) throw err;
-    const reason = err instanceof Error ? err.message : String(err);
-    throw fail(`${method} ${target} failed after ${plural(attempts)}: ${reason}`);
+    throw fail(`${method} ${target} failed after ${plural(attempts)}: ${networkFailure(err)}`);
   }
 
   if (res.status < 200 || res.status > 299 || received === null) {

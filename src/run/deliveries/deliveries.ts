@@ -18,7 +18,7 @@ import { importSigningKey, standardWebhookHeaders } from "../../common/standard-
 import { withTimeout } from "../../common/timeout.ts";
 import type { Masker } from "../../engine/mask.ts";
 import { checkOutboundUrl } from "../../engine/net.ts";
-import { parseRetryAfter, redactUrls } from "../../engine/retry.ts";
+import { networkFailure, parseRetryAfter } from "../../engine/retry.ts";
 import { declaredEnv } from "../../engine/secrets.ts";
 import { renderUrl } from "../../engine/substitute.ts";
 import { httpAttributes, httpOutcome, type StepTracer } from "../../engine/trace.ts";
@@ -237,9 +237,7 @@ export async function sendDelivery(
   } catch (err) {
     span?.end(httpOutcome(null, err), "the request failed");
     const timeout = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
-    return refused(
-      timeout ? "timeout" : `network: ${redactUrls(err instanceof Error ? err.message : String(err))}`,
-    );
+    return refused(timeout ? "timeout" : `network: ${networkFailure(err)}`);
   }
 }
 
