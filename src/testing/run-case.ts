@@ -6,7 +6,7 @@
  * tool-mocks.ts), humans from its `approvals` (approvals.ts).
  */
 import { createHash } from "node:crypto";
-import type { Bundle, CompiledWorkflow, Json, JsonObject } from "../bundle.ts";
+import type { Bundle, CompiledWorkflow, Json, JsonObject, Residency } from "../bundle.ts";
 import { HttpProblem } from "../common/problem.ts";
 import type { TestCase } from "../compiler/test-files/suite.ts";
 import type { Masker } from "../engine/mask.ts";
@@ -15,6 +15,7 @@ import { declaredEnv, usesAgents } from "../engine/secrets.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { resetModelRotation } from "../gateway/select.ts";
 import type { Envelope } from "../run/envelope.ts";
+import { runIdOf } from "../run/jurisdiction.ts";
 import { RunLifecycle } from "../run/lifecycle/lifecycle.ts";
 import type { RunEffect, Wake } from "../run/lifecycle/run-plan.ts";
 import { listKey } from "../run/listing/listing-layout.ts";
@@ -48,8 +49,9 @@ export interface CaseRun {
 }
 
 /** A run id like the Worker's (64 hex digits), fixed per case so test output is reproducible. */
-export function caseRunId(fileKey: string, tc: TestCase): string {
-  return createHash("sha256").update(`${fileKey}#${tc.index}:${tc.name}`).digest("hex");
+/** A case's run id: stable per case, and in its workflow's jurisdiction (`eu-…`) as a deployed run's. */
+export function caseRunId(fileKey: string, tc: TestCase, residency: Residency | null = null): string {
+  return runIdOf(createHash("sha256").update(`${fileKey}#${tc.index}:${tc.name}`).digest("hex"), residency);
 }
 
 /**

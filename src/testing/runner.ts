@@ -10,6 +10,7 @@ import { compileProject } from "../compiler/index.ts";
 import type { TestCase, TestSuite } from "../compiler/test-files/suite.ts";
 import { createMasker } from "../engine/mask.ts";
 import { collectSecrets } from "../engine/secrets.ts";
+import { residencyOf } from "../run/jurisdiction.ts";
 import { checkExpectations, type Failure } from "./expectations.ts";
 import { caseRunId, runCase } from "./run-case.ts";
 
@@ -104,7 +105,9 @@ async function runOne(bundle: Bundle, suite: TestSuite, tc: TestCase, write: (li
   let failures: Failure[];
   let virtual = "";
   try {
-    const run = await runCase(bundle, suite.workflowKey as string, tc, caseRunId(file.key, tc));
+    const wf = bundle.workflows[suite.workflowKey as string];
+    const runId = caseRunId(file.key, tc, wf ? residencyOf(wf) : null);
+    const run = await runCase(bundle, suite.workflowKey as string, tc, runId);
     if (run.log.unmocked.length > 0) {
       failures = [...new Set(run.log.unmocked)].map((m) => ({
         at: [...tc.path, "mocks"],

@@ -56,6 +56,22 @@ cases:
     expect(r.stdout).toContain("2 cases in 1 file: 1 passed, 1 failed");
   });
 
+  it("gives a residency workflow's runs ids in its jurisdiction, as deployed runs have", () => {
+    const dir = writeProject({
+      "greet.workflow.yaml": GREET.replace("name: greet\n", "name: greet\nresidency: eu\n"),
+      "tests/greet.test.yaml": `kind: test
+workflow: greet
+cases:
+  - name: eu run id
+    expect:
+      assert: ["starts_with(run.run_id, 'eu-')"]
+`,
+    });
+    const r = runCli(dir);
+    expect(r.stdout).toMatch(/ {2}✓ eu run id/);
+    expect(r.code).toBe(0);
+  });
+
   it("exits 1, prints every compile error and runs no case when a test file is wrong", () => {
     const dir = writeProject({
       "greet.workflow.yaml": GREET,
