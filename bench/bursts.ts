@@ -14,7 +14,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import { ROOT, startBenchServer } from "./dev-server.ts";
+import { ROOT, resultsPath, startBenchServer } from "./dev-server.ts";
 import { interleaved, oursRunner, percentile, type Runner, summarize } from "./latency.ts";
 import { BENCH_PARAMS, buildBenchBundle } from "./pipelines.ts";
 
@@ -207,7 +207,7 @@ ${CLIENTS} clients at once:
 - runs: ${complete.toLocaleString("en")} complete of ${BURST.toLocaleString("en")}, ${wrong} with a wrong output, ${(BURST - finished.length).toLocaleString("en")} lost; the last finished ${drainedS.toFixed(1)} s after the first invoke (at most 100 starts a second: at least ${(BURST / 100 - 1).toFixed(0)} s)
 - the key object wrote ${burstKeyRows.toLocaleString("en")} rows (${(burstKeyRows / BURST).toFixed(2)} per invoke)
 `;
-  writeFileSync(join(ROOT, "bench/bursts-results.md"), text);
+  writeFileSync(resultsPath("bursts-results.md"), text);
   process.stdout.write(text);
   if (complete !== BURST || wrong > 0) process.exitCode = 1;
 } finally {

@@ -20,7 +20,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
-import { ROOT } from "./dev-server.ts";
+import { ROOT, resultsPath } from "./dev-server.ts";
 import { interleaved, oursRunner, type Runner } from "./latency.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 import { pipelineName, pipelineYaml } from "./pipelines.ts";
@@ -178,7 +178,7 @@ The phase writes the run document once per compensation, when it ends (the last 
 phase's status); nothing for a run that completes, so the first two rows are what \`npm run
 bench\` measures for the same pipeline. Machine: ${machine}.
 `;
-    writeFileSync(join(ROOT, "bench/compensation-results.md"), md);
+    writeFileSync(resultsPath("compensation-results.md"), md);
     process.stdout.write(md);
   } finally {
     await mf.dispose();

@@ -17,6 +17,15 @@ import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
 import { workerdPids } from "./cpu.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
+
+/**
+ * Where a phase writes its results file: bench/ (committed), or `BENCH_RESULTS_DIR` when set (CI's
+ * quick pass runs every phase to prove it works, and keeps the committed figures as they are).
+ */
+export function resultsPath(file: string): string {
+  const dir = process.env.BENCH_RESULTS_DIR;
+  return dir ? join(dir, file) : join(ROOT, "bench", file);
+}
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
 export const COMPATIBILITY_DATE = "2026-10-20";
 

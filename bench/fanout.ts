@@ -17,7 +17,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
-import { ROOT } from "./dev-server.ts";
+import { ROOT, resultsPath } from "./dev-server.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -132,7 +132,7 @@ ${table}
 
 Machine: ${machine}. ${quick ? "Quick run (--quick). " : ""}Timings move by 20-30% between runs on a busy machine.
 `;
-    writeFileSync(join(ROOT, "bench/fanout-results.md"), doc);
+    writeFileSync(resultsPath("fanout-results.md"), doc);
     process.stdout.write(`${table}\n`);
   } finally {
     await stop();

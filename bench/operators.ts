@@ -17,7 +17,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { ROOT } from "./dev-server.ts";
+import { ROOT, resultsPath } from "./dev-server.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -146,7 +146,7 @@ not rows. The cron handler reads a workflow's schedule object only when one of i
 at the event's time; a workflow without a schedule, or with nothing due, costs it nothing.
 Machine: ${machine}.
 `;
-    writeFileSync(join(ROOT, "bench/operators-results.md"), md);
+    writeFileSync(resultsPath("operators-results.md"), md);
     process.stdout.write(md);
   } finally {
     await mf.dispose();

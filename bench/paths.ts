@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
-import { freePort, ROOT, startBenchServer, WRANGLER_ENV } from "./dev-server.ts";
+import { freePort, ROOT, resultsPath, startBenchServer, WRANGLER_ENV } from "./dev-server.ts";
 import { baselineRunner, interleaved, oursRunner, type Runner } from "./latency.ts";
 import { buildBenchBundle, EXPRESS_PIPELINE } from "./pipelines.ts";
 
@@ -116,7 +116,7 @@ it). Net: the p50 less the p50 of \`GET /health\` on the same server.
 |---|---|---|---|---|
 ${rows.join("\n")}
 `;
-  writeFileSync(join(ROOT, "bench/paths-results.md"), text);
+  writeFileSync(resultsPath("paths-results.md"), text);
   process.stdout.write(text);
 } finally {
   await wrangler.stop();

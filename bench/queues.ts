@@ -18,7 +18,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { ROOT } from "./dev-server.ts";
+import { ROOT, resultsPath } from "./dev-server.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -165,7 +165,7 @@ so the queue's rate is this machine's, not Cloudflare's (a deployed consumer sca
 concurrent batches: \`max_concurrency\`). Machine: ${machine}.
 `;
     if (failed > 0) log(`warning: ${failed} runs did not complete`);
-    writeFileSync(join(ROOT, "bench/queues-results.md"), md);
+    writeFileSync(resultsPath("queues-results.md"), md);
     process.stdout.write(md);
   } finally {
     await mf.dispose();

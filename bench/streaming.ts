@@ -21,7 +21,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { ROOT } from "./dev-server.ts";
+import { ROOT, resultsPath } from "./dev-server.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -195,7 +195,7 @@ streams ${CHUNKS} chunks ${GAP_MS} ms apart after a ${FIRST_MS} ms first chunk; 
 Both ends of each interval are read on this machine's clock (the provider and the caller run in
 this process). Machine: ${machine}.
 `;
-    writeFileSync(join(ROOT, "bench/streaming-results.md"), md);
+    writeFileSync(resultsPath("streaming-results.md"), md);
     process.stdout.write(md);
   } finally {
     await mf.dispose();

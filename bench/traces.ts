@@ -17,7 +17,7 @@ import type { AddressInfo } from "node:net";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { cpuPerRun } from "./cpu.ts";
-import { ROOT, startBenchServer } from "./dev-server.ts";
+import { ROOT, resultsPath, startBenchServer } from "./dev-server.ts";
 import { interleaved, oursRunner, type Runner } from "./latency.ts";
 import { buildBenchBundle } from "./pipelines.ts";
 
@@ -119,7 +119,7 @@ ${CPU_BLOCK} runs, idle time subtracted.
 
 Targets: on adds at most 10 % CPU per run and nothing to p50 (the spans leave after the answer).
 `;
-  writeFileSync(join(ROOT, "bench/traces-results.md"), md);
+  writeFileSync(resultsPath("traces-results.md"), md);
   process.stdout.write(md);
 } finally {
   await off.stop();

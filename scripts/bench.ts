@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { ablationVariants, runAblation } from "../bench/ablation.ts";
 import { measureBundleSize, measureStartup } from "../bench/bundle-size.ts";
 import { AFTER_RUNS_SETTLE_MS, cpuPerRun } from "../bench/cpu.ts";
-import { type BenchServer, ROOT, startBenchServer } from "../bench/dev-server.ts";
+import { type BenchServer, ROOT, resultsPath, startBenchServer } from "../bench/dev-server.ts";
 import { profileEngine } from "../bench/engine-profile.ts";
 import {
   baselineRunner,
@@ -299,7 +299,7 @@ async function main(): Promise<void> {
   };
   const { table, markdown } = renderResults(all);
   process.stdout.write(`\n${table}\n`);
-  writeFileSync(join(ROOT, "bench/results.md"), markdown);
+  writeFileSync(resultsPath("results.md"), markdown);
   log(`\nwritten to bench/results.md (${all.totalS.toFixed(0)} s)`);
   // What compensation, streaming, queues and operators' controls cost, each on a workerd of its own, with its own results file.
   for (const phase of ["compensation", "streaming", "queues", "operators"]) {
