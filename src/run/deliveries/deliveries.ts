@@ -54,6 +54,11 @@ export interface DeliveryTarget {
   idempotencyKey: string | null;
   /** A notification's index in `notify:` (null: an approval request). */
   entry: number | null;
+  /**
+   * An approval request whose approval was decided: it is not sent any more (a reviewer who has
+   * decided needs no request), and one not delivered yet is listed `canceled`.
+   */
+  moot?: boolean;
 }
 
 /** A delivery as the API shows it (docs/http-api.md, `GET /deliveries`). */
@@ -63,7 +68,8 @@ export interface PublicDelivery {
   workflow: string;
   type: string;
   url: string;
-  state: DeliveryState;
+  /** `canceled`: an approval request no longer sent, its approval decided before it was delivered. */
+  state: DeliveryState | "canceled";
   attempts: DeliveryAttempt[];
   next_attempt_at: string | null;
   created_at: string;
@@ -101,6 +107,7 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
         }),
       idempotencyKey: `${doc.run_id}:${a.id}`,
       entry: null,
+      ...(a.status !== "pending" ? { moot: true } : {}),
     });
   }
   if (!TERMINAL.has(doc.status)) return out;
@@ -271,8 +278,9 @@ export class RunDeliveries {
   /** When the next attempt is due (null: nothing pending). */
   nextAttempt(targets: readonly DeliveryTarget[]): number | null {
     let next: number | null = null;
-    for (const r of this.records(targets))
-      if (r.state === "pending" && r.next !== null) next = next === null ? r.next : Math.min(next, r.next);
+    for (const [i, r] of this.records(targets).entries())
+      if (r.state === "pending" && r.next !== null && !targets[i]?.moot)
+        next = next === null ? r.next : Math.min(next, r.next);
     return next;
   }
 
@@ -280,7 +288,9 @@ export class RunDeliveries {
   async pass(targets: readonly DeliveryTarget[]): Promise<void> {
     const now = this.deps.now();
     const records = this.records(targets);
-    const due = targets.filter((t, i) => !this.sending.has(t.id) && isDue(records[i] as DeliveryRecord, now));
+    const due = targets.filter(
+      (t, i) => !t.moot && !this.sending.has(t.id) && isDue(records[i] as DeliveryRecord, now),
+    );
     await Promise.all(
       due.map(async (t) => {
         this.sending.add(t.id);
@@ -344,9 +354,10 @@ export class RunDeliveries {
         workflow,
         type: t.type,
         url: masker.maskText(t.url),
-        state: r.state,
+        state: t.moot && r.state === "pending" ? "canceled" : r.state,
         attempts: r.attempts,
-        next_attempt_at: r.state === "pending" && r.next !== null ? new Date(r.next).toISOString() : null,
+        next_attempt_at:
+          r.state === "pending" && r.next !== null && !t.moot ? new Date(r.next).toISOString() : null,
         created_at: r.created_at,
       };
     });

@@ -201,6 +201,32 @@ describe("a gated call", () => {
     await until(runId, finished, AUTH);
   });
 
+  it("stops sending an approval request once the approval is decided, listing it canceled", async () => {
+    const key = uniqueKey("moot");
+    // The reviewer's hook is down: the request is tried, then waits for its next attempt.
+    const { runId, approval } = await gated("tools-logged", {
+      notify_url: `${TARGET}/status/503?key=${key}`,
+    });
+    type Listed = {
+      deliveries: Array<{ type: string; state: string; attempts: unknown[]; next_attempt_at: string | null }>;
+    };
+    const listed = async () =>
+      ((await (await call(`/runs/${runId}/deliveries`, { headers: AUTH })).json()) as Listed).deliveries.find(
+        (d) => d.type === "approval.requested",
+      );
+    for (let i = 0; i < 100 && ((await listed())?.attempts.length ?? 0) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    const before = await listed();
+    expect(before).toMatchObject({ state: "pending" });
+    expect(before?.next_attempt_at).not.toBeNull();
+    await decide(runId, approval.id, { decision: "approved" });
+    await until(runId, finished, AUTH);
+    const after = await listed();
+    expect(after).toMatchObject({ state: "canceled", next_attempt_at: null });
+    expect(after?.attempts).toHaveLength(before?.attempts.length ?? 0);
+  });
+
   it("announces approval.requested on the run's event stream", async () => {
     const { runId, approval } = await gated("tools-logged");
     const res = await call(`/runs/${runId}/events`, { headers: AUTH });
