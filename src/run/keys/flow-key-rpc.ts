@@ -20,6 +20,8 @@ export interface FlowKeyRpc {
   cancelFor(signal: string): Promise<string[]>;
   /** `cancel_on` of a run whose other settings live in other keys: it may be canceled by these signals here. */
   watch(runId: string, signals: string[]): Promise<void>;
+  /** A debounce's or batch's open group as it stands (null: none for this run): what its queued run's envelope shows. */
+  group(runId: string): Promise<{ params: JsonObject; coalesced: number; due: number } | null>;
 }
 
 /** What a flow key hands a run whose turn came: a debounce's or batch's params, how many invokes it stands for. */

@@ -111,6 +111,12 @@ export class FlowKeyRules {
     this.watch(runId, signals);
   }
 
+  /** An open group as it stands now (its queued run's envelope shows it): params, count, due. */
+  groupView(runId: string): { params: JsonObject; coalesced: number; due: number } | null {
+    const g = this.groups.get(runId);
+    return g ? { ...this.handover(g), due: g.due } : null;
+  }
+
   /** Runs waiting in the queue (not counting open groups). */
   get queued(): number {
     return this.queue.length;
@@ -133,10 +139,10 @@ export class FlowKeyRules {
       const open = this.openGroup(now);
       if (open && this.join(open, req, now, fx)) {
         if (req.cancelOn.length > 0) this.unwatch(req.runId); // the run it joined is watched already
-        return { outcome: "joined", runId: open.runId, reason: grouping, startsAt: this.groupDue(open) };
+        return { outcome: "joined", runId: open.runId, reason: grouping, startsAt: open.due };
       }
       const g = this.openNew(grouping, req, now);
-      return { outcome: "queued", runId: req.runId, reason: grouping, startsAt: this.groupDue(g) };
+      return { outcome: "queued", runId: req.runId, reason: grouping, startsAt: g.due };
     }
     const cc = s.concurrency;
     if (cc && this.shared.active.length >= cc.limit && cc.onFull !== "queue") {
@@ -165,7 +171,7 @@ export class FlowKeyRules {
     const g = this.groups.get(runId);
     const q = this.queue.find((x) => x.runId === runId);
     if (q) return { outcome: "queued", reason: q.reason, startsAt: this.startsAt(q, now) };
-    if (g && !this.isClosed(g, now)) return { outcome: "queued", reason: g.kind, startsAt: this.groupDue(g) };
+    if (g && !this.isClosed(g, now)) return { outcome: "queued", reason: g.kind, startsAt: g.due };
     // Its turn came: this answer begins it (with its group's params), no separate begin.
     const begun = fx.begin.find((b) => b.runId === runId);
     if (begun) fx.begin.splice(fx.begin.indexOf(begun), 1);
@@ -234,7 +240,7 @@ export class FlowKeyRules {
   /** When this key must next be woken (a group's due time, the throttle window opening), or null. */
   nextWake(now: number): number | null {
     let next = Number.POSITIVE_INFINITY;
-    for (const g of this.groups.values()) if (!this.isClosed(g, now)) next = Math.min(next, this.groupDue(g));
+    for (const g of this.groups.values()) if (!this.isClosed(g, now)) next = Math.min(next, g.due);
     const head = this.queue[0];
     if (head && this.slotFree()) {
       const at = this.throttleFreeAt(now);
@@ -253,11 +259,7 @@ export class FlowKeyRules {
   }
 
   private isClosed(g: Group, now: number): boolean {
-    return g.closed === true || now >= this.groupDue(g);
-  }
-
-  private groupDue(g: Group): number {
-    return g.due;
+    return g.closed === true || now >= g.due;
   }
 
   private openNew(kind: "debounce" | "batch", req: AdmitRequest, now: number): Group {

@@ -11,6 +11,7 @@
  * read once into this layout.
  */
 import { DurableObject } from "cloudflare:workers";
+import type { JsonObject } from "../../bundle.ts";
 import { objectKv } from "../kv-port.ts";
 import { runStub } from "../run-rpc.ts";
 import { FlowKeyRules } from "./flow-key-rules.ts";
@@ -55,6 +56,10 @@ export class FlowKey extends DurableObject<Env> {
 
   async watch(runId: string, signals: string[]): Promise<void> {
     this.rules.watchRun(runId, signals);
+  }
+
+  async group(runId: string): Promise<{ params: JsonObject; coalesced: number; due: number } | null> {
+    return this.rules.groupView(runId);
   }
 
   override async alarm(): Promise<void> {

@@ -22,6 +22,7 @@ import { retentionMs } from "../listing/listing-layout.ts";
 import { ListingWriter } from "../listing/listing-sync.ts";
 import type { CancelCode, CancelResult, CompensateResult, RunView, SignalResult } from "../run-calls.ts";
 import type { RerunSource, StartRequest, StartResult } from "../run-rpc.ts";
+import { flowKeyStub } from "../run-rpc.ts";
 import { RunStore } from "../run-store.ts";
 import { admit } from "../start/admission.ts";
 import { takeRateLimitSlot } from "../start/rate-limit.ts";
@@ -162,7 +163,36 @@ export class RunObject extends DurableObject<Env> {
 
   async view(): Promise<RunView | null> {
     await this.dropIfExpired();
-    return viewOf(this.run);
+    const view = viewOf(this.run);
+    return view ? this.withGroup(view) : null;
+  }
+
+  /**
+   * A queued debounce or batch run shows its group as it stands (docs/triggers.md, "Shaping
+   * bursts"): the params it will begin with, how many invokes it stands for and when it is due,
+   * which its flow key holds until it begins (read when asked: no row is written).
+   */
+  private async withGroup(view: RunView): Promise<RunView> {
+    const doc = this.run.current;
+    const reason = view.envelope.queue?.reason;
+    const gate = doc?.flow?.gates[doc.flow.at];
+    if (!doc || view.envelope.status !== "queued" || !gate || (reason !== "debounce" && reason !== "batch"))
+      return view;
+    const group = await flowKeyStub(this.env, this.residency, gate.name)
+      .group(doc.run_id)
+      .catch(() => null);
+    if (!group) return view;
+    const masker = this.run.runMasker;
+    const queue = { reason, starts_at: new Date(group.due).toISOString() };
+    return {
+      ...view,
+      envelope: {
+        ...view.envelope,
+        params: masker.maskJson(group.params),
+        coalesced: group.coalesced,
+        queue,
+      },
+    };
   }
 
   async cancel(code?: CancelCode): Promise<CancelResult> {

@@ -4,7 +4,7 @@
  * params schema is refused and changes nothing; a steady stream still starts a run by max_wait_s.
  */
 import { describe, expect, it } from "vitest";
-import { type Envelope, invoke, uniqueKey, waitForRun } from "../harness.ts";
+import { call, type Envelope, invoke, uniqueKey, waitForRun } from "../harness.ts";
 import { arrivals } from "./bursts.ts";
 
 async function send(body: unknown, wait?: number): Promise<{ status: number; body: Envelope }> {
@@ -26,6 +26,23 @@ describe("invoke.debounce", () => {
     expect(run.coalesced).toBe(20);
     // One run, one delivery, with the last params.
     expect((await arrivals(group)).map((a) => a.body.n)).toEqual([19]);
+  });
+
+  it("shows a queued run's group as it stands: the last params, how many invokes, when it is due", async () => {
+    const group = uniqueKey("debounce-view");
+    const answers = [];
+    for (let n = 0; n < 3; n++) answers.push(await send({ group, n }));
+    const id = answers[0]?.body.run_id as string;
+    const res = await call(`/runs/${id}`);
+    const queued = (await res.json()) as Envelope;
+    expect(queued.status).toBe("queued");
+    expect(queued.params).toEqual({ group, n: 2 });
+    expect(queued.coalesced).toBe(3);
+    expect(queued.queue.reason).toBe("debounce");
+    // Due a debounce period after the last invoke, not the first.
+    expect(Date.parse(queued.queue.starts_at)).toBeGreaterThan(Date.parse(queued.created_at));
+    const run = await waitForRun(id, {}, 10_000);
+    expect(run.params).toEqual({ group, n: 2 });
   });
 
   it("answers 422 to an invoke whose body fails the params schema and leaves the group as it was", async () => {
