@@ -29,7 +29,7 @@ import { takeRateLimitSlot } from "../start/rate-limit.ts";
 import { newTrace } from "../trace/run-trace.ts";
 import type { ApprovalRecord, DecideResult } from "../waits/approvals.ts";
 import { RunEffects } from "./run-effects.ts";
-import { rerunSourceOf, viewOf } from "./run-reads.ts";
+import { openingEvent, rerunSourceOf, viewOf, withGroup } from "./run-reads.ts";
 import { workerRuntime } from "./worker-runtime.ts";
 
 export class RunObject extends DurableObject<Env> {
@@ -140,20 +140,9 @@ export class RunObject extends DurableObject<Env> {
    */
   override async fetch(request: Request): Promise<Response> {
     await this.dropIfExpired();
-    const doc = this.run.current;
-    if (!doc) return new Response("no run", { status: 404 });
+    if (!this.run.current) return new Response("no run", { status: 404 });
     const last = Number.parseInt(request.headers.get("last-event-id") ?? "", 10);
-    const opening = new URL(request.url).searchParams.has("opening")
-      ? {
-          type: doc.status === "queued" ? ("run.queued" as const) : ("run.started" as const),
-          time: doc.created_at,
-          data: {
-            run_id: doc.run_id,
-            workflow: this.run.rootWorkflow().name,
-            trace_id: this.run.envelope().trace_id,
-          },
-        }
-      : undefined;
+    const opening = new URL(request.url).searchParams.has("opening") ? openingEvent(this.run) : undefined;
     // A finished run whose compensations still run keeps its stream open until they have.
     return this.hub.subscribe(this.run.history(), !this.run.active && !this.run.compensating, {
       ...(opening ? { opening } : {}),
@@ -164,35 +153,7 @@ export class RunObject extends DurableObject<Env> {
   async view(): Promise<RunView | null> {
     await this.dropIfExpired();
     const view = viewOf(this.run);
-    return view ? this.withGroup(view) : null;
-  }
-
-  /**
-   * A queued debounce or batch run shows its group as it stands (docs/triggers.md, "Shaping
-   * bursts"): the params it will begin with, how many invokes it stands for and when it is due,
-   * which its flow key holds until it begins (read when asked: no row is written).
-   */
-  private async withGroup(view: RunView): Promise<RunView> {
-    const doc = this.run.current;
-    const reason = view.envelope.queue?.reason;
-    const gate = doc?.flow?.gates[doc.flow.at];
-    if (!doc || view.envelope.status !== "queued" || !gate || (reason !== "debounce" && reason !== "batch"))
-      return view;
-    const group = await flowKeyStub(this.env, this.residency, gate.name)
-      .group(doc.run_id)
-      .catch(() => null);
-    if (!group) return view;
-    const masker = this.run.runMasker;
-    const queue = { reason, starts_at: new Date(group.due).toISOString() };
-    return {
-      ...view,
-      envelope: {
-        ...view.envelope,
-        params: masker.maskJson(group.params),
-        coalesced: group.coalesced,
-        queue,
-      },
-    };
+    return view ? withGroup(this.run, view, (gate) => flowKeyStub(this.env, this.residency, gate)) : null;
   }
 
   async cancel(code?: CancelCode): Promise<CancelResult> {
