@@ -9,7 +9,7 @@
  */
 import type { Bundle } from "../bundle.ts";
 import { FRONT_PAGE_SCRIPT } from "../generated/viewer-scripts.ts";
-import { htmlResponse } from "./page-shell.ts";
+import { escapeHtml, htmlResponse } from "./page-shell.ts";
 import { runFormHtml } from "./run-form.ts";
 
 export interface FrontPageWorkflow {
@@ -68,17 +68,7 @@ export async function frontPageWorkflows(bundle: Bundle, pausedOf: PausedOf): Pr
   });
 }
 
-const ESCAPES: Record<string, string> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&#39;",
-};
-
-function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
-}
+const esc = escapeHtml;
 
 /** One line per way the workflow starts besides `POST /invoke/{name}`. */
 function triggerLines(w: FrontPageWorkflow): string {

@@ -21,6 +21,19 @@ function newNonce(): string {
   return btoa(String.fromCharCode(...bytes));
 }
 
+const ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+/** Text made safe for HTML content and quoted attribute values (the server-rendered pages). */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
 export function contentSecurityPolicy(nonce: string): string {
   return [
     "default-src 'none'",

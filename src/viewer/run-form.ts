@@ -13,15 +13,9 @@
  */
 import { type CompiledWorkflow, isSignature } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
+import { escapeHtml } from "./page-shell.ts";
 
-const ESCAPES: Record<string, string> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&#39;",
-};
-const esc = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+const esc = escapeHtml;
 
 type Kind = "string" | "number" | "integer" | "boolean" | "enum" | "json";
 
