@@ -17,11 +17,10 @@
  * Writes bench/compensation-results.md. Not part of `npm test`. Network: 127.0.0.1 only.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
-import { ROOT, resultsPath } from "./dev-server.ts";
-import { interleaved, oursRunner, type Runner } from "./latency.ts";
+import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
+import { interleaved, median, oursRunner, type Runner } from "./latency.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 import { pipelineName, pipelineYaml } from "./pipelines.ts";
 
@@ -72,11 +71,6 @@ function sagaYaml(name: string, undo: boolean): string {
   );
   return `${lines.join("\n")}\n`;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
-};
 
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
@@ -159,7 +153,7 @@ async function main(): Promise<void> {
     const lastUndo = median(compensated.map((c) => c.lastUndoMs ?? Number.NaN));
     const verdict = added <= attempts + 1 ? "met" : "NOT met";
     const f = (n: number) => n.toFixed(2);
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    const machine = machineLine();
     const md = `# What compensation costs
 
 \`npm run bench:compensation\` (bench/compensation.ts) on ${new Date().toISOString().slice(0, 10)}${quick ? " (--quick)" : ""}:

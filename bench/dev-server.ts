@@ -12,11 +12,17 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { cpus, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
 import { workerdPids } from "./cpu.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
+
+/** This machine in one line, for a results file's notes: CPUs, memory, Node. */
+export function machineLine(): string {
+  return `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+}
 
 /**
  * Where a phase writes its results file: bench/ (committed), or `BENCH_RESULTS_DIR` when set (CI's

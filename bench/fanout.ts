@@ -14,10 +14,9 @@
  * allowed. Not part of `npm test`. Network: 127.0.0.1 only.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
-import { ROOT, resultsPath } from "./dev-server.ts";
+import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -119,7 +118,7 @@ async function main(): Promise<void> {
       "|---|---|---|---|---|---|",
       ...rows,
     ].join("\n");
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    const machine = machineLine();
     const doc = `# Fan-out bench (\`npm run bench:fanout\`)
 
 A ${ITEMS}-item webhook fan-out (\`for_each\` with the default concurrency: ${ITEMS} items, at most

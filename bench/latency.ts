@@ -86,6 +86,14 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] ?? Number.NaN;
 }
 
+/** The median (the lower one of an even count): the 50th nearest-rank percentile. */
+export function median(xs: number[]): number {
+  return percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
+}
+
 export function summarize(ms: number[]): Samples {
   const sorted = [...ms].sort((a, b) => a - b);
   const mean = ms.reduce((a, b) => a + b, 0) / Math.max(1, ms.length);

@@ -15,9 +15,9 @@
  * Writes bench/operators-results.md. Not part of `npm test`. Network: 127.0.0.1 only.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { ROOT, resultsPath } from "./dev-server.ts";
+import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
+import { median } from "./latency.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -35,11 +35,6 @@ ${search ? 'search:\n  customer: "{{ params.customer }}"\n  region: "{{ params.r
   - id: b
     transform: { inputs: [{ from: "{{ step.a.result }}" }], ops: [] }
 `;
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
-};
 
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
@@ -128,7 +123,7 @@ async function main(): Promise<void> {
       paused.push(p.ms);
     }
     const f = (n: number) => n.toFixed(2);
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    const machine = machineLine();
     const md = `# What operators' controls cost
 
 \`npm run bench:operators\` (bench/operators.ts) on ${new Date().toISOString().slice(0, 10)}${quick ? " (--quick)" : ""}:

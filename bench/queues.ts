@@ -16,9 +16,9 @@
  * Writes bench/queues-results.md. Not part of `npm test`. Network: 127.0.0.1 only.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { ROOT, resultsPath } from "./dev-server.ts";
+import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
+import { median } from "./latency.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -52,11 +52,6 @@ interface Listed {
   created_at: string;
   status: string;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
-};
 
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
@@ -143,7 +138,7 @@ async function main(): Promise<void> {
     const queueRate = N / ((queueEnd - q0) / 1000);
     const httpRate = N / ((httpEnd - h0) / 1000);
     const failed = [...queueRuns, ...httpRuns].filter((r) => r.status !== "complete").length;
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    const machine = machineLine();
     const verdict = queueRows <= httpRows ? "met" : "NOT met";
     const md = `# What a queue costs
 

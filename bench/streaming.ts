@@ -19,9 +19,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { ROOT, resultsPath } from "./dev-server.ts";
+import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
+import { median } from "./latency.ts";
 import { startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
@@ -96,11 +96,6 @@ const provider = createServer((req, res) => {
     sent.set(key, t);
   });
 });
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
-};
 
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
@@ -177,7 +172,7 @@ async function main(): Promise<void> {
     const rtt = median(healths);
     const streamRows = median(samples.map((s) => s.rows));
     const f = (n: number) => n.toFixed(2);
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    const machine = machineLine();
     const md = `# What streaming costs
 
 \`npm run bench:streaming\` (bench/streaming.ts) on ${new Date().toISOString().slice(0, 10)}${quick ? " (--quick)" : ""}:
