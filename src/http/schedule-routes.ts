@@ -7,11 +7,10 @@
  */
 import type { Hono } from "hono";
 import type { CompiledWorkflow } from "../bundle.ts";
-import { HttpProblem } from "../common/problem.ts";
-import { backfill, entryIndex, runNow, setPaused } from "../triggers/cron/on-demand.ts";
+import { backfill, runNow, scheduleEntry, setPaused } from "../triggers/cron/on-demand.ts";
 import { isPaused, scheduleState } from "../triggers/cron/schedule-state.ts";
 import { requireReader } from "../triggers/webhook/auth.ts";
-import { invokeAnswer } from "../triggers/webhook/invoke.ts";
+import { idempotencyKeyOf, invokeAnswer } from "../triggers/webhook/invoke.ts";
 import { bad, parseDateTime, single } from "./run-list.ts";
 import { schedulesOf } from "./schedules.ts";
 
@@ -34,18 +33,14 @@ export function mountScheduleRoutes(app: Hono<{ Bindings: Env }>, invocable: Loo
   const entryOf = async (c: { env: Env; req: { param(k: string): string; raw: Request } }) => {
     const { key, wf } = invocable(c.req.param("workflow"));
     await requireReader(wf.auth, c.req.raw.headers, c.env as unknown as Record<string, unknown>);
-    return { key, wf, index: entryIndex(wf, c.req.param("index")) };
+    return { key, wf, at: scheduleEntry(wf, c.req.param("index")) };
   };
 
   app.post("/workflows/:workflow/schedules/:index/run", async (c) => {
-    const { key, wf, index } = await entryOf(c);
-    const idempotencyKey = c.req.header("idempotency-key") ?? null;
-    if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
-      throw new HttpProblem("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 characters");
-    }
-    const result = await runNow(c.env, key, wf, index, idempotencyKey);
-    const entry = wf.schedule[index];
-    const started = { params: entry?.params ?? {}, request: {}, idempotencyKey, waitS: 0 };
+    const { key, wf, at } = await entryOf(c);
+    const idempotencyKey = idempotencyKeyOf(c.req.raw.headers);
+    const result = await runNow(c.env, key, wf, at.index, idempotencyKey);
+    const started = { params: at.entry.params, request: {}, idempotencyKey, waitS: 0 };
     return invokeAnswer(wf, started, result, c.env as unknown as Record<string, unknown>);
   });
 
@@ -54,20 +49,19 @@ export function mountScheduleRoutes(app: Hono<{ Bindings: Env }>, invocable: Loo
     ["resume", false],
   ] as const) {
     app.post(`/workflows/:workflow/schedules/:index/${action}`, async (c) => {
-      const { wf, index } = await entryOf(c);
-      const now = await setPaused(c.env, wf, index, paused);
-      const entry = wf.schedule[index];
+      const { wf, at } = await entryOf(c);
+      const now = await setPaused(c.env, wf, at, paused);
       return c.json({
-        index,
-        cron: entry?.cron,
-        timezone: entry?.timezone,
-        paused: now.some((p) => p.index === index),
+        index: at.index,
+        cron: at.entry.cron,
+        timezone: at.entry.timezone,
+        paused: now.some((p) => p.index === at.index),
       });
     });
   }
 
   app.post("/workflows/:workflow/schedules/:index/backfill", async (c) => {
-    const { key, wf, index } = await entryOf(c);
+    const { key, wf, at } = await entryOf(c);
     const query = new URL(c.req.url).searchParams;
     const rawFrom = single(query, "from");
     const rawTo = single(query, "to");
@@ -76,7 +70,7 @@ export function mountScheduleRoutes(app: Hono<{ Bindings: Env }>, invocable: Loo
       c.env,
       key,
       wf,
-      index,
+      at,
       parseDateTime("from", rawFrom),
       parseDateTime("to", rawTo),
     );

@@ -4,7 +4,7 @@
  * over a time range. Backfilled firings take the idempotency keys the cron handler gives them, so a
  * firing that already ran, a repeated backfill or two at once start each firing once.
  */
-import type { CompiledWorkflow } from "../../bundle.ts";
+import type { CompiledSchedule, CompiledWorkflow } from "../../bundle.ts";
 import { nextFires, patternProblem } from "../../common/local-time.ts";
 import { HttpProblem } from "../../common/problem.ts";
 import type { StartOutcome } from "../../run/start/start-run.ts";
@@ -14,14 +14,21 @@ import { type PausedEntry, scheduleState } from "./schedule-state.ts";
 /** At most this many firings per backfill call. */
 export const MAX_BACKFILL = 100;
 
+/** One entry of a workflow's `schedule`, and its 0-based index in the file. */
+export interface EntryAt {
+  index: number;
+  entry: CompiledSchedule;
+}
+
 /** The entry `raw` names (a 0-based index), or 404 `schedule_not_found`. */
-export function entryIndex(wf: CompiledWorkflow, raw: string): number {
+export function scheduleEntry(wf: CompiledWorkflow, raw: string): EntryAt {
   const index = /^(0|[1-9][0-9]{0,3})$/.test(raw) ? Number(raw) : -1;
-  if (index < 0 || index >= wf.schedule.length) {
+  const entry = wf.schedule[index];
+  if (!entry) {
     const has = wf.schedule.length === 0 ? "has no schedule" : `has entries 0 to ${wf.schedule.length - 1}`;
     throw new HttpProblem("schedule_not_found", `${wf.name} ${has}; no entry ${JSON.stringify(raw)}`);
   }
-  return index;
+  return { index, entry };
 }
 
 /** Starts entry `index`'s run now, with its params (`request.schedule.manual` true). */
@@ -35,15 +42,13 @@ export function runNow(
   return startEntry(env, key, wf, index, { idempotencyKey, manual: true });
 }
 
-/** Pauses or resumes entry `index`; the paused entries after it. */
+/** Pauses or resumes an entry; the paused entries after it. */
 export function setPaused(
   env: Env,
   wf: CompiledWorkflow,
-  index: number,
+  { index, entry }: EntryAt,
   paused: boolean,
 ): Promise<PausedEntry[]> {
-  const entry = wf.schedule[index];
-  if (!entry) throw new HttpProblem("schedule_not_found", `${wf.name} has no entry ${index}`);
   return scheduleState(env, wf.name).setPaused({ index, cron: entry.cron, timezone: entry.timezone }, paused);
 }
 
@@ -53,22 +58,21 @@ export interface BackfilledRun {
   started: boolean;
 }
 
-/** One run per firing of entry `index` in [from, to), each under its firing's idempotency key. */
+/** One run per firing of an entry in [from, to), each under its firing's idempotency key. */
 export async function backfill(
   env: Env,
   key: string,
   wf: CompiledWorkflow,
-  index: number,
+  { index, entry }: EntryAt,
   from: number,
   to: number,
 ): Promise<BackfilledRun[]> {
-  const entry = wf.schedule[index];
-  if (!entry) throw new HttpProblem("schedule_not_found", `${wf.name} has no entry ${index}`);
   if (!(from < to)) throw new HttpProblem("invalid_query", "`from` must be before `to`");
-  if (patternProblem(entry.cron) !== null) {
+  const unread = patternProblem(entry.cron);
+  if (unread !== null) {
     throw new HttpProblem(
       "invalid_query",
-      `entry ${index}'s cron \`${entry.cron}\` uses a form whose firings cannot be listed (${patternProblem(entry.cron)}); start its runs with /run`,
+      `entry ${index}'s cron \`${entry.cron}\` uses a form whose firings cannot be listed (${unread}); start its runs with /run`,
     );
   }
   const firings = nextFires(entry, from - 1, MAX_BACKFILL + 1).filter((t) => t < to);

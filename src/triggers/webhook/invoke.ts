@@ -31,16 +31,7 @@ export async function invokeStart(
   const params = decodeParams(body, req.headers.get("content-type"));
   const request = recordRequest(wf.invoke.headers, req.headers);
   checkRunInputs(bundle, wf, params, env);
-  const idempotencyKey = req.headers.get("idempotency-key");
-  if (
-    idempotencyKey !== null &&
-    (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
-  ) {
-    throw new HttpProblem(
-      "invalid_idempotency_key",
-      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
-    );
-  }
+  const idempotencyKey = idempotencyKeyOf(req.headers);
   // A sender's redelivery carries the same delivery id: it reaches the same run.
   const runKey =
     idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null);
@@ -60,6 +51,18 @@ export async function invokeStart(
     // The caller's trace, if it sent one (an invalid header is ignored: a new trace).
     traceparent: req.headers.get("traceparent"),
   };
+}
+
+/** The request's `Idempotency-Key` (null: none), or 400 `invalid_idempotency_key` when it is empty or too long. */
+export function idempotencyKeyOf(headers: Headers): string | null {
+  const key = headers.get("idempotency-key");
+  if (key !== null && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
+    throw new HttpProblem(
+      "invalid_idempotency_key",
+      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
+    );
+  }
+  return key;
 }
 
 /** The invoke's answer for what starting its run gave. */
