@@ -117,7 +117,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
    * What a run reads besides the headers: a queue message's (src/triggers/queue/queue.ts) and a
    * schedule entry's (`request.schedule`, src/triggers/cron/schedule.ts).
    */
-  const queueFields = [
+  const requestFields = [
     ...(queue === null ? [] : ["queue", "message_id", "attempts"]),
     ...(Array.isArray(d.schedule) && d.schedule.length > 0 ? ["schedule"] : []),
   ];
@@ -131,9 +131,9 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
       );
       return;
     }
-    if (read[1] === undefined || queueFields.includes(read[1])) return;
+    if (read[1] === undefined || requestFields.includes(read[1])) return;
     if (read[1] !== "headers") {
-      const fields = queueFields.map((f) => `, \`request.${f}\``).join("");
+      const fields = requestFields.map((f) => `, \`request.${f}\``).join("");
       const note = ["queue", "message_id", "attempts"].includes(read[1])
         ? " (a run started by a queue message has it: set `invoke.queue`)"
         : read[1] === "schedule"

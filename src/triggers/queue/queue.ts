@@ -43,9 +43,11 @@ export type Settled = { ack: true; runId: string } | { ack: false; delayS: numbe
 
 /** The Worker's `queue()` handler: every message of the batch settled on its own. */
 export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  // One batch is of one queue: its workflow is found once.
+  const target = invocableWorkflow((wf) => wf.queue === batch.queue);
   await Promise.all(
     batch.messages.map(async (msg) => {
-      const settled = await settleMessage(batch.queue, msg, env);
+      const settled = await settleMessage(batch.queue, target, msg, env);
       if (settled.ack) {
         msg.ack();
         return;
@@ -58,8 +60,13 @@ export async function consumeBatch(batch: MessageBatch<unknown>, env: Env): Prom
   );
 }
 
-/** Starts the run of one message and says whether to ack it. */
-export async function settleMessage(queue: string, msg: Message<unknown>, env: Env): Promise<Settled> {
+/** Starts the run of one message of `queue` (its workflow: `target`) and says whether to ack it. */
+async function settleMessage(
+  queue: string,
+  target: ReturnType<typeof invocableWorkflow>,
+  msg: Message<unknown>,
+  env: Env,
+): Promise<Settled> {
   const base = { queue, message_id: msg.id, attempts: msg.attempts };
   const rejected = (code: string, detail: string, errors?: QueueLine["errors"]): Settled => ({
     ack: false,
@@ -74,7 +81,6 @@ export async function settleMessage(queue: string, msg: Message<unknown>, env: E
   if (bundle.buildErrors?.length) {
     return retried("build_failed", "the workflows do not build (npm start shows the errors)", 10);
   }
-  const target = invocableWorkflow((wf) => wf.queue === queue);
   if (!target) return rejected("no_workflow", `no workflow has \`invoke.queue: ${queue}\``);
   const { key, wf } = target;
   const params = bodyParams(msg.body);
