@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
 import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
 import { interleaved, median, oursRunner, type Runner } from "./latency.ts";
-import { startOwnWorker } from "./own-bundle.ts";
+import { rowsWritten, startOwnWorker } from "./own-bundle.ts";
 import { pipelineName, pipelineYaml } from "./pipelines.ts";
 
 const quick = process.argv.includes("--quick");
@@ -88,8 +88,7 @@ async function main(): Promise<void> {
   );
   try {
     const base = (await mf.ready).origin;
-    const rows = async (runId: string) =>
-      ((await (await fetch(`${base}/bench/writes/${runId}`)).json()) as { rows: number }).rows;
+    const rows = (runId: string) => rowsWritten(base, runId);
 
     // 1. A run without compensate.
     const plainIds: string[] = [];

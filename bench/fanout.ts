@@ -17,7 +17,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startWebhookTarget } from "../test/servers/webhook-target.ts";
 import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
-import { startOwnWorker } from "./own-bundle.ts";
+import { rowsWritten, startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const RUNS = quick ? 3 : 10;
@@ -95,8 +95,7 @@ async function main(): Promise<void> {
           `run did not complete with ${ITEMS} items: ${res.status} ${JSON.stringify(e).slice(0, 300)}`,
         );
       }
-      const w = (await (await fetch(`${base}/bench/writes/${e.run_id}`)).json()) as { rows: number };
-      return { ms, writes: w.rows };
+      return { ms, writes: await rowsWritten(base, e.run_id) };
     };
 
     const rows: string[] = [];

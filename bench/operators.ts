@@ -18,7 +18,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
 import { median } from "./latency.ts";
-import { startOwnWorker } from "./own-bundle.ts";
+import { rowsWritten, startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const N = quick ? 30 : 200;
@@ -80,11 +80,7 @@ async function main(): Promise<void> {
       }
       await settle();
       const listing = ((await indexRows()) - before) / N;
-      const own = median(
-        await Promise.all(
-          ids.slice(-20).map(async (id) => ((await json(`/bench/writes/${id}`)) as { rows: number }).rows),
-        ),
-      );
+      const own = median(await Promise.all(ids.slice(-20).map((id) => rowsWritten(base, id))));
       return { own, listing };
     };
     log(`rows: ${N} runs without and with search keys`);

@@ -60,3 +60,8 @@ export async function startOwnWorker(
     ...extra,
   });
 }
+
+/** The SQLite rows run `runId`'s object wrote (bench/entry.ts counts them), through the Worker at `base`. */
+export async function rowsWritten(base: string, runId: string): Promise<number> {
+  return ((await (await fetch(`${base}/bench/writes/${runId}`)).json()) as { rows: number }).rows;
+}

@@ -19,7 +19,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
 import { median } from "./latency.ts";
-import { startOwnWorker } from "./own-bundle.ts";
+import { rowsWritten, startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const N = quick ? 200 : 1000;
@@ -92,8 +92,7 @@ async function main(): Promise<void> {
       }
     };
     const seen = new Map<string, string>();
-    const rows = async (runId: string) =>
-      ((await (await fetch(`${base}/bench/writes/${runId}`)).json()) as { rows: number }).rows;
+    const rows = (runId: string) => rowsWritten(base, runId);
 
     // Warm-up: one of each, not counted.
     const sent = await fetch(`${base}/bench/queue-send`, {

@@ -22,7 +22,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { machineLine, ROOT, resultsPath } from "./dev-server.ts";
 import { median } from "./latency.ts";
-import { startOwnWorker } from "./own-bundle.ts";
+import { rowsWritten, startOwnWorker } from "./own-bundle.ts";
 
 const quick = process.argv.includes("--quick");
 const RUNS = quick ? 5 : 30;
@@ -114,8 +114,7 @@ async function main(): Promise<void> {
   try {
     const base = (await mf.ready).origin;
     const now = () => performance.timeOrigin + performance.now();
-    const rows = async (runId: string) =>
-      ((await (await fetch(`${base}/bench/writes/${runId}`)).json()) as { rows: number }).rows;
+    const rows = (runId: string) => rowsWritten(base, runId);
     const oneRun = async () => {
       const key = `k-${crypto.randomUUID()}`;
       const res = await fetch(`${base}/invoke/bench-stream`, {
