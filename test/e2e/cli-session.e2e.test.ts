@@ -8,57 +8,31 @@
  *
  *   UPDATE_DOCS=1 npx vitest run --config vitest.e2e.config.ts test/e2e/cli-session.e2e.test.ts
  */
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { replay, sessionBlocks, shape, withOutputs } from "./doc-session.ts";
-import { startWorker, type WorkerProcess } from "./worker-process.ts";
+import {
+  DOCUMENTED_URL,
+  type DocStack,
+  freshShell,
+  replay,
+  sessionBlocks,
+  shape,
+  startDocStack,
+  withOutputs,
+} from "./doc-session.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 const PAGE = join(ROOT, "docs/cli.md");
-/** What the page's commands assume `npm start` answers on. */
-const DOCUMENTED_URL = "http://localhost:8787";
 
-let receiver: ChildProcessWithoutNullStreams;
-let received = "";
-let worker: WorkerProcess;
-let project = "";
-
-/** .dev.vars.example as wrangler reads .dev.vars: NAME=value lines. */
-function devVars(): Record<string, string> {
-  const text = readFileSync(join(ROOT, ".dev.vars.example"), "utf8");
-  return Object.fromEntries([...text.matchAll(/^([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((m) => [m[1], m[2]]));
-}
+let stack: DocStack;
 
 beforeAll(async () => {
-  receiver = spawn(process.execPath, [join(ROOT, "scripts/receiver.ts"), "--port", "0"]);
-  receiver.stdout.on("data", (c) => {
-    received += c;
-  });
-  let receiverUrl = "";
-  for (let i = 0; i < 100 && !receiverUrl; i++) {
-    receiverUrl = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(received)?.[1] ?? "";
-    if (!receiverUrl) await new Promise((r) => setTimeout(r, 50));
-  }
-  if (!receiverUrl) throw new Error(`the receiver did not start: ${received}`);
-  worker = await startWorker({ ...devVars(), WAREHOUSE_URL: receiverUrl }, "workflows");
-
-  // A user's checkout: the project's files (copied, so `init` writes into the copy) and its
-  // installed node_modules.
-  project = mkdtempSync(join(tmpdir(), "workflow-edge-cli-session-"));
-  for (const f of ["cli", "scripts", "src", "schema", "workflows", "package.json", "tsconfig.json"])
-    cpSync(join(ROOT, f), join(project, f), { recursive: true });
-  for (const f of ["tsconfig.base.json", "tsconfig.node.json", "wrangler.toml"])
-    cpSync(join(ROOT, f), join(project, f));
-  symlinkSync(join(ROOT, "node_modules"), join(project, "node_modules"));
+  stack = await startDocStack();
 });
 
 afterAll(async () => {
-  await worker?.stop();
-  if (receiver && receiver.exitCode === null) receiver.kill();
-  if (project) rmSync(project, { recursive: true, force: true });
+  await stack?.stop();
 });
 
 describe("docs/cli.md", () => {
@@ -73,16 +47,13 @@ describe("docs/cli.md", () => {
     const page = readFileSync(PAGE, "utf8");
     const steps = sessionBlocks(page).flatMap((b) => b.steps);
     expect(steps.length).toBeGreaterThan(20);
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    // A fresh shell: no CLI settings, and no npm run around it (npm sets INIT_CWD to where it runs).
-    for (const k of ["WORKFLOW_EDGE_URL", "WORKFLOW_EDGE_TOKEN", "INIT_CWD", "NO_COLOR", "FORCE_COLOR"])
-      delete env[k];
+    const env = freshShell();
     const printed = (
       await replay(
-        steps.map((s) => s.command.join("\n").replaceAll(DOCUMENTED_URL, worker.url)),
-        { cwd: project, env, timeoutMs: 150_000 },
+        steps.map((s) => s.command.join("\n").replaceAll(DOCUMENTED_URL, stack.worker.url)),
+        { cwd: stack.project, env, timeoutMs: 150_000 },
       )
-    ).map((out) => out.replaceAll(worker.url, DOCUMENTED_URL));
+    ).map((out) => out.replaceAll(stack.worker.url, DOCUMENTED_URL));
     expect(printed).toHaveLength(steps.length);
 
     if (process.env.UPDATE_DOCS) {
@@ -95,7 +66,7 @@ describe("docs/cli.md", () => {
     const got = steps.map((s, i) => `$ ${s.command.join("\n")}\n${shape(printed[i] as string, runIds)}`);
     expect(got).toEqual(want);
     // The receiver stood in for the warehouse: the reservation and both shipments reached it.
-    expect(received).toMatch(/ POST \/reservations\n/);
-    expect(received.match(/ POST \/shipments\n/g)).toHaveLength(2);
+    expect(stack.receiver.printed()).toMatch(/ POST \/reservations\n/);
+    expect(stack.receiver.printed().match(/ POST \/shipments\n/g)).toHaveLength(2);
   }, 240_000);
 });

@@ -6,7 +6,15 @@
  * blanks what differs from run to run (run ids, kept apart by the order they first appear in,
  * times, durations, list cursors), so that a page can be held to what its commands really print.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startWorker, type WorkerProcess } from "./worker-process.ts";
+
+const ROOT = join(import.meta.dirname, "../..");
+/** What a page's commands assume `npm start` answers on. */
+export const DOCUMENTED_URL = "http://localhost:8787";
 
 export interface SessionStep {
   /** The command's lines, without their `$ ` / `> ` prompts. */
@@ -109,9 +117,15 @@ export function shape(text: string, ids: Map<string, string>): string {
   };
   return (
     text
+      // curl -i prints the headers with CRLF line ends, as they came.
+      .replace(/\r$/gm, "")
       .replace(/\b[0-9a-f]{64}\b/g, label)
       // A run id shortened to 12 characters (`reused from 8511a5656254`).
       .replace(/\b[0-9a-f]{12}\b/g, (p) => [...ids].find(([id]) => id.startsWith(p))?.[1] ?? p)
+      // A trace's id, alone (`trace_id`) or in a W3C traceparent header.
+      .replace(/\b00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]\b/g, "<traceparent>")
+      .replace(/\b[0-9a-f]{32}\b/g, "<trace>")
+      .replace(/"duration_ms":\d+/g, '"duration_ms":<duration>')
       .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, "<time>")
       .replace(/\b\d\d:\d\d:\d\d\.\d{3}\b/g, "<time>")
       .replace(/\b[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\b/g, "<time>")
@@ -121,4 +135,124 @@ export function shape(text: string, ids: Map<string, string>): string {
       .replace(/[ \t]+/g, " ")
       .replace(/ +$/gm, "")
   );
+}
+
+/** A `.dev.vars` file as wrangler reads it: NAME=value lines (comments and blanks skipped). */
+export function devVars(path: string): Record<string, string> {
+  const text = readFileSync(path, "utf8");
+  return Object.fromEntries([...text.matchAll(/^([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+}
+
+/**
+ * A user's checkout in a temporary directory: the project's files (copied, so that what a page's
+ * commands write, `init`'s files or a new workflow, lands in the copy) and its installed
+ * node_modules (linked).
+ */
+export function userCheckout(): string {
+  const project = mkdtempSync(join(tmpdir(), "workflow-edge-doc-session-"));
+  for (const f of ["cli", "scripts", "src", "schema", "workflows", "package.json", "tsconfig.json"])
+    cpSync(join(ROOT, f), join(project, f), { recursive: true });
+  for (const f of ["tsconfig.base.json", "tsconfig.node.json", "wrangler.toml", ".dev.vars.example"])
+    cpSync(join(ROOT, f), join(project, f));
+  symlinkSync(join(ROOT, "node_modules"), join(project, "node_modules"));
+  return project;
+}
+
+/** An environment like a fresh shell's: no CLI settings, and no npm run around it. */
+export function freshShell(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // npm sets INIT_CWD to where it runs.
+  for (const k of ["WORKFLOW_EDGE_URL", "WORKFLOW_EDGE_TOKEN", "INIT_CWD", "NO_COLOR", "FORCE_COLOR"])
+    delete env[k];
+  return env;
+}
+
+export interface Receiver {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** What it printed so far. */
+  printed(): string;
+  stop(): void;
+}
+
+/** `npm run receiver` (scripts/receiver.ts) on a free port, as the pages run it in a terminal. */
+export async function startReceiver(): Promise<Receiver> {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [
+    join(ROOT, "scripts/receiver.ts"),
+    "--port",
+    "0",
+  ]);
+  let out = "";
+  child.stdout.on("data", (c) => {
+    out += c;
+  });
+  let url = "";
+  for (let i = 0; i < 100 && !url; i++) {
+    url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? "";
+    if (!url) await new Promise((r) => setTimeout(r, 50));
+  }
+  if (!url) throw new Error(`the receiver did not start: ${out}`);
+  return {
+    url,
+    printed: () => out,
+    stop: () => {
+      if (child.exitCode === null) child.kill();
+    },
+  };
+}
+
+/**
+ * Whether a command's output, as printed, is what a page shows: both shaped, then equal, except
+ * that the page may leave out what does not matter to it: `…` stands for any text, and line
+ * breaks and indentation are free (a page may wrap a JSON line to fit).
+ */
+export function showsAs(printed: string, shown: string): boolean {
+  if (printed === shown) return true;
+  const pattern = shown
+    .split("…")
+    .map((part) =>
+      part
+        .trim()
+        .split(/\s+/)
+        .map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+        .join("\\s*"),
+    )
+    .join("[\\s\\S]*?");
+  return new RegExp(`^\\s*${pattern}\\s*$`).test(printed);
+}
+
+/** What a page's session runs against: the receiver, `npm start` and a user's checkout. */
+export interface DocStack {
+  receiver: Receiver;
+  worker: WorkerProcess;
+  /** The checkout the commands run in. */
+  project: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The set-up the pages describe: `npm run receiver`, and `npm start` serving workflows/ with
+ * .dev.vars.example's values and the chat and the warehouse pointed at the receiver.
+ */
+export async function startDocStack(): Promise<DocStack> {
+  const receiver = await startReceiver();
+  const worker = await startWorker(
+    {
+      ...devVars(join(ROOT, ".dev.vars.example")),
+      CHAT_WEBHOOK_URL: `${receiver.url}/hook`,
+      WAREHOUSE_URL: receiver.url,
+    },
+    "workflows",
+  );
+  const project = userCheckout();
+  return {
+    receiver,
+    worker,
+    project,
+    stop: async () => {
+      await worker.stop();
+      receiver.stop();
+      rmSync(project, { recursive: true, force: true });
+    },
+  };
 }

@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleViewerScripts } from "../../scripts/viewer-scripts.ts";
 import { compileProject } from "../../src/compiler/index.ts";
@@ -55,7 +55,7 @@ export function e2eWranglerConfig(projectToml: string, bundlePath: string): stri
 }
 
 /**
- * `workflowsDir` (relative to the project) defaults to test/e2e/workflows; `workflows` serves the
+ * `workflowsDir` (relative to the project, or absolute) defaults to test/e2e/workflows; `workflows` serves the
  * project's own examples, checked against the project's wrangler.toml like `npm start` does.
  */
 export async function startWorker(
@@ -65,7 +65,9 @@ export async function startWorker(
   // The Worker imports the viewer's bundled scripts, which `[build]` would write (removed here).
   await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
   const dir = mkdtempSync(join(tmpdir(), "workflow-edge-e2e-"));
-  const compiled = compileProject(join(ROOT, workflowsDir), { wranglerConfig: join(ROOT, "wrangler.toml") });
+  const compiled = compileProject(resolvePath(ROOT, workflowsDir), {
+    wranglerConfig: join(ROOT, "wrangler.toml"),
+  });
   if (!compiled.bundle) {
     throw new Error(`e2e workflows do not compile:\n${compiled.diagnostics.map((d) => d.text).join("\n")}`);
   }
