@@ -1,6 +1,6 @@
 /** The capped body reader shared by invoke bodies and webhook responses. */
 import { describe, expect, it } from "vitest";
-import { readCapped } from "../../src/engine/read-capped.ts";
+import { DRAIN_MAX_BYTES, readCapped } from "../../src/engine/read-capped.ts";
 
 class TooLarge extends Error {}
 const tooLarge = () => new TooLarge("too large");
@@ -48,5 +48,23 @@ describe("readCapped", () => {
       headers: { "content-length": "5" },
     });
     await expect(readCapped(req, 10, tooLarge)).rejects.toBeInstanceOf(TooLarge);
+  });
+
+  it("reads a refused request's body to its end, so that its sender gets to read the 413", async () => {
+    for (const headers of [{ "content-length": "1000" }, {}]) {
+      const { res, pulled } = chunked([6, 6, 6, 6, 6]);
+      const req = new Request("http://x.test/", { method: "POST", body: res.body, headers, duplex: "half" });
+      await expect(readCapped(req, 10, tooLarge)).rejects.toBeInstanceOf(TooLarge);
+      expect(pulled()).toBe(6); // the five chunks and the end
+    }
+  });
+
+  it("gives up reading a refused request's body past DRAIN_MAX_BYTES", async () => {
+    const mib = 1024 * 1024;
+    const chunks = Array.from({ length: DRAIN_MAX_BYTES / mib + 50 }, () => mib);
+    const { res, pulled } = chunked(chunks);
+    const req = new Request("http://x.test/", { method: "POST", body: res.body, duplex: "half" });
+    await expect(readCapped(req, 10, tooLarge)).rejects.toBeInstanceOf(TooLarge);
+    expect(pulled()).toBeLessThan(chunks.length);
   });
 });
