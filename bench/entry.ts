@@ -220,6 +220,12 @@ export class CountingRunIndex extends RunIndex {
     indexStats.recordedRows += rows.length;
     return super.record(ref, rows, confirm);
   }
+  /** An express run's entry, carried by the Worker (one listing write, like `record`). */
+  override async recordWritten(ref: ShardRef, rows: IndexRow[]): Promise<void> {
+    indexStats.records += 1;
+    indexStats.recordedRows += rows.length;
+    return super.recordWritten(ref, rows);
+  }
   override async register(bucket: number, shard: number, expiresMs: number): Promise<void> {
     indexStats.registrations += 1;
     return super.register(bucket, shard, expiresMs);

@@ -60,7 +60,7 @@ app.post("/invoke/:name", async (c) => {
   const { key, wf } = invocable(c.req.param("name"), "");
   const env = c.env as unknown as Record<string, unknown>;
   // The webhook trigger (src/triggers/webhook/invoke.ts) makes the start request; the run layer starts it.
-  const started = await invokeStart(bundle, wf, c.req.raw, env);
+  const started = { ...(await invokeStart(bundle, wf, c.req.raw, env)), carry: waitUntilOf(c) };
   if (wantsStream(c.req.raw)) {
     // The run as it goes (docs/http-api.md, "Streaming"): nothing waits for it before the stream opens.
     const result = await startRun(c.env, key, wf, { ...started, waitS: 0 });
@@ -68,6 +68,18 @@ app.post("/invoke/:name", async (c) => {
   }
   return invokeAnswer(wf, started, await startRun(c.env, key, wf, started), env);
 });
+
+/** The request's `waitUntil` (none when the app is called without an execution context). */
+function waitUntilOf(c: {
+  executionCtx: { waitUntil(work: Promise<unknown>): void };
+}): ((work: Promise<void>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (work) => ctx.waitUntil(work);
+  } catch {
+    return undefined;
+  }
+}
 
 async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Request } }) {
   const stub = runStub(c.env, c.req.param("id"));

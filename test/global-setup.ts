@@ -87,6 +87,7 @@ const EXPECTED_WORKERD = [
   /disconnected: read end of pipe was aborted/,
   /jsg\.Error: killed mid-(delivery|step|compensation)/,
   /jsg\.Error: flow key killed/,
+  /jsg\.Error: shard reset/,
   // A finished run whose last duties answer while its guard alarm runs deletes that alarm from
   // inside it (nothing more is due): workerd notes the alarm as canceled, as the run asked.
   /alarm handler canceled with requestScheduledAlarm/,

@@ -8,6 +8,7 @@ import type { PublicDelivery } from "./deliveries/deliveries.ts";
 import type { Envelope } from "./envelope.ts";
 import { namedStub, parseRunId, placed } from "./jurisdiction.ts";
 import type { BeginPayload, FlowKeyRpc } from "./keys/flow-key-rpc.ts";
+import type { ListedRun } from "./listing/listing.ts";
 import type { CancelResult, CompensateResult, RateLimitSlot, RunView, SignalResult } from "./run-calls.ts";
 import type { RunFlow } from "./run-doc.ts";
 import type { ApprovalRecord, DecideResult } from "./waits/approvals.ts";
@@ -43,6 +44,11 @@ export interface StartRequest {
   flow?: RunFlow | null;
   /** The invoke's W3C `traceparent` header, as sent (the run object reads it; an invalid one is ignored). */
   traceparent?: string | null;
+  /**
+   * The caller carries an express run's listing entry (listing.ts, `keepListed`): the run's
+   * object sends none and answers it as `listing`.
+   */
+  carried?: boolean;
 }
 
 /** What a re-run needs of the run it re-runs. */
@@ -60,7 +66,14 @@ export type RerunSource =
 
 export type StartResult =
   /** `queued`: the run waits to start (its flow keys' answer), at the moment of the answer. */
-  | { outcome: "started" | "existing"; runId: string; envelope: Envelope | null; queued?: boolean }
+  | {
+      outcome: "started" | "existing";
+      runId: string;
+      envelope: Envelope | null;
+      queued?: boolean;
+      /** An express run's listing entry, for the caller that carries it (`carried`). */
+      listing?: ListedRun;
+    }
   | { outcome: "conflict"; runId: string }
   | { outcome: "rate_limited"; runId: string };
 

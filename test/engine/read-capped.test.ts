@@ -51,7 +51,7 @@ describe("readCapped", () => {
   });
 
   it("reads a refused request's body to its end, so that its sender gets to read the 413", async () => {
-    for (const headers of [{ "content-length": "1000" }, {}]) {
+    for (const headers of [{ "content-length": "1000" }, {}] as Record<string, string>[]) {
       const { res, pulled } = chunked([6, 6, 6, 6, 6]);
       const req = new Request("http://x.test/", { method: "POST", body: res.body, headers, duplex: "half" });
       await expect(readCapped(req, 10, tooLarge)).rejects.toBeInstanceOf(TooLarge);

@@ -53,18 +53,10 @@ const ACTIVE: ReadonlySet<string> = new Set(["queued", "pending", "running"]);
  * before have six or seven).
  */
 type Packed =
-  | [string, number, string, number | null, number, number]
-  | [string, number, string, number | null, number, number, CompensationStatus | null]
-  | [
-      string,
-      number,
-      string,
-      number | null,
-      number,
-      number,
-      CompensationStatus | null,
-      Record<string, string>,
-    ];
+  | PackedBase
+  | [...PackedBase, CompensationStatus | null]
+  | [...PackedBase, CompensationStatus | null, Record<string, string>];
+type PackedBase = [string, number, string, number | null, number, number];
 
 const pack = (r: IndexRow): Packed => {
   const p: Packed = [
@@ -114,6 +106,8 @@ export class ListingShard {
   private readonly epoch = crypto.randomUUID();
   /** Batches written by this incarnation; what waits in the buffer is batch `batches + 1`. */
   private batches = 0;
+  /** Callers of `recordWritten`: the next batch written holds their entries. */
+  private awaiting: Array<() => void> = [];
   private readonly ctx: DurableObjectState;
   private readonly env: Env;
 
@@ -141,6 +135,16 @@ export class ListingShard {
     // Written already (a full buffer): the answer leaves after that commit.
     if (this.batches >= batch) return this.answer(null);
     return this.answer(this.flushAt ?? Date.now(), batch);
+  }
+
+  /**
+   * Takes the entries and answers once a written row holds them (an express run's entry, carried
+   * by the Worker that answered it: listing.ts, `keepListed`). A reset of this incarnation before
+   * then fails the call, and the caller sends them to the next one.
+   */
+  async recordWritten(ref: ShardRef, rows: IndexRow[]): Promise<void> {
+    const { durableAt } = await this.record(ref, rows);
+    if (durableAt !== null) await new Promise<void>((written) => this.awaiting.push(written));
   }
 
   private answer(durableAt: number | null, batch = this.batches): RecordAnswer {
@@ -277,6 +281,8 @@ export class ListingShard {
       );
     }
     this.batches += 1;
+    // Answered within this event: the output gate holds the answers until the commit lands.
+    for (const written of this.awaiting.splice(0)) written();
     for (const r of batch.values()) this.written.set(entryKey(r), versionOf(r));
     // Remembered only for the runs that may still ask (their alarm comes within a window or two).
     if (this.written.size > 4 * MAX_BUFFER) this.written = new Map([...this.written].slice(-2 * MAX_BUFFER));

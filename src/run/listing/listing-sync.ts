@@ -25,6 +25,8 @@ export interface ListingSubject {
   deliveries: { total: number; failed: number } | null;
   /** It has finished and its guard alarm is armed: its entry may ride with other runs' (listing.ts). */
   guarded: boolean;
+  /** An express run whose caller carries its entry (listing.ts, `keepListed`): nothing is sent. */
+  carried: boolean;
 }
 
 export class ListingWriter {
@@ -63,6 +65,10 @@ export class ListingWriter {
         if (!now) return;
         const { doc } = now;
         const key = listKey(doc.status, now.deliveries, doc.compensation?.status ?? null);
+        if (now.carried) {
+          this.report(key, true, null);
+          continue;
+        }
         const confirm = this.shown === key;
         const entry = listedRun(now);
         // An entry that rode with other runs' has its ticket from their carrier (listing.ts).
@@ -87,6 +93,12 @@ export class ListingWriter {
       this.inFlight = null;
     });
     return this.inFlight;
+  }
+
+  /** The run's entry as the listing shows it (null: no run). */
+  entry(): ListedRun | null {
+    const now = this.current();
+    return now ? listedRun(now) : null;
   }
 }
 

@@ -111,6 +111,8 @@ export const entryKey = (r: IndexRow): string => `${r.created_ms}/${r.run_id}`;
 export interface ShardRpc {
   /** Takes the entries: durable now (`durableAt` null) or by `durableAt` (ask again, `confirm`, then). */
   record(ref: ShardRef, rows: IndexRow[], confirm?: boolean): Promise<RecordAnswer>;
+  /** Takes the entries and answers once they are written (fails if the shard is reset first). */
+  recordWritten(ref: ShardRef, rows: IndexRow[]): Promise<void>;
   forget(ref: ShardRef, row: IndexRow): Promise<void>;
   page(
     after: Position | null,
@@ -304,6 +306,28 @@ export async function handOver(
   while (rode.size > RODE_MAX) rode.delete(rode.keys().next().value as string);
   if (own === null) throw new Error("the run's listing shard did not answer");
   return own;
+}
+
+/** Tries of `keepListed`: each waits at most a flush window, all within a `waitUntil`'s 30 s. */
+const KEEP_TRIES = 3;
+
+/**
+ * An express run's entry (docs/operations.md, "Express runs"), carried by the Worker that answered
+ * the run, in its `waitUntil`: the shard answers once a written row holds the entry, and a reset of
+ * the shard before that (a deploy, a crash) fails the call, so the entry goes to its next
+ * incarnation. The run's object sends nothing and waits for nothing (it would be billed the
+ * seconds); the Worker's wait is billed no CPU time; the shard hears one write per run, as before.
+ */
+export async function keepListed(env: Env, run: ListedRun): Promise<void> {
+  const row = rowOf(run);
+  const ref = placeRun(run.workflow, run.run_id, row.created_ms);
+  for (let tried = 1; ; tried++) {
+    try {
+      return await shardStub(env, ref).recordWritten(ref, [row]);
+    } catch (e) {
+      if (tried >= KEEP_TRIES) throw e;
+    }
+  }
 }
 
 /** DELETE /runs/{id}: a tombstone, so that a late write of the run cannot bring it back. */

@@ -27,6 +27,11 @@ export class RunIndex extends DurableObject<Env> {
     return this.shard.record(ref, rows, confirm);
   }
 
+  /** Shard: takes the entries; answers once they are written (an express run's, carried by the Worker). */
+  async recordWritten(ref: ShardRef, rows: IndexRow[]): Promise<void> {
+    return this.shard.recordWritten(ref, rows);
+  }
+
   /** Shard: a tombstone, so that a late write of the run cannot bring it back. */
   async forget(ref: ShardRef, row: IndexRow): Promise<void> {
     return this.shard.forget(ref, row);

@@ -39,6 +39,8 @@ export class RunObject extends DurableObject<Env> {
   /** The wake-up of a run not written yet (it has no alarm). */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private readonly effects: RunEffects;
+  /** Its caller carries the entry of an express run (run-rpc.ts, `StartRequest.carried`). */
+  private carried = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -59,7 +61,8 @@ export class RunObject extends DurableObject<Env> {
       const workflow = this.run.rootWorkflow().name;
       // A finished run that is kept has an alarm that guards what its shard has not written yet.
       const guarded = !this.run.active && doc.kept !== false;
-      return { doc, workflow, deliveries: this.run.deliverySummary(), guarded };
+      const carried = this.carried && doc.kept === false;
+      return { doc, workflow, deliveries: this.run.deliverySummary(), guarded, carried };
     };
     this.listing = new ListingWriter(
       () => this.env,
@@ -100,6 +103,7 @@ export class RunObject extends DurableObject<Env> {
       takeRateLimitSlot: (slot) => takeRateLimitSlot(slot, env as unknown as Record<string, unknown>),
     });
     if (verdict === "rate_limited") return { outcome: "rate_limited", runId };
+    this.carried = req.carried === true;
     // The run is pinned to this deployment's definition (this module's own copy of the bundle).
     this.run.start({
       runId,
@@ -117,7 +121,9 @@ export class RunObject extends DurableObject<Env> {
     });
     const envelope = await this.waitFinished(req.waitMs);
     const queued = (this.run.current as { status: string } | null)?.status === "queued";
-    return { outcome: "started", runId, envelope, queued };
+    const kept = (this.run.current as { kept?: false } | null)?.kept;
+    const listing = this.carried && kept === false ? this.listing.entry() : null;
+    return { outcome: "started", runId, envelope, queued, ...(listing ? { listing } : {}) };
   }
 
   /** The envelope once the run has finished, or null if it is still active after `ms` (then it is written first). */

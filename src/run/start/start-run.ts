@@ -15,6 +15,7 @@ import { collectSecrets } from "../../engine/secrets.ts";
 import type { Envelope } from "../envelope.ts";
 import { parseRunId, placed, residencyOf, runIdOf } from "../jurisdiction.ts";
 import { flowPlan } from "../keys/flow-gates.ts";
+import { keepListed } from "../listing/listing.ts";
 import { RunRefusal } from "../refusal.ts";
 import type { RunFlow } from "../run-doc.ts";
 import { flowKeyStub, type RunRpc, runStub, type StartRequest, type StartResult } from "../run-rpc.ts";
@@ -38,6 +39,11 @@ export interface StartOptions {
   coalesce?: boolean;
   /** The invoke's `traceparent` header (docs/operations.md, "Traces"). */
   traceparent?: string | null;
+  /**
+   * The caller's `waitUntil`: given, it carries an express run's listing entry after the answer
+   * (listing.ts, `keepListed`) instead of the run's object sending it unguarded.
+   */
+  carry?: (work: Promise<void>) => void;
 }
 
 /** What starting a run gave: the run's answer, or one of the flow keys' (a joined run, a refusal). */
@@ -107,10 +113,12 @@ export async function startRun(
     definition: o.definition ?? null,
     rerun: o.rerun ?? null,
     traceparent: o.traceparent ?? null,
+    carried: o.carry !== undefined,
   };
   const plan = flowPlan(wf, { params: o.params, request: o.request }, o.coalesce ?? true);
   // No flow keys, or a replay of a run that exists (its object answers it as ever).
-  if (!plan || (o.idempotencyKey !== null && (await stub.view()) !== null)) return stub.start(req);
+  if (!plan || (o.idempotencyKey !== null && (await stub.view()) !== null))
+    return carryListing(env, o, await stub.start(req));
   const first = plan.gates[0];
   let flow: RunFlow;
   if (first) {
@@ -153,7 +161,20 @@ export async function startRun(
   }
   // A cancel_on whose key no other setting shares watches from its own key object.
   await Promise.all(plan.watches.map((w) => flowKeyStub(env, residency, w.name).watch(runId, w.signals)));
-  return stub.start({ ...req, flow });
+  return carryListing(env, o, await stub.start({ ...req, flow }));
+}
+
+/** An express run's entry goes to the listing from here, after the answer (`StartOptions.carry`). */
+function carryListing(env: Env, o: StartOptions, result: StartResult): StartResult {
+  if ("listing" in result && result.listing && o.carry) {
+    const runId = result.runId;
+    o.carry(
+      keepListed(env, result.listing).catch(() =>
+        console.error(JSON.stringify({ event: "listing.unsaved", run_id: runId })),
+      ),
+    );
+  }
+  return result;
 }
 
 /** Canonical JSON (sorted keys) so that equal bodies hash equal whatever their key order. */

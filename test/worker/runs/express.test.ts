@@ -1,11 +1,14 @@
 /**
  * Express runs (docs/operations.md, "Express runs"): with `history: failures`, a run that
  * completes before its answer writes nothing to its own object, not even an alarm, is still
- * listed, and reading it is 410 run_not_kept; a failed run is kept as always.
+ * listed, and reading it is 410 run_not_kept; a failed run is kept as always. Its listing entry,
+ * carried by the Worker that answered it, survives a reset of its listing shard before the shard
+ * has written it.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { placeRun } from "../../../src/run/listing/listing-layout.ts";
 import { call, type Envelope, run } from "../harness.ts";
 
 const stub = (id: string) => env.RUNS.get(env.RUNS.idFromString(id));
@@ -48,5 +51,25 @@ describe("express runs", () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as Envelope).status).toBe("failed");
     expect(await listedStatus(e.run_id)).toBe("failed");
+  });
+
+  it("stay listed when their listing shard is reset before it has written the entry", async () => {
+    const e: Envelope = await run("express-api", { n: 4 });
+    const ref = placeRun("express-api", e.run_id, Date.parse(e.created_at));
+    const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`express-api\n${ref.bucket}\n${ref.shard}`));
+    // The entry reached the shard (listed from its memory), which writes it within LISTING_FLUSH_MS
+    // (300 ms here); the shard is reset before that, losing what it has not written.
+    await new Promise((r) => setTimeout(r, 50));
+    await runInDurableObject(shard, (_o, state) => state.abort("shard reset before its flush")).catch(
+      () => {},
+    );
+    // The Worker that answered the run is told the shard went, and sends the entry to the next one.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await listedStatus(e.run_id)).toBe("complete");
+    // That one wrote it: another reset loses nothing.
+    await runInDurableObject(shard, (_o, state) => state.abort("shard reset after its flush")).catch(
+      () => {},
+    );
+    expect(await listedStatus(e.run_id)).toBe("complete");
   });
 });
