@@ -53,7 +53,12 @@ describe("readCapped", () => {
   it("reads a refused request's body to its end, so that its sender gets to read the 413", async () => {
     for (const headers of [{ "content-length": "1000" }, {}] as Record<string, string>[]) {
       const { res, pulled } = chunked([6, 6, 6, 6, 6]);
-      const req = new Request("http://x.test/", { method: "POST", body: res.body, headers, duplex: "half" });
+      const req = new Request("http://x.test/", {
+        method: "POST",
+        body: res.body,
+        headers,
+        duplex: "half",
+      } as RequestInit);
       await expect(readCapped(req, 10, tooLarge)).rejects.toBeInstanceOf(TooLarge);
       expect(pulled()).toBe(6); // the five chunks and the end
     }
@@ -63,7 +68,11 @@ describe("readCapped", () => {
     const mib = 1024 * 1024;
     const chunks = Array.from({ length: DRAIN_MAX_BYTES / mib + 50 }, () => mib);
     const { res, pulled } = chunked(chunks);
-    const req = new Request("http://x.test/", { method: "POST", body: res.body, duplex: "half" });
+    const req = new Request("http://x.test/", {
+      method: "POST",
+      body: res.body,
+      duplex: "half",
+    } as RequestInit);
     await expect(readCapped(req, 10, tooLarge)).rejects.toBeInstanceOf(TooLarge);
     expect(pulled()).toBeLessThan(chunks.length);
   });
