@@ -59,7 +59,7 @@ describe("express runs", () => {
     const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`express-api\n${ref.bucket}\n${ref.shard}`));
     // The entry reached the shard (listed from its memory), which writes it within LISTING_FLUSH_MS
     // (300 ms here); the shard is reset before that, losing what it has not written.
-    await new Promise((r) => setTimeout(r, 50));
+    expect(await listedStatus(e.run_id)).toBe("complete");
     await runInDurableObject(shard, (_o, state) => state.abort("shard reset before its flush")).catch(
       () => {},
     );
