@@ -298,7 +298,8 @@ describe("durability", () => {
     const items: Item[] = Array.from({ length: 4 }, () => ({ route: "hold/10000" }));
     const t0 = Date.now();
     const e = await run("fanout-deadline", { key, items });
-    expect(Date.now() - t0).toBeLessThan(3500);
+    // The items hold 10 s; the run's deadline is 2 s (a loaded machine adds seconds, not eight).
+    expect(Date.now() - t0).toBeLessThan(8_000);
     expect(e.status).toBe("failed");
     expect(e.error).toMatchObject({ code: "timeout", step: "post" });
     expect(e.steps[0].status).toBe("canceled");

@@ -113,13 +113,14 @@ describe("envelope", () => {
 });
 
 describe("scheduling", () => {
-  it("runs independent webhook steps concurrently (two 1 s calls take about 1 s)", async () => {
+  it("runs independent webhook steps concurrently (two 1 s calls take less than 2 s)", async () => {
     const t0 = Date.now();
     const e = await run("parallel-webhooks");
     const elapsed = Date.now() - t0;
     expect(e.status).toBe("complete");
     expect(e.output).toEqual({ result: [200, 200] });
-    expect(elapsed).toBeLessThan(1800);
+    // One after the other they take 2 s at least, however fast the machine: below that, they overlapped.
+    expect(elapsed).toBeLessThan(2000);
   });
 
   it("fails the run at the first failed step: running siblings canceled, the rest skipped", async () => {
@@ -161,11 +162,13 @@ describe("webhook retries", () => {
 });
 
 describe("deadline", () => {
-  it("ends a 2 s run against a 15 s endpoint as failed/timeout in under 3 s", async () => {
+  it("ends a 2 s run against a 15 s endpoint as failed/timeout at its deadline, not the endpoint's answer", async () => {
     const t0 = Date.now();
     const e = await run("deadline");
     const elapsed = Date.now() - t0;
-    expect(elapsed).toBeLessThan(3000);
+    // Far from the 15 s the endpoint takes (a loaded machine adds seconds, not ten); the deadline
+    // itself is checked on the run's own times below.
+    expect(elapsed).toBeLessThan(8_000);
     expect(e.status).toBe("failed");
     expect(e.error.code).toBe("timeout");
     expect(e.steps[0].status).toBe("canceled");
