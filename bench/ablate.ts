@@ -6,6 +6,8 @@
  *
  *   STEPS=50 npm run bench:ablate     another pipeline size (1, 10 or 50; default 10)
  *   SAMPLES=200 npm run bench:ablate  latency samples per variant (default 100)
+ *   npm run bench:ablate -- --quick   a few runs of each, to check that the command works
+ *                                     (npm run bench:check)
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -14,8 +16,9 @@ import { AFTER_RUNS_SETTLE_MS } from "./cpu.ts";
 import { ROOT, startBenchServer } from "./dev-server.ts";
 import { buildBenchBundle } from "./pipelines.ts";
 
+const quick = process.argv.includes("--quick");
 const steps = Number(process.env.STEPS ?? 10);
-const samples = Number(process.env.SAMPLES ?? 100);
+const samples = Number(process.env.SAMPLES ?? (quick ? 10 : 100));
 const tmp = join(ROOT, "bench/tmp");
 mkdirSync(tmp, { recursive: true });
 buildBenchBundle(tmp);
@@ -23,10 +26,10 @@ const server = await startBenchServer(tmp);
 try {
   const rows = await runAblation(ablationVariants(server.url, steps), server.pid, {
     samples,
-    cpuRounds: 3,
-    cpuBlock: 40,
+    cpuRounds: quick ? 1 : 3,
+    cpuBlock: quick ? 5 : 40,
     // What a run leaves behind (its shard's batch, its guard alarm) is counted with it.
-    settleMs: AFTER_RUNS_SETTLE_MS,
+    settleMs: quick ? 500 : AFTER_RUNS_SETTLE_MS,
   });
   console.log(`${steps} steps, ${samples} latency samples per variant\n`);
   console.log(renderAblation(rows));

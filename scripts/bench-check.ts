@@ -1,8 +1,10 @@
 /**
- * `npm run bench:check`: every phase of `npm run bench` and `npm run bench:fanout` once, with
- * `--quick` (a few runs each), results written to a temporary directory and no figure held to a
- * target: it proves the documented bench commands still run after a change (CI runs it), and
- * leaves the committed results as they are. Exits non-zero when a phase fails.
+ * `npm run bench:check`: every documented bench command once, small: every phase of `npm run
+ * bench` and `npm run bench:fanout` with `--quick`, and `bench:bursts`, `bench:paths`,
+ * `bench:traces` and `bench:ablate` with a few samples each (their own variables or `--quick`), results
+ * written to a temporary directory and no figure held to a target: it proves the documented bench
+ * commands still run after a change (CI runs it), and leaves the committed results as they are.
+ * Exits non-zero when one fails.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,11 +16,23 @@ const dir = mkdtempSync(join(tmpdir(), "bench-check-"));
 const env = { ...process.env, BENCH_RESULTS_DIR: dir };
 const started = performance.now();
 let failed = 0;
-for (const script of [join(ROOT, "scripts/bench.ts"), join(ROOT, "bench/fanout.ts")]) {
-  const r = spawnSync(process.execPath, [script, "--quick"], { stdio: ["ignore", "ignore", "inherit"], env });
-  process.stderr.write(
-    `${script.slice(ROOT.length)}: ${r.status === 0 ? "ran" : `FAILED (exit ${r.status})`}\n`,
-  );
+/** Each command's script, its arguments, and the variables that make it small. */
+const COMMANDS: Array<[string, string[], Record<string, string>]> = [
+  ["scripts/bench.ts", ["--quick"], {}],
+  ["bench/fanout.ts", ["--quick"], {}],
+  ["bench/bursts.ts", [], { BENCH_SAMPLES: "10", BENCH_BURST: "200" }],
+  ["bench/paths.ts", [], { BENCH_SAMPLES: "10" }],
+  ["bench/traces.ts", [], { BENCH_SAMPLES: "10", BENCH_CPU_ROUNDS: "1" }],
+  ["bench/ablate.ts", ["--quick"], {}],
+];
+for (const [script, args, small] of COMMANDS) {
+  const began = performance.now();
+  const r = spawnSync(process.execPath, [join(ROOT, script), ...args], {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...env, ...small },
+  });
+  const took = ((performance.now() - began) / 1000).toFixed(0);
+  process.stderr.write(`${script}: ${r.status === 0 ? "ran" : `FAILED (exit ${r.status})`} (${took} s)\n`);
   if (r.status !== 0) failed++;
 }
 rmSync(dir, { recursive: true, force: true });
