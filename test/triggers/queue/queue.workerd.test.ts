@@ -98,7 +98,7 @@ describe("queue trigger through the local queue broker", () => {
   });
 
   it("retries a body that fails params.schema until it reaches the dead-letter queue, logging queue.rejected", async () => {
-    const errors = vi.spyOn(console, "error");
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const key = uniqueKey("queue-dead");
     await send("fixture-orders", [{ key, order: 0 }]);
     const dead = await until("the dead letter", async () => {
