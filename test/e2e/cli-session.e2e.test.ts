@@ -17,7 +17,7 @@ import {
   freshShell,
   replay,
   sessionBlocks,
-  shape,
+  shapedSession,
   startDocStack,
   withOutputs,
 } from "./doc-session.ts";
@@ -60,10 +60,7 @@ describe("docs/cli.md", () => {
       writeFileSync(PAGE, withOutputs(page, printed));
       return;
     }
-    const pageIds = new Map<string, string>();
-    const runIds = new Map<string, string>();
-    const want = steps.map((s) => `$ ${s.command.join("\n")}\n${shape(s.output.join("\n"), pageIds)}`);
-    const got = steps.map((s, i) => `$ ${s.command.join("\n")}\n${shape(printed[i] as string, runIds)}`);
+    const { want, got } = shapedSession(steps, printed);
     expect(got).toEqual(want);
     // The receiver stood in for the warehouse: the reservation and both shipments reached it.
     expect(stack.receiver.printed()).toMatch(/ POST \/reservations\n/);

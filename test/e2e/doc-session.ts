@@ -202,6 +202,19 @@ export async function startReceiver(): Promise<Receiver> {
 }
 
 /**
+ * Each step as the page shows it (`want`) and as its command printed it (`got`), both shaped:
+ * equal when the page holds. Run ids are numbered in order of first appearance, on each side
+ * (`pageIds`, `runIds`: shape more text of the same session with them).
+ */
+export function shapedSession(steps: SessionStep[], printed: string[]) {
+  const pageIds = new Map<string, string>();
+  const runIds = new Map<string, string>();
+  const want = steps.map((s) => `$ ${s.command.join("\n")}\n${shape(s.output.join("\n"), pageIds)}`);
+  const got = steps.map((s, i) => `$ ${s.command.join("\n")}\n${shape(printed[i] as string, runIds)}`);
+  return { want, got, pageIds, runIds };
+}
+
+/**
  * Whether a command's output, as printed, is what a page shows: both shaped, then equal, except
  * that the page may leave out what does not matter to it: `…` stands for any text, and line
  * breaks and indentation are free (a page may wrap a JSON line to fit).

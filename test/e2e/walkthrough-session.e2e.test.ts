@@ -22,6 +22,7 @@ import {
   replay,
   sessionBlocks,
   shape,
+  shapedSession,
   startReceiver,
   userCheckout,
   withOutputs,
@@ -126,10 +127,7 @@ describe("docs/walkthrough.md", () => {
       console.log(`the receiver printed:\n${receiver.printed()}`);
       return;
     }
-    const pageIds = new Map<string, string>();
-    const runIds = new Map<string, string>();
-    const want = steps.map((s) => `$ ${s.command.join("\n")}\n${shape(s.output.join("\n"), pageIds)}`);
-    const got = steps.map((s, i) => `$ ${s.command.join("\n")}\n${shape(printed[i] as string, runIds)}`);
+    const { want, got, pageIds, runIds } = shapedSession(steps, printed);
     expect(got).toEqual(want);
     // The receiver stood in for the chat and the warehouse: it printed what the page shows.
     const received = shape(receiver.printed(), runIds);

@@ -77,14 +77,7 @@ export function effectTiming(e: RunEffect): "now" | "soon" | "answer" {
   return e.type === "log" || e.type === "list" || e.type === "export" ? "answer" : "soon";
 }
 
-/** How long after-answer effects wait, so the answer leaves first. */
-export const AFTER_ANSWER_MS = 15;
-
-/** The wait in use: AFTER_ANSWER_MS, or the `AFTER_ANSWER_MS` var (0..100; the workerd tests set 0, docs/decisions.md). */
-export function afterAnswerMs(env: object): number {
-  const ms = Number((env as { AFTER_ANSWER_MS?: string }).AFTER_ANSWER_MS);
-  return Number.isFinite(ms) && ms >= 0 && ms <= 100 ? ms : AFTER_ANSWER_MS;
-}
+export { AFTER_ANSWER_MS, afterAnswerMs } from "../after-answer.ts";
 
 /** What an effect reported back. */
 export type EffectResult =

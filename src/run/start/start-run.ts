@@ -12,6 +12,7 @@ import { sha256Hex } from "../../common/sha256.ts";
 import { createMasker } from "../../engine/mask.ts";
 import { validateJson } from "../../engine/schema.ts";
 import { collectSecrets } from "../../engine/secrets.ts";
+import { afterAnswerMs } from "../after-answer.ts";
 import type { Envelope } from "../envelope.ts";
 import { parseRunId, placed, residencyOf, runIdOf } from "../jurisdiction.ts";
 import { flowPlan } from "../keys/flow-gates.ts";
@@ -168,10 +169,13 @@ export async function startRun(
 function carryListing(env: Env, o: StartOptions, result: StartResult): StartResult {
   if ("listing" in result && result.listing && o.carry) {
     const runId = result.runId;
+    const entry = result.listing;
+    // After AFTER_ANSWER_MS, as the run's object would (after-answer.ts): the answer leaves first.
+    const later = new Promise((resolve) => setTimeout(resolve, afterAnswerMs(env)));
     o.carry(
-      keepListed(env, result.listing).catch(() =>
-        console.error(JSON.stringify({ event: "listing.unsaved", run_id: runId })),
-      ),
+      later
+        .then(() => keepListed(env, entry))
+        .catch(() => console.error(JSON.stringify({ event: "listing.unsaved", run_id: runId }))),
     );
   }
   return result;
