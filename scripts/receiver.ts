@@ -4,7 +4,7 @@
  * `{"ok":true}` and prints each one: time, method and path, the headers that say something (the
  * signature, the idempotency key, the workflow's own headers; a credential only by its scheme),
  * and the body. Point a workflow's URL at it with `npm start -- --var NAME:http://127.0.0.1:9100`
- * (docs/walkthrough.md, "A run that waits"). It listens on 127.0.0.1 only; `--port 0` takes any
+ * (docs/walkthrough.md, step 3 "Serve it"). It listens on 127.0.0.1 only; `--port 0` takes any
  * free port. Ctrl-C stops it.
  */
 import { createServer } from "node:http";
