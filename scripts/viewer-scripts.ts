@@ -29,6 +29,9 @@ export async function bundleViewerScripts(out: string): Promise<void> {
       target: "es2020",
       platform: "browser",
       legalComments: "none",
+      // Minified like the Worker itself (wrangler.toml): a string constant is not minified by
+      // the Worker's own bundling, and these were a quarter of its gzip size unminified.
+      minify: true,
       logLevel: "silent",
     });
     const code = result.outputFiles[0]?.text ?? "";
