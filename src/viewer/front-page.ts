@@ -9,6 +9,7 @@
  */
 import type { Bundle } from "../bundle.ts";
 import { FRONT_PAGE_SCRIPT } from "../generated/viewer-scripts.ts";
+import { isPaused, type PausedEntry } from "../triggers/cron/schedule-state.ts";
 import { escapeHtml, htmlResponse } from "./page-shell.ts";
 import { runFormHtml } from "./run-form.ts";
 
@@ -29,9 +30,7 @@ export interface FrontPageWorkflow {
 }
 
 /** Which entries of a workflow's schedule are paused (read only for a workflow with a schedule). */
-export type PausedOf = (
-  workflow: string,
-) => Promise<Array<{ index: number; cron: string; timezone: string }>>;
+export type PausedOf = (workflow: string) => Promise<PausedEntry[]>;
 
 export async function frontPageWorkflows(bundle: Bundle, pausedOf: PausedOf): Promise<FrontPageWorkflow[]> {
   const entries = Object.entries(bundle.invocable).sort(([a], [b]) => a.localeCompare(b));
@@ -57,7 +56,7 @@ export async function frontPageWorkflows(bundle: Bundle, pausedOf: PausedOf): Pr
           index,
           cron: s.cron,
           timezone: s.timezone,
-          paused: off.some((p) => p.index === index && p.cron === s.cron && p.timezone === s.timezone),
+          paused: isPaused(off, index, s),
         })),
         queue: wf.queue ?? null,
         email: wf.email?.to ?? [],
@@ -84,13 +83,14 @@ function triggerLines(w: FrontPageWorkflow): string {
 
 export async function frontPage(bundle: Bundle, wantsJson: boolean, pausedOf: PausedOf): Promise<Response> {
   const workflows = await frontPageWorkflows(bundle, pausedOf);
+  if (wantsJson) return Response.json({ workflows });
+  // The Run forms are HTML only: built for the page, not for the JSON answer.
   const forms = new Map(
     Object.entries(bundle.invocable).map(([name, key]) => {
       const wf = bundle.workflows[key];
       return [name, wf ? runFormHtml(wf) : ""] as const;
     }),
   );
-  if (wantsJson) return Response.json({ workflows });
   const rows = workflows
     .map(
       (w) => `<tr data-workflow="${esc(w.name)}">
