@@ -37,16 +37,15 @@ export function compileServerAuth(
     return t;
   };
   if (raw.scheme === "oauth") {
-    const a = raw;
-    if (typeof a.client_id !== "string") err(["auth"], "`auth` with `scheme: oauth` needs `client_id`");
-    if (a.secret !== undefined) {
+    if (typeof raw.client_id !== "string") err(["auth"], "`auth` with `scheme: oauth` needs `client_id`");
+    if (raw.secret !== undefined) {
       err(
         ["auth", "secret"],
         "`auth.secret` is for `scheme: bearer` or `raw`; OAuth takes `client_secret` or `refresh_token`",
       );
     }
-    const clientSecret = secretParam(a.client_secret, "client_secret");
-    const refreshToken = secretParam(a.refresh_token, "refresh_token");
+    const clientSecret = secretParam(raw.client_secret, "client_secret");
+    const refreshToken = secretParam(raw.refresh_token, "refresh_token");
     if (clientSecret === null && refreshToken === null) {
       err(
         ["auth"],
@@ -56,27 +55,29 @@ export function compileServerAuth(
     return {
       scheme: "oauth",
       clientId: own(
-        typeof a.client_id === "string" ? a.client_id : "",
+        typeof raw.client_id === "string" ? raw.client_id : "",
         ["auth", "client_id"],
         "`auth.client_id`",
       ),
       clientSecret,
       refreshToken,
-      scopes: Array.isArray(a.scopes) ? a.scopes.filter((x): x is string => typeof x === "string") : [],
+      scopes: Array.isArray(raw.scopes) ? raw.scopes.filter((x): x is string => typeof x === "string") : [],
     };
-  } else if (isObject(raw) && OAUTH_FIELDS.some((k) => (raw as Record<string, unknown>)[k] !== undefined)) {
-    const field = OAUTH_FIELDS.find((k) => (raw as Record<string, unknown>)[k] !== undefined) as string;
-    err(
-      ["auth", field],
-      `\`${field}\` is for \`scheme: oauth\` (\`client_id\`, \`client_secret\`, \`refresh_token\`, \`scopes\`)`,
-    );
-  } else if (typeof raw.secret !== "string") {
-    err(["auth"], "`auth` needs `secret` (or `scheme: oauth` with `client_id`)");
-  } else if (typeof raw.secret === "string") {
-    const secret = secretParam(raw.secret, "secret") as Template;
-    const header = typeof raw.header === "string" ? raw.header : "Authorization";
-    const scheme = raw.scheme === "raw" ? "raw" : "bearer";
-    return { header, scheme, secret };
   }
-  return null;
+  const oauthField = OAUTH_FIELDS.find((k) => raw[k] !== undefined);
+  if (oauthField !== undefined) {
+    err(
+      ["auth", oauthField],
+      `\`${oauthField}\` is for \`scheme: oauth\` (\`client_id\`, \`client_secret\`, \`refresh_token\`, \`scopes\`)`,
+    );
+    return null;
+  }
+  if (typeof raw.secret !== "string") {
+    err(["auth"], "`auth` needs `secret` (or `scheme: oauth` with `client_id`)");
+    return null;
+  }
+  const secret = secretParam(raw.secret, "secret") as Template;
+  const header = typeof raw.header === "string" ? raw.header : "Authorization";
+  const scheme = raw.scheme === "raw" ? "raw" : "bearer";
+  return { header, scheme, secret };
 }
