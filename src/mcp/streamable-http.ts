@@ -34,6 +34,11 @@ export const SPOKEN_VERSIONS = [
 ];
 /** `tools/call`'s argument the `Mcp-Name` header repeats (2026-07-28). */
 const NAME_OF: Record<string, string> = { "tools/call": "name" };
+/** The `_meta` of a stateless (2026-07-28) request: the client's envelope and the revision. */
+function statelessMeta(envelope: JsonObject): JsonObject {
+  return { ...envelope, "io.modelcontextprotocol/protocolVersion": STATELESS_PROTOCOL_VERSION };
+}
+
 /** `initialize` answers that mean "not Streamable HTTP here" (MCP's backwards-compatibility rule). */
 const FALLBACK_STATUSES = new Set([400, 404, 405]);
 
@@ -57,7 +62,7 @@ export class StreamableChannel implements Channel {
 
   /** Speaks the stateless revision from now on (a server known to, or that answered `server/discover`). */
   speakStateless(envelope: JsonObject): void {
-    this.envelope = { ...envelope, "io.modelcontextprotocol/protocolVersion": STATELESS_PROTOCOL_VERSION };
+    this.envelope = statelessMeta(envelope);
     this.protocol = STATELESS_PROTOCOL_VERSION;
   }
 
@@ -70,9 +75,8 @@ export class StreamableChannel implements Channel {
   async discover(envelope: JsonObject, signal: AbortSignal): Promise<"stateless" | "initialize" | "no-post"> {
     return timed(signal, this.opts.timeoutMs, "server/discover", async (s) => {
       const id = this.nextId++;
-      const meta = { ...envelope, "io.modelcontextprotocol/protocolVersion": STATELESS_PROTOCOL_VERSION };
       const res = await this.post(
-        { jsonrpc: "2.0", id, method: "server/discover", params: { _meta: meta } },
+        { jsonrpc: "2.0", id, method: "server/discover", params: { _meta: statelessMeta(envelope) } },
         s,
         { "mcp-protocol-version": STATELESS_PROTOCOL_VERSION, "mcp-method": "server/discover" },
       );
