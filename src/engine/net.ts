@@ -46,6 +46,7 @@ function inV4(address: number, base: [number, number, number, number], bits: num
   return address >= start && address < start + size;
 }
 
+/** Every IPv4 range that is not a public unicast address on the internet (RFC 6890's special-purpose registry). */
 function isPrivateV4(address: number): boolean {
   return (
     inV4(address, [0, 0, 0, 0], 8) || // "this network", includes 0.0.0.0
@@ -54,8 +55,11 @@ function isPrivateV4(address: number): boolean {
     inV4(address, [127, 0, 0, 0], 8) ||
     inV4(address, [169, 254, 0, 0], 16) ||
     inV4(address, [172, 16, 0, 0], 12) ||
+    inV4(address, [192, 0, 0, 0], 24) || // IETF protocol assignments
     inV4(address, [192, 168, 0, 0], 16) ||
-    address === 0xffffffff
+    inV4(address, [198, 18, 0, 0], 15) || // benchmarking
+    inV4(address, [224, 0, 0, 0], 4) || // multicast
+    inV4(address, [240, 0, 0, 0], 4) // reserved, and 255.255.255.255 (broadcast)
   );
 }
 
@@ -104,6 +108,8 @@ function isPrivateV6(g: number[]): boolean {
   const firstFiveZero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0;
   if (firstFiveZero && g5 === 0 && g6 === 0 && (g7 === 0 || g7 === 1)) return true; // :: and ::1
   if (firstFiveZero && (g5 === 0xffff || g5 === 0)) return isPrivateV4(embeddedV4); // mapped, compatible
+  const firstFourZero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0;
+  if (firstFourZero && g4 === 0xffff && g5 === 0) return isPrivateV4(embeddedV4); // translated ::ffff:0:0/96
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
     return isPrivateV4(embeddedV4); // NAT64
   }
@@ -111,6 +117,7 @@ function isPrivateV6(g: number[]): boolean {
   if ((g0 & 0xffc0) === 0xfe80) return true; // link-local fe80::/10
   if ((g0 & 0xffc0) === 0xfec0) return true; // old site-local fec0::/10
   if ((g0 & 0xfe00) === 0xfc00) return true; // unique local fc00::/7
+  if ((g0 & 0xff00) === 0xff00) return true; // multicast ff00::/8
   return false;
 }
 

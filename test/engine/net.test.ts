@@ -34,6 +34,18 @@ describe("isPrivateHost", () => {
     "http://0x7f.1/",
     "http://0177.0.0.1/",
     "http://127.1/",
+    "http://198.18.0.1/",
+    "http://198.19.255.254/",
+    "http://240.0.0.1/",
+    "http://250.1.2.3/",
+    "http://192.0.0.8/",
+    "http://224.0.0.1/",
+    "http://239.255.255.250/",
+    "http://255.255.255.255/",
+    "http://[::ffff:0:127.0.0.1]/",
+    "http://[::ffff:0:10.1.2.3]/",
+    "http://[::ffff:0:7f00:1]/",
+    "http://[ff02::1]/",
   ])("refuses %s", (url) => {
     expect(isPrivateHost(hostOf(url))).toBe(true);
   });
@@ -48,6 +60,10 @@ describe("isPrivateHost", () => {
     "http://11.0.0.1/",
     "http://[2606:4700:4700::1111]/",
     "http://[::ffff:8.8.8.8]/",
+    "http://198.17.255.255/",
+    "http://198.20.0.1/",
+    "http://192.0.1.1/",
+    "http://223.255.255.255/",
     "https://localhost.example.com/",
     "https://mylocalhost/",
   ])("allows %s", (url) => {
