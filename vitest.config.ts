@@ -147,6 +147,8 @@ export default defineConfig({
               bindings: {
                 ALLOW_PRIVATE_WEBHOOKS: "true",
                 TARGET_URL: `http://127.0.0.1:${inject<number>("targetPort")}`,
+                // A secret that is a URL with its token in the path (test/reliability/secret-url.test.ts).
+                SECRET_HOOK_URL: `http://127.0.0.1:${inject<number>("targetPort")}/api/webhooks/1234/hooktok-5f2e8d1c9b7a?wait=true`,
                 MODEL_BASE_URL: `http://127.0.0.1:${inject<number>("modelPort")}`,
                 MCP_EVERYTHING_URL: inject<string>("mcpEverythingUrl"),
                 MCP_TOOLS_URL: inject<string>("mcpToolsUrl"),

@@ -182,6 +182,8 @@ export interface WebhookStep extends StepBase {
   timeoutS: number;
   /** Standard Webhooks signing; the env var holds `whsec_<base64 key>`. */
   sign: { secretEnv: string } | null;
+  /** The url can read a secret env var: messages and spans show its origin only. */
+  urlReadsSecret?: true;
 }
 
 export type StepKind = keyof StepKinds;

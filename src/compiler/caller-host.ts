@@ -5,29 +5,48 @@
  * operator's; a host from `params`, a step output or the request is the caller's.
  */
 import type { Template } from "../bundle.ts";
-import { checkExpression, rootPaths } from "./expressions.ts";
+import { checkExpression, type RootReads, rootReads } from "./expressions.ts";
 import { templateExprs } from "./templates.ts";
 
-/** Names of the env vars a template reads. */
-export function envReads(t: Template | null): string[] {
-  if (!t) return [];
-  const out: string[] = [];
-  for (const e of templateExprs(t)) {
-    const c = checkExpression(e, []);
-    if (!c.ok) continue;
-    for (const p of rootPaths(c.ast)) if (p[0] === "env" && p[1]) out.push(p[1]);
-  }
-  return out;
+/** What an expression reads; one that does not parse counts as reading everything. */
+function readsOfExpr(e: string): RootReads {
+  const c = checkExpression(e, []);
+  return c.ok ? rootReads(c.ast) : { paths: [], whole: true };
 }
 
-/** `params.x` / `step.y` when the url's host part comes from caller-controlled data, else null. */
+/**
+ * The secret env vars of `secrets` a template can read, sorted: every one of them when it reads
+ * `env` as a whole (`{{ env }}`, `values(env)`, `env.*`, `env | NAME`) or the whole scope (`@`,
+ * `$`, `values(@)`), or cannot be read by the checker.
+ */
+export function secretReads(t: Template | null, secrets: ReadonlySet<string>): string[] {
+  if (!t || secrets.size === 0) return [];
+  const out = new Set<string>();
+  for (const e of templateExprs(t)) {
+    const r = readsOfExpr(e);
+    if (r.whole) return [...secrets].sort();
+    for (const p of r.paths) {
+      if (p[0] !== "env") continue;
+      if (p[1] === undefined) return [...secrets].sort();
+      if (secrets.has(p[1])) out.add(p[1]);
+    }
+  }
+  return [...out].sort();
+}
+
+/**
+ * Where caller-controlled data an expression reads comes from (`params.url`, `step.x`, `@` for
+ * the whole scope), or null when it reads only env and literals.
+ */
+function callerData(e: string): string | null {
+  const r = readsOfExpr(e);
+  if (r.whole) return "@";
+  for (const p of r.paths) if (p[0] !== "env") return p.slice(0, 2).join(".");
+  return null;
+}
+
+/** `params.x` / `step.y` / `@` when the url's host part can come from caller-controlled data, else null. */
 export function hostSource(url: Template): string | null {
-  const callerData = (e: string): string | null => {
-    const c = checkExpression(e, []);
-    if (!c.ok) return null;
-    for (const p of rootPaths(c.ast)) if (p[0] !== "env") return p.slice(0, 2).join(".") || "$";
-    return null;
-  };
   if (url.t === "expr") return callerData(url.e);
   if (url.t !== "concat") return null;
   let acc = "";

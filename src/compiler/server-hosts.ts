@@ -21,9 +21,9 @@ import type {
 } from "../bundle.ts";
 import { isObject } from "../common/guards.ts";
 import { sourcedSteps } from "./call-checks.ts";
-import { callerHost, envReads, hostSource } from "./caller-host.ts";
+import { callerHost, hostSource, secretReads } from "./caller-host.ts";
 import type { DiagnosticSink } from "./diagnostics.ts";
-import { checkExpression, rootPaths } from "./expressions.ts";
+import { checkExpression, rootReads } from "./expressions.ts";
 import { stepLabel } from "./structure-check.ts";
 import { templateExprs } from "./templates.ts";
 import type { SourceFile } from "./yaml-source.ts";
@@ -75,7 +75,7 @@ export function checkServerHosts(
         if (host === null) return;
         if (server) guarded.add(server);
         if (secrets.size === 0) return;
-        const leaked = [...new Set(values.flatMap((v) => envReads(lift(v))))].filter((n) => secrets.has(n));
+        const leaked = [...new Set(values.flatMap((v) => secretReads(lift(v), secrets)))];
         if (leaked.length === 0) return;
         const names = leaked.map((n) => `\`env.${n}\``).join(" and ");
         if (outer && outerAt) {
@@ -216,7 +216,8 @@ function substitute(t: Template, value: ParamValue): Template {
 
 function exprValue(e: string, value: ParamValue): Template {
   const c = checkExpression(e, []);
-  if (!c.ok) return { t: "lit", v: null };
+  // Not readable by the checker: the worst case, an expression over the whole scope.
+  if (!c.ok) return { t: "expr", e: "@" };
   const ast = c.ast as {
     type: string;
     name?: unknown;
@@ -234,12 +235,12 @@ function exprValue(e: string, value: ParamValue): Template {
   ) {
     return value(right.name) ?? { t: "lit", v: null };
   }
-  const exprs = rootPaths(c.ast)
-    .filter((p) => p[0] === "params")
-    .flatMap((p) => {
-      const v = value(p[1] ?? null);
-      return v ? templateExprs(v) : [];
-    });
+  const reads = rootReads(c.ast);
+  const names = reads.whole ? [null] : reads.paths.filter((p) => p[0] === "params").map((p) => p[1] ?? null);
+  const exprs = names.flatMap((n) => {
+    const v = value(n);
+    return v ? templateExprs(v) : [];
+  });
   const r = readsOf(exprs);
   return typeof r === "string" ? { t: "lit", v: r } : { t: "expr", e: r.e };
 }

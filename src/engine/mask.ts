@@ -5,9 +5,13 @@
  * shape (a webhook echoing an Authorization header, a Basic credential, a query string), so
  * each one is searched in the forms a service is likely to echo: as is, base64 and base64url
  * (padded, unpadded and embedded at any byte offset, as in `Basic base64(user:secret)`),
- * percent-encoded, and JSON-escaped. Pure: no Worker APIs.
+ * percent-encoded, and JSON-escaped. A secret that is a URL (a Discord or Slack webhook URL) is
+ * also quoted in pieces: a message that drops its query still holds its path, which may be the
+ * token itself; such a piece is shown as the URL's origin (`https://discord.com/…`), as
+ * `shownUrl` (net.ts) shows it. Pure: no Worker APIs.
  */
 import type { Json, JsonObject } from "../bundle.ts";
+import { shownUrl } from "./net.ts";
 import { setOwn } from "./transform-ops.ts";
 
 export const MASK = "***";
@@ -77,19 +81,43 @@ export function secretForms(secret: string): string[] {
   return forms;
 }
 
+/**
+ * The pieces of a secret URL a message may quote without its query or fragment (with and without
+ * its scheme, as parsed and as written), each with what it is shown as: the URL's origin.
+ */
+export function secretUrlPieces(secret: string): Array<[piece: string, shown: string]> {
+  if (!/^https?:\/\//i.test(secret)) return [];
+  let u: URL;
+  try {
+    u = new URL(secret);
+  } catch {
+    return [];
+  }
+  if (u.pathname.length <= 1) return []; // nothing but the origin is left once the query is dropped
+  const shown = shownUrl(u, true);
+  const written = secret.replace(/[?#].*$/s, "");
+  const pieces = [`${u.protocol}//${u.host}${u.pathname}`, `${u.host}${u.pathname}`, u.href, written];
+  return [...new Set(pieces)]
+    .filter((p) => p !== secret && p.length >= MIN_EMBEDDED_LENGTH)
+    .map((p): [string, string] => [p, shown]);
+}
+
 const identity: Masker = { maskJson: (v) => v, maskText: (s) => s, forms: [] };
 
 export function createMasker(secrets: string[]): Masker {
-  const patterns = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))]
-    .filter((p) => p.length > 0)
-    // Longest first, so a secret that contains another is replaced whole.
-    .sort((a, b) => b.length - a.length);
+  const given = secrets.filter((s) => s.length > 0);
+  const replacements = new Map<string, string>();
+  for (const s of given) for (const [piece, shown] of secretUrlPieces(s)) replacements.set(piece, shown);
+  // A form of a whole secret is masked, whatever else it is a piece of.
+  for (const form of given.flatMap(secretForms)) if (form.length > 0) replacements.set(form, MASK);
+  // Longest first, so a secret that contains another is replaced whole.
+  const patterns = [...replacements.keys()].sort((a, b) => b.length - a.length);
   if (patterns.length === 0) return identity;
 
   const maskText = (s: string): string => {
     let out = s;
     for (const p of patterns) {
-      if (out.includes(p)) out = out.replaceAll(p, MASK);
+      if (out.includes(p)) out = out.replaceAll(p, replacements.get(p) as string);
     }
     return out;
   };

@@ -139,6 +139,17 @@ export function isPrivateHost(hostname: string): boolean {
   return false;
 }
 
+/**
+ * What a message, an event, a log line or a span may show of an outbound URL
+ * (docs/file-format.md, "Webhook step"): `scheme://host/path`, never its userinfo, query or
+ * fragment, which often carry tokens. A URL built from a secret shows its origin only
+ * (`https://discord.com/…`): its path may be the token itself (Discord's and Slack's webhook URLs
+ * are), and a piece of a secret is not masked the way the whole one is.
+ */
+export function shownUrl(url: URL, fromSecret: boolean): string {
+  return `${url.protocol}//${url.host}${fromSecret ? "/…" : url.pathname}`;
+}
+
 /** Why an outbound URL is refused (each caller words it for its own step or server). */
 export type UrlRefusal =
   | { refused: "invalid" }

@@ -7,6 +7,7 @@
  * so it runs the same in Node and workerd, and on a test's virtual clock.
  */
 import { type Clock, sleep, systemClock } from "./clock.ts";
+import { shownUrl } from "./net.ts";
 import { StepError } from "./types.ts";
 
 export interface HttpRetryOptions {
@@ -69,7 +70,7 @@ export function backoffDelay(attempt: number, baseDelayMs: number, maxBackoffMs 
  * reference = …` for a host it could not resolve), so they are said plainly; any other message
  * is kept, its URLs redacted.
  */
-export function networkFailure(err: unknown): string {
+export function networkFailure(err: unknown, fromSecret = false): string {
   const message = err instanceof Error ? err.message : String(err);
   if (/^Network connection lost\.?$/i.test(message)) {
     return "the connection failed (refused, reset or closed before an answer)";
@@ -77,18 +78,18 @@ export function networkFailure(err: unknown): string {
   if (/^internal error; reference = /i.test(message)) {
     return "the host could not be reached (its name did not resolve, or the network refused the connection)";
   }
-  return redactUrls(message);
+  return redactUrls(message, fromSecret);
 }
 
 /**
  * Runtime error messages sometimes quote the URL they failed on; its userinfo and query may
- * hold secrets, so every URL in `text` is cut down to origin + path.
+ * hold secrets, so every URL in `text` is cut down to what `shownUrl` shows (origin + path, or
+ * the origin alone when the request's URL was built from a secret).
  */
-export function redactUrls(text: string): string {
+export function redactUrls(text: string, fromSecret = false): string {
   return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, (raw) => {
     try {
-      const u = new URL(raw);
-      return `${u.protocol}//${u.host}${u.pathname}`;
+      return shownUrl(new URL(raw), fromSecret);
     } catch {
       return raw.replace(/\/\/[^/@\s]*@/, "//").replace(/[?#].*$/, "");
     }

@@ -7,6 +7,8 @@
  * step's path, so a span made after an eviction finds its parent without anything stored.
  */
 
+import { shownUrl } from "./net.ts";
+
 /** An attribute value as OTLP carries it (strings, integers, booleans). */
 export type SpanValue = string | number | boolean;
 export type SpanAttributes = Record<string, SpanValue>;
@@ -138,11 +140,19 @@ export function stepTracer(
   };
 }
 
-/** The HTTP attributes of one request attempt (OpenTelemetry's HTTP semantic conventions): the URL without its query. */
-export function httpAttributes(method: string, url: URL, attempt: number): SpanAttributes {
+/**
+ * The HTTP attributes of one request attempt (OpenTelemetry's HTTP semantic conventions): the URL
+ * as `shownUrl` shows it (no query; the origin alone when it was built from a secret).
+ */
+export function httpAttributes(
+  method: string,
+  url: URL,
+  attempt: number,
+  fromSecret: boolean,
+): SpanAttributes {
   const attrs: SpanAttributes = {
     "http.request.method": method,
-    "url.full": `${url.protocol}//${url.host}${url.pathname}`,
+    "url.full": shownUrl(url, fromSecret),
     "server.address": url.hostname,
   };
   if (attempt > 1) attrs["http.request.resend_count"] = attempt - 1;

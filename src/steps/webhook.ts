@@ -3,13 +3,14 @@
  * guarantees a receiver relies on: the same `Idempotency-Key` (and Standard Webhooks
  * `webhook-id`) on every retry, retries only where they are safe to repeat (network error,
  * timeout, 408, 429, 5xx), nothing sent to private hosts unless the operator allows it, no
- * redirects followed, and a bounded response. Error messages name the method and the URL
- * without its userinfo or query, which often carry tokens.
+ * redirects followed, and a bounded response. Error messages name the method and the URL as
+ * `shownUrl` shows it: never its userinfo or query, and only its origin when it was built from a
+ * secret.
  */
 import type { HttpMethod, Json, JsonObject, WebhookStep } from "../bundle.ts";
 import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
 import { systemClock } from "../engine/clock.ts";
-import { checkOutboundUrl } from "../engine/net.ts";
+import { checkOutboundUrl, shownUrl } from "../engine/net.ts";
 import { readCapped } from "../engine/read-capped.ts";
 import { isRetryableStatus, networkFailure, retryHttp } from "../engine/retry.ts";
 import { render, renderUrl, stringify } from "../engine/substitute.ts";
@@ -22,29 +23,30 @@ export const WEBHOOK_ATTEMPTS = 3;
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 const USER_AGENT = "workflow-edge";
 
-/** `https://host:port/path`: what error messages may show of a URL. */
-export function describeUrl(url: URL): string {
-  return `${url.protocol}//${url.host}${url.pathname}`;
-}
-
 function fail(message: string): StepError {
   return new StepError("webhook_failed", message);
 }
 
-function parseTarget(step: WebhookStep, ctx: StepContext): URL {
+/**
+ * The step's URL, and whether it was built from a secret: the build says so when the url reads a
+ * secret env var (in any way, docs/file-format.md "Env and secrets"), the run's masker when the
+ * rendered text holds one; unknown counts as built from a secret.
+ */
+function parseTarget(step: WebhookStep, ctx: StepContext): { url: URL; fromSecret: boolean } {
   const rendered = renderUrl(step.url, ctx.scope);
   if (typeof rendered !== "string" || rendered.trim() === "") {
     throw fail("the webhook url did not render to a non-empty string");
   }
+  const fromSecret = step.urlReadsSecret === true || (ctx.holdsSecret?.(rendered) ?? true);
   const url = checkOutboundUrl(rendered.trim(), ctx.env.ALLOW_PRIVATE_WEBHOOKS === "true");
-  if (url instanceof URL) return url;
+  if (url instanceof URL) return { url, fromSecret };
   if (url.refused === "invalid") throw fail("the webhook url is not a valid absolute URL");
   if (url.refused === "scheme") {
     throw fail(`the webhook url must use http or https, not ${url.protocol.replace(/:$/, "")}`);
   }
   const parsed = new URL(rendered.trim());
   throw fail(
-    `refused ${step.method} ${describeUrl(parsed)}: the host is local or private (set ALLOW_PRIVATE_WEBHOOKS=true to allow it)`,
+    `refused ${step.method} ${shownUrl(parsed, fromSecret)}: the host is local or private (set ALLOW_PRIVATE_WEBHOOKS=true to allow it)`,
   );
 }
 
@@ -90,12 +92,11 @@ async function createSigner(
 }
 
 /** Reads at most MAX_RESPONSE_BYTES; more is output_too_large. */
-function readResponse(res: Response, method: HttpMethod, url: URL): Promise<Uint8Array> {
+function readResponse(res: Response, method: HttpMethod, target: string): Promise<Uint8Array> {
   return readCapped(
     res,
     MAX_RESPONSE_BYTES,
-    () =>
-      new StepError("output_too_large", `the response of ${method} ${describeUrl(url)} is larger than 1 MiB`),
+    () => new StepError("output_too_large", `the response of ${method} ${target} is larger than 1 MiB`),
   );
 }
 
@@ -130,12 +131,12 @@ function toOutput(received: Received): Json {
 }
 
 export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
-  const url = parseTarget(step, ctx);
+  const { url, fromSecret } = parseTarget(step, ctx);
   const body = requestBody(step, ctx);
   const custom = userHeaders(step, ctx);
   const sign = await createSigner(step, ctx);
   const method = step.method;
-  const target = describeUrl(url);
+  const target = shownUrl(url, fromSecret);
 
   // The body is read inside the attempt (so the attempt timeout bounds a body that trickles
   // in) and kept here; retryHttp only needs the status and Retry-After of what it gets back.
@@ -154,7 +155,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
     if (sign) for (const [name, value] of await sign(body ?? "")) headers.set(name, value);
 
     // One client span per attempt (docs/operations.md, "Traces"), its traceparent on the request.
-    const span = ctx.trace?.client(method, httpAttributes(method, url, attempt));
+    const span = ctx.trace?.client(method, httpAttributes(method, url, attempt, fromSecret));
     if (span) headers.set("traceparent", span.traceparent);
     let res: Response;
     try {
@@ -170,7 +171,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
       res.body?.cancel().catch(() => {});
       return summary;
     }
-    received = { status: res.status, headers: res.headers, bytes: await readResponse(res, method, url) };
+    received = { status: res.status, headers: res.headers, bytes: await readResponse(res, method, target) };
     return summary;
   };
 
@@ -192,7 +193,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     if (err instanceof StepError) throw err;
-    throw fail(`${method} ${target} failed after ${plural(attempts)}: ${networkFailure(err)}`);
+    throw fail(`${method} ${target} failed after ${plural(attempts)}: ${networkFailure(err, fromSecret)}`);
   }
 
   if (res.status < 200 || res.status > 299 || received === null) {

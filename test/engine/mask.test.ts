@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { Json } from "../../src/bundle.ts";
 import { createMasker } from "../../src/engine/mask.ts";
+import { createStreamMasker } from "../../src/engine/stream-mask.ts";
 
 const SECRET = "s3cr3t-webhook-value-123";
 const TRICKY = 'p@ss/w0rd+"key"\\=1 ü';
@@ -105,5 +106,43 @@ describe("maskJson", () => {
   it("returns values unchanged when there are no secrets", () => {
     const value: Json = { a: "b" };
     expect(createMasker([]).maskJson(value)).toBe(value);
+  });
+});
+
+describe("a secret that is a URL", () => {
+  const HOOK = "https://discord.com/api/webhooks/1234/TOKENabc987?wait=true";
+  const masker = createMasker([HOOK]);
+
+  it("is masked whole", () => {
+    expect(masker.maskText(`POST ${HOOK} failed`)).toBe("POST *** failed");
+  });
+
+  it("shows its path without the query as the URL's origin", () => {
+    expect(masker.maskText("POST https://discord.com/api/webhooks/1234/TOKENabc987 answered 404")).toBe(
+      "POST https://discord.com/… answered 404",
+    );
+  });
+
+  it("shows its host and path without a scheme as the URL's origin", () => {
+    expect(masker.maskText("to discord.com/api/webhooks/1234/TOKENabc987.")).toBe(
+      "to https://discord.com/….",
+    );
+  });
+
+  it("shows its path as the URL's origin in a stream cut into pieces as well", () => {
+    const stream = createStreamMasker(masker);
+    const text = "see https://discord.com/api/webhooks/1234/TOKENabc987 now";
+    let out = "";
+    for (let i = 0; i < text.length; i += 5) out += stream.push(text.slice(i, i + 5));
+    out += stream.flush();
+    expect(out).toBe("see https://discord.com/… now");
+  });
+
+  it("leaves its bare origin alone, and a URL whose only secret part is its query", () => {
+    expect(masker.maskText("https://discord.com/ is up")).toBe("https://discord.com/ is up");
+    const query = createMasker(["https://hooks.example.com/?token=abcdef123456"]);
+    expect(query.maskText("POST https://hooks.example.com/ answered 404")).toBe(
+      "POST https://hooks.example.com/ answered 404",
+    );
   });
 });

@@ -52,8 +52,12 @@ function context(opts: ContextOptions = {}): StepContext {
     fetch: (input, init) => fetch(input, init),
     metrics: emptyMetrics(),
     budget: { capUsd: null, reserve: () => Promise.reject(new Error("webhooks reserve nothing")) },
+    // As a run gives it: its masker knows the run's secrets.
+    holdsSecret: (text) => masker.maskText(text) !== text,
   };
 }
+
+const masker = createMasker([SECRET]);
 
 const lit = (v: Json): Template => ({ t: "lit", v });
 
@@ -173,14 +177,21 @@ describe("webhook step", () => {
 
   it("fails after 3 attempts of 503 without showing the URL's query or userinfo", async () => {
     const k = key("down");
-    const url = new URL(`${TARGET}/status/503?key=${k}&token=${SECRET}`);
+    const url = new URL(`${TARGET}/status/503?key=${k}&token=query-token-77`);
     url.username = "user";
     url.password = "hunter22";
     const err = await failureOf(executeWebhook(webhook({ url: lit(url.href) }), context()));
     expect(err.code).toBe("webhook_failed");
     expect(err.message).toBe(`POST ${TARGET}/status/503 answered 503 after 3 attempts`);
-    expect(err.message).not.toContain(SECRET);
+    expect(err.message).not.toContain("query-token-77");
     expect(err.message).not.toContain("hunter22");
+  });
+
+  it("shows only the origin of a url that holds a secret, its path included", async () => {
+    const k = key("secret-path");
+    const url = `${TARGET}/status/404/${SECRET}?key=${k}`;
+    const err = await failureOf(executeWebhook(webhook({ url: lit(url) }), context()));
+    expect(err.message).toBe(`POST ${new URL(TARGET).origin}/… answered 404 after 1 attempt`);
   });
 
   it("waits for Retry-After before retrying a 429", async () => {

@@ -6,7 +6,7 @@
 import type { Template } from "../../bundle.ts";
 import { hint } from "../../common/did-you-mean.ts";
 import { isObject } from "../../common/guards.ts";
-import { envReads } from "../caller-host.ts";
+import { secretReads } from "../caller-host.ts";
 import { unpricedModels } from "../gateway.ts";
 import type { StepKindCompiler } from "./step-base.ts";
 import { stepPath } from "./step-base.ts";
@@ -76,7 +76,7 @@ export const agentStep: StepKindCompiler<"agent"> = {
       const marked = new Set(resolved.agent.secretParams ?? []);
       for (const [key, value] of params.entries) {
         if (marked.has(key)) continue;
-        const leaked = envReads(value).filter((n) => c.secretEnv.has(n));
+        const leaked = secretReads(value, c.secretEnv);
         if (leaked.length === 0) continue;
         const agentName =
           resolved.agent.builtin === null

@@ -5,7 +5,7 @@
  */
 import type { HttpMethod } from "../../bundle.ts";
 import { isObject } from "../../common/guards.ts";
-import { callerHost, envReads } from "../caller-host.ts";
+import { callerHost, secretReads } from "../caller-host.ts";
 import { envRefName, envShorthandName, envShorthandWarning } from "../env-refs.ts";
 import type { StepKindCompiler } from "./step-base.ts";
 import { stepPath } from "./step-base.ts";
@@ -60,7 +60,7 @@ export const webhookStep: StepKindCompiler<"webhook"> = {
       ["headers", headers],
       ["body", body],
     ] as const) {
-      for (const n of envReads(tpl)) if (c.secretEnv.has(n)) leaks.push(`\`env.${n}\` in its ${where}`);
+      for (const n of secretReads(tpl, c.secretEnv)) leaks.push(`\`env.${n}\` in its ${where}`);
     }
     if (sign && c.secretEnv.has(sign.secretEnv)) leaks.push(`\`env.${sign.secretEnv}\` to sign it`);
     const from = isObject(s.for_each) ? s.for_each.from : undefined;
@@ -78,6 +78,7 @@ export const webhookStep: StepKindCompiler<"webhook"> = {
       ...base,
       kind: "webhook",
       url,
+      ...(secretReads(url, c.secretEnv).length > 0 ? { urlReadsSecret: true as const } : {}),
       method: (typeof w.method === "string" ? w.method : "POST") as HttpMethod,
       headers,
       body,

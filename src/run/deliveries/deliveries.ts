@@ -13,11 +13,11 @@
  * `_<entry index>`), `msg_<run_id>_<approval id>` for an approval request: the run is found from
  * the id alone.
  */
-import type { CompiledWorkflow, JsonObject } from "../../bundle.ts";
+import type { CompiledWorkflow, Json, JsonObject } from "../../bundle.ts";
 import { importSigningKey, standardWebhookHeaders } from "../../common/standard-webhooks.ts";
 import { withTimeout } from "../../common/timeout.ts";
-import type { Masker } from "../../engine/mask.ts";
-import { checkOutboundUrl } from "../../engine/net.ts";
+import { MASK, type Masker } from "../../engine/mask.ts";
+import { checkOutboundUrl, shownUrl } from "../../engine/net.ts";
 import { networkFailure, parseRetryAfter } from "../../engine/retry.ts";
 import { declaredEnv } from "../../engine/secrets.ts";
 import { renderUrl } from "../../engine/substitute.ts";
@@ -45,6 +45,8 @@ export interface DeliveryTarget {
   type: string;
   /** Where it goes (rendered: may hold a secret; shown masked). */
   url: string;
+  /** The url holds a secret: the API, spans and errors show its origin only (`shownUrl`). */
+  fromSecret: boolean;
   /** A Standard Webhooks secret (`whsec_…`) to sign with; "" when one is required and unset. */
   signSecret: string | null;
   schedule: readonly number[];
@@ -97,6 +99,7 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
       id: `msg_${doc.run_id}_${a.id}`,
       type: "approval.requested",
       url: target.url,
+      fromSecret: s.masker.maskText(target.url) !== target.url,
       signSecret: target.sign_secret,
       schedule: DEFAULT_SCHEDULE_S,
       createdMs: Date.parse(a.created_at),
@@ -121,7 +124,7 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
     out.push({
       id: sameType++ === 0 ? `msg_${doc.run_id}_${type}` : `msg_${doc.run_id}_${type}_${i}`,
       type,
-      url: typeof rendered === "string" ? rendered.trim() : "",
+      ...renderedUrl(rendered, s.masker),
       signSecret: n.sign ? (typeof secret === "string" ? secret : "") : null,
       schedule: n.retry?.scheduleS ?? DEFAULT_SCHEDULE_S,
       createdMs: Date.parse(doc.finished_at ?? doc.created_at),
@@ -160,7 +163,7 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
         id:
           n++ === 0 ? `msg_${doc.run_id}_compensation_failed` : `msg_${doc.run_id}_compensation_failed_${i}`,
         type: "run.compensation_failed",
-        url: typeof rendered === "string" ? rendered.trim() : "",
+        ...renderedUrl(rendered, s.masker),
         signSecret: entry.sign ? (typeof secret === "string" ? secret : "") : null,
         schedule: entry.retry?.scheduleS ?? DEFAULT_SCHEDULE_S,
         createdMs: failedAt || Date.parse(doc.finished_at ?? doc.created_at),
@@ -185,6 +188,12 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
     });
   }
   return out;
+}
+
+/** A notification's rendered url, and whether it holds a secret. */
+function renderedUrl(rendered: Json, masker: Masker): { url: string; fromSecret: boolean } {
+  const url = typeof rendered === "string" ? rendered.trim() : "";
+  return { url, fromSecret: masker.maskText(url) !== url };
 }
 
 /** The run a delivery id belongs to (null: not one of ours). */
@@ -227,7 +236,7 @@ export async function sendDelivery(
       return refused("signing_secret_invalid");
     }
   }
-  const span = io.trace?.client("POST", httpAttributes("POST", url, io.attempt ?? 1));
+  const span = io.trace?.client("POST", httpAttributes("POST", url, io.attempt ?? 1, t.fromSecret));
   if (span) headers.traceparent = span.traceparent;
   try {
     const res = await withTimeout(ATTEMPT_TIMEOUT_MS, async (signal) => {
@@ -244,7 +253,7 @@ export async function sendDelivery(
   } catch (err) {
     span?.end(httpOutcome(null, err), "the request failed");
     const timeout = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
-    return refused(timeout ? "timeout" : `network: ${networkFailure(err)}`);
+    return refused(timeout ? "timeout" : `network: ${networkFailure(err, t.fromSecret)}`);
   }
 }
 
@@ -353,7 +362,7 @@ export class RunDeliveries {
         run_id: doc.run_id,
         workflow,
         type: t.type,
-        url: masker.maskText(t.url),
+        url: t.fromSecret ? secretUrlShown(t.url) : masker.maskText(t.url),
         state: t.moot && r.state === "pending" ? "canceled" : r.state,
         attempts: r.attempts,
         next_attempt_at:
@@ -397,5 +406,14 @@ export class RunDeliveries {
       }
     }
     return this.rows;
+  }
+}
+
+/** A url that holds a secret, as the API shows it: its origin only, or `***` when it does not parse. */
+function secretUrlShown(url: string): string {
+  try {
+    return shownUrl(new URL(url), true);
+  } catch {
+    return MASK;
   }
 }

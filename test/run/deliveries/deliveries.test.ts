@@ -41,6 +41,7 @@ function setup(status: (n: number) => number) {
     id: `msg_${"a".repeat(64)}_run.failed`,
     type: "run.failed",
     url: "https://receiver.example/hook",
+    fromSecret: false,
     signSecret: SECRET,
     schedule: DEFAULT_SCHEDULE_S,
     createdMs: T0,
