@@ -7,6 +7,7 @@
  */
 import type { Json, JsonObject } from "../bundle.ts";
 import { withTimeout } from "../common/timeout.ts";
+import { shownUrl } from "../engine/net.ts";
 import { StepError } from "../engine/types.ts";
 
 /** Largest JSON-RPC message read from a server. */
@@ -45,11 +46,13 @@ export interface Channel {
   close(): Promise<void>;
 }
 
-/** `scheme://host/path` of a URL: never its query (it may carry a key). */
+/**
+ * `scheme://host/path` of a URL: never its query (it may carry a key). A server url built from a
+ * secret is shown by its origin once the run masks the message (docs/file-format.md, "Env and secrets").
+ */
 export function describe(url: string): string {
   try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
+    return shownUrl(new URL(url), false);
   } catch {
     return "(invalid URL)";
   }

@@ -30,6 +30,7 @@ import type {
 import type { MockAnswer, MockSpec } from "../compiler/test-files/suite.ts";
 import { type Clock, sleep } from "../engine/clock.ts";
 import type { Masker } from "../engine/mask.ts";
+import { shownUrl } from "../engine/net.ts";
 import type { OutboundLimiter } from "../engine/outbound.ts";
 import type { Executors } from "../engine/run-host.ts";
 import { render } from "../engine/substitute.ts";
@@ -138,7 +139,7 @@ export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog)
           if (format === null) {
             const url = new URL(request.url);
             throw unmocked(
-              `agent step \`${ctx.path}\` sent a request to ${url.protocol}//${url.host}${url.pathname}, which is not mocked`,
+              `agent step \`${ctx.path}\` sent a request to ${shownUrl(url, false)}, which is not mocked`,
             );
           }
           const body = (await request.json()) as JsonObject;

@@ -10,6 +10,7 @@ import type { Bundle, CompiledWorkflow, Json, JsonObject, Residency } from "../b
 import { HttpProblem } from "../common/problem.ts";
 import type { TestCase } from "../compiler/test-files/suite.ts";
 import type { Masker } from "../engine/mask.ts";
+import { shownUrl } from "../engine/net.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "../engine/outbound.ts";
 import { declaredEnv, usesAgents } from "../engine/secrets.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
@@ -149,9 +150,7 @@ export async function runCase(
       ),
       fetch: (input) => {
         const url = new URL(input instanceof Request ? input.url : input);
-        return Promise.reject(
-          unmocked(`a request to ${url.protocol}//${url.host}${url.pathname} is not mocked`),
-        );
+        return Promise.reject(unmocked(`a request to ${shownUrl(url, false)} is not mocked`));
       },
       clock,
       outboundLimit: MAX_OUTBOUND,
