@@ -28,6 +28,8 @@ export const STEP_ERROR_CODES = [
   "invalid_input",
   "output_schema_mismatch",
   "output_too_large",
+  // A webhook's JSON answer nests deeper than the invoke body may (docs/errors-and-limits.md).
+  "response_too_deep",
   "webhook_failed",
   "agent_failed",
   "budget_exceeded",

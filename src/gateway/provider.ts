@@ -9,6 +9,7 @@
  */
 
 import { type CompiledProvider, type JsonObject, type JsonSchema, PROVIDER_TYPES } from "../bundle.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../common/json-depth.ts";
 import { readSse, type SseEvent } from "../common/sse.ts";
 import type { Clock } from "../engine/clock.ts";
 import { jsonErrorMessage } from "../engine/mask.ts";
@@ -81,6 +82,8 @@ export function toolArguments(raw: unknown): { arguments: JsonObject; invalidArg
   let value = raw;
   if (typeof raw === "string") {
     if (raw.trim() === "") return { arguments: {} };
+    if (nestsDeeperThan(raw))
+      return { arguments: {}, invalidArguments: `nested deeper than ${MAX_JSON_DEPTH} levels` };
     try {
       value = JSON.parse(raw);
     } catch (e) {

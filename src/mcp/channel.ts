@@ -6,6 +6,7 @@
  * a transport is and those shared rules live here, so neither transport can drift from them.
  */
 import type { Json, JsonObject } from "../bundle.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../common/json-depth.ts";
 import { withTimeout } from "../common/timeout.ts";
 import { shownUrl } from "../engine/net.ts";
 import { StepError } from "../engine/types.ts";
@@ -112,6 +113,8 @@ export async function readJsonCapped(res: Response, what: string): Promise<unkno
   const text = await res.text();
   if (text.length > MAX_MESSAGE_BYTES)
     throw new McpError(`${what}: the answer is over ${MAX_MESSAGE_BYTES} bytes`);
+  if (nestsDeeperThan(text))
+    throw new McpError(`${what}: the answer nests deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch {

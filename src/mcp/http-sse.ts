@@ -3,7 +3,9 @@
  * transport: answers arrive on one long-lived GET event stream, matched to the POSTs that asked
  * by id. It is the fallback when Streamable HTTP is refused, so those servers work unchanged.
  */
+
 import type { Json, JsonObject } from "../bundle.ts";
+import { nestsDeeperThan } from "../common/json-depth.ts";
 import { readSse } from "../common/sse.ts";
 import {
   type Channel,
@@ -136,6 +138,8 @@ export class SseChannel implements Channel {
   }
 
   dispatch(data: string): void {
+    // A message too deep to walk safely is dropped like one that is not JSON; its request times out.
+    if (nestsDeeperThan(data)) return;
     let message: unknown;
     try {
       message = JSON.parse(data);

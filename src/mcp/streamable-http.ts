@@ -7,7 +7,9 @@
  * client's info and capabilities in its `_meta` (and `Mcp-Protocol-Version`, `Mcp-Method`,
  * `Mcp-Name` headers), and nothing is opened or closed.
  */
+
 import type { Json, JsonObject } from "../bundle.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../common/json-depth.ts";
 import { readSse } from "../common/sse.ts";
 import {
   type Channel,
@@ -191,6 +193,9 @@ export class StreamableChannel implements Channel {
     if (type.includes("text/event-stream") && res.body) {
       const tooLarge = () => new McpError(`${method}: an event is over ${MAX_MESSAGE_BYTES} bytes`);
       for await (const ev of readSse(res.body, MAX_MESSAGE_BYTES, tooLarge)) {
+        if (nestsDeeperThan(ev.data)) {
+          throw new McpError(`${method}: an event nests deeper than ${MAX_JSON_DEPTH} levels`);
+        }
         let message: unknown;
         try {
           message = JSON.parse(ev.data);

@@ -7,6 +7,7 @@
  * how the prompt is made and what the output must satisfy (see `planFor`). Cost, budget,
  * retries and model fallback all live in the gateway (`completeInGroup`).
  */
+
 import type {
   AgentStep,
   CompiledAgent,
@@ -15,6 +16,7 @@ import type {
   Json,
   JsonSchema,
 } from "../bundle.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../common/json-depth.ts";
 import { jsonErrorMessage } from "../engine/mask.ts";
 import { retryWork } from "../engine/retry.ts";
 import { describeViolations, validateJson } from "../engine/schema.ts";
@@ -171,6 +173,10 @@ export function parseReply(text: string): { ok: true; value: Json } | { ok: fals
   }
   let firstError = "";
   for (const c of candidates) {
+    if (nestsDeeperThan(c)) {
+      firstError ||= `it nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`;
+      continue;
+    }
     try {
       return { ok: true, value: JSON.parse(c) as Json };
     } catch (e) {

@@ -8,6 +8,7 @@
  * secret.
  */
 import type { HttpMethod, Json, JsonObject, WebhookStep } from "../bundle.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../common/json-depth.ts";
 import { importSigningKey, standardWebhookHeaders } from "../common/standard-webhooks.ts";
 import { systemClock } from "../engine/clock.ts";
 import { checkOutboundUrl, shownUrl } from "../engine/net.ts";
@@ -113,7 +114,7 @@ interface Received {
   bytes: Uint8Array;
 }
 
-function toOutput(received: Received): Json {
+function toOutput(received: Received, method: HttpMethod, target: string): Json {
   const headers: JsonObject = {};
   received.headers.forEach((value, name) => {
     setOwn(headers, name.toLowerCase(), value);
@@ -121,6 +122,13 @@ function toOutput(received: Received): Json {
   const text = new TextDecoder().decode(received.bytes);
   let body: Json = text;
   if (isJsonType(received.headers.get("content-type"))) {
+    // Everything after the parse walks the value recursively (masking, storage, the envelope).
+    if (nestsDeeperThan(text)) {
+      throw new StepError(
+        "response_too_deep",
+        `the JSON answer of ${method} ${target} nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`,
+      );
+    }
     try {
       body = JSON.parse(text) as Json;
     } catch {
@@ -200,7 +208,7 @@ export const executeWebhook: StepExecutor<WebhookStep> = async (step, ctx) => {
     const redirect = res.status >= 300 && res.status < 400 ? " (redirects are not followed)" : "";
     throw fail(`${method} ${target} answered ${res.status} after ${plural(attempts)}${redirect}`);
   }
-  return toOutput(received);
+  return toOutput(received, method, target);
 };
 
 /** Only what the retry loop reads (rebuilding all headers could carry a stale Content-Encoding). */

@@ -17,6 +17,7 @@
  *   /hang                     never answers (the socket stays open until the client gives up)
  *   /reset                    destroys the socket without answering
  *   /garbage                  200, content-type application/json, a body that is not JSON
+ *   /deep/:levels             200 JSON: arrays nested that many levels deep
  *   /huge/:bytes              200 text/plain body of exactly that many bytes
  *   /retry-after/:s?key=K     first request per key: 429 with `Retry-After: s`; later: 200
  *   /redirect?…               302 to /echo with the same query (never followed by webhook steps)
@@ -233,6 +234,12 @@ export async function startWebhookTarget(): Promise<{ port: number; close(): Pro
         res.writeHead(200, { "content-type": "application/json" });
         res.end('{"this is": not json');
         return;
+      case "deep": {
+        const levels = Number(arg) || 0;
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(`${"[".repeat(levels)}${"]".repeat(levels)}`);
+        return;
+      }
       case "huge": {
         const total = Number(arg) || 0;
         res.writeHead(200, { "content-type": "text/plain", "content-length": total });

@@ -187,6 +187,26 @@ describe("webhook step", () => {
     expect(err.message).not.toContain("hunter22");
   });
 
+  it("fails with response_too_deep on a JSON answer nested deeper than an invoke body may be", async () => {
+    const err = await failureOf(
+      executeWebhook(webhook({ url: lit(`${TARGET}/deep/100000?key=${key("deep")}`) }), context()),
+    );
+    expect(err.code).toBe("response_too_deep");
+    expect(err.message).toBe(
+      `the JSON answer of POST ${TARGET}/deep/100000 nests objects and arrays deeper than 128 levels`,
+    );
+  });
+
+  it("takes a JSON answer nested as deep as an invoke body may be", async () => {
+    const out = (await executeWebhook(
+      webhook({ url: lit(`${TARGET}/deep/128?key=${key("deep-ok")}`) }),
+      context(),
+    )) as {
+      body: Json;
+    };
+    expect(JSON.stringify(out.body)).toBe(`${"[".repeat(128)}${"]".repeat(128)}`);
+  });
+
   it("shows only the origin of a url that holds a secret, its path included", async () => {
     const k = key("secret-path");
     const url = `${TARGET}/status/404/${SECRET}?key=${k}`;

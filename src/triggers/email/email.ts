@@ -7,12 +7,14 @@
  * message's by lower-case name (the first of a repeated one), attachments listed
  * (`{filename, content_type, size}`) and their bodies dropped.
  *
- * The run's idempotency key is `email:<Message-ID>` (a message without one: `email:sha256:<the raw
- * message's hash>`), so a resent message reaches the run that exists. Nothing is accepted and then
- * lost: every refusal is `message.setReject("<code>: <why>")` (the sender's bounce starts with the
- * code) and an `email.rejected` log line: `too_large` (over 1 MiB before parsing), `no_workflow`,
- * `sender_not_allowed`, `invalid_params`, and, as for an invoke, `rate_limited`, `queue_full` and
- * `server_misconfigured`.
+ * The run's idempotency key is `email:<sender>:<recipient>:<Message-ID>` (a message without one:
+ * `email:sha256:<the raw message's hash>`), so a resent message reaches the run that exists, and a
+ * mail from another sender or to another address that reuses a Message-ID (anyone can write any
+ * Message-ID) is a run of its own instead of being taken for the first. Nothing is accepted and
+ * then lost: every refusal is `message.setReject("<code>: <why>")` (the sender's bounce starts with
+ * the code) and an `email.rejected` log line: `too_large` (over 1 MiB before parsing),
+ * `no_workflow`, `sender_not_allowed`, `unreadable` (the MIME parser gave up on it),
+ * `invalid_params`, and, as for an invoke, `rate_limited`, `queue_full` and `server_misconfigured`.
  */
 import PostalMime from "postal-mime";
 import workflowBundle from "workflow-bundle";
@@ -78,12 +80,22 @@ async function startFromEmail(message: IncomingEmail, env: Env): Promise<EmailOu
       `the message is ${raw.byteLength} bytes; at most ${MAX_EMAIL_BYTES} are taken`,
     );
   }
-  const params = await emailParams(raw, message);
+  let params: JsonObject;
+  try {
+    params = await emailParams(raw, message);
+  } catch (e) {
+    // postal-mime throws on what it cannot read (a MIME tree nested too deep, among others).
+    const why = e instanceof Error ? (e.message.split("\n")[0] ?? "").slice(0, 200) : "";
+    return refuse("unreadable", `the message could not be parsed${why ? ` (${why})` : ""}`);
+  }
   const request = recordRequest(wf.invoke.headers, new Headers());
   const id = typeof params.message_id === "string" && params.message_id !== "" ? params.message_id : null;
   let result: StartOutcome;
   try {
-    const idempotencyKey = id !== null ? `email:${id}` : `email:sha256:${await sha256Hex(raw)}`;
+    const idempotencyKey =
+      id !== null
+        ? `email:${message.from.toLowerCase()}:${message.to.toLowerCase()}:${id}`
+        : `email:sha256:${await sha256Hex(raw)}`;
     result = await startFromEvent(env, { key, wf, params, request, idempotencyKey });
   } catch (e) {
     if (e instanceof RunRefusal) {
@@ -99,8 +111,9 @@ async function startFromEmail(message: IncomingEmail, env: Env): Promise<EmailOu
     case "queue_full":
       return refuse("queue_full", `${wf.name}'s queue for this key is full; send it again later`);
     default:
-      // `conflict` too: the same Message-ID already started a run of this workflow with other
-      // params (a copy sent to another of its addresses); the message is taken by that run.
+      // `conflict` too: the same sender sent the same Message-ID to the same address before, with
+      // other params (a resend through another relay differs in its `received` header); the
+      // message is taken by that run.
       return { runId: result.runId };
   }
 }

@@ -5,12 +5,12 @@
  * recursively, and 1 MiB of `[` is 1 million levels), empty = `{}`, otherwise a JSON object.
  */
 import type { JsonObject } from "../../bundle.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../common/json-depth.ts";
 import { HttpProblem } from "../../common/problem.ts";
 import { readCapped } from "../../engine/read-capped.ts";
 import { whereJsonBreaks } from "./json-syntax.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
-export const MAX_JSON_DEPTH = 128;
 
 /** The raw body bytes (413 over 1 MiB): signatures are verified on exactly these. */
 export function readBody(req: Request): Promise<Uint8Array<ArrayBuffer>> {
@@ -85,27 +85,6 @@ function refuseDeepNesting(text: string): void {
       `the body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`,
     );
   }
-}
-
-/** Bracket depth outside strings; a linear scan that stops as soon as `max` is passed. */
-function nestsDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
-    } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
-    } else if (c === 0x7d || c === 0x5d) {
-      depth--;
-    }
-  }
-  return false;
 }
 
 function tooLarge(): HttpProblem {

@@ -37,6 +37,9 @@ async function receive(raw: string, from: string, to: string, rawSize?: number):
 }
 
 const runOf = (key: string) => env.RUNS.idFromName(`trig-email\n${key}`).toString();
+/** The key of a message with a Message-ID: its envelope's sender and recipient, and the id. */
+const keyOf = (from: string, to: string, id: string) =>
+  `email:${from.toLowerCase()}:${to.toLowerCase()}:${id}`;
 
 /** A multipart/mixed message: text and HTML alternatives, a PDF attachment, an encoded subject. */
 function multipart(messageId: string): string {
@@ -94,7 +97,7 @@ describe("email trigger", () => {
     const id = `<${uniqueKey("mp")}@customer.example>`;
     const sent = await receive(multipart(id), "ada@customer.example", "support@fixture.example");
     expect(sent.rejected).toBeNull();
-    const run = await waitForRun(runOf(`email:${id}`));
+    const run = await waitForRun(runOf(keyOf("ada@customer.example", "support@fixture.example", id)));
     expect(run.status).toBe("complete");
     expect(run.params).toMatchObject({
       from: "ada@customer.example",
@@ -113,13 +116,14 @@ describe("email trigger", () => {
     const id = `<${uniqueKey("wild")}@customer.example>`;
     const sent = await receive(plain("Printer", id), "bob@customer.example", "Help@Tickets.Fixture.Example");
     expect(sent.rejected).toBeNull();
-    expect((await waitForRun(runOf(`email:${id}`))).params.subject).toBe("Printer");
+    const key = keyOf("bob@customer.example", "Help@Tickets.Fixture.Example", id);
+    expect((await waitForRun(runOf(key))).params.subject).toBe("Printer");
   });
 
   it("starts one run for a message sent twice, even after the run's object was killed", async () => {
     const id = `<${uniqueKey("twice")}@customer.example>`;
     await receive(plain("Twice", id), "bob@customer.example", "help@tickets.fixture.example");
-    const runId = runOf(`email:${id}`);
+    const runId = runOf(keyOf("bob@customer.example", "help@tickets.fixture.example", id));
     const first = await waitForRun(runId);
     const stub = env.RUNS.get(env.RUNS.idFromString(runId));
     await runInDurableObject(stub, (_o, state) => state.abort("killed")).catch(() => {});
@@ -127,6 +131,36 @@ describe("email trigger", () => {
     expect(again.rejected).toBeNull();
     const after = await waitForRun(runId);
     expect(after.created_at).toBe(first.created_at);
+  });
+
+  it("starts a run of its own for a mail from another sender that reuses a Message-ID", async () => {
+    const id = `<${uniqueKey("reused")}@customer.example>`;
+    await receive(plain("First", id), "bob@customer.example", "help@tickets.fixture.example");
+    const first = await waitForRun(runOf(keyOf("bob@customer.example", "help@tickets.fixture.example", id)));
+    const second = await receive(
+      plain("Second", id),
+      "carol@customer.example",
+      "help@tickets.fixture.example",
+    );
+    expect(second.rejected).toBeNull();
+    const other = await waitForRun(
+      runOf(keyOf("carol@customer.example", "help@tickets.fixture.example", id)),
+    );
+    expect(other.run_id).not.toBe(first.run_id);
+    expect([first.params.subject, other.params.subject]).toEqual(["First", "Second"]);
+  });
+
+  it("starts a run of its own for the same Message-ID sent to another address of the workflow", async () => {
+    const id = `<${uniqueKey("two-addresses")}@customer.example>`;
+    await receive(plain("One", id), "bob@customer.example", "help@tickets.fixture.example");
+    await receive(plain("One", id), "bob@customer.example", "billing@tickets.fixture.example");
+    const a = await waitForRun(runOf(keyOf("bob@customer.example", "help@tickets.fixture.example", id)));
+    const b = await waitForRun(runOf(keyOf("bob@customer.example", "billing@tickets.fixture.example", id)));
+    expect(a.run_id).not.toBe(b.run_id);
+    expect([a.params.to, b.params.to]).toEqual([
+      "help@tickets.fixture.example",
+      "billing@tickets.fixture.example",
+    ]);
   });
 
   it("keys a message without a Message-ID by its bytes: the same bytes start one run", async () => {
@@ -167,7 +201,9 @@ describe("email trigger refusals", () => {
     const r = await refused(plain("Hi", id), "eve@spam.example", "support@fixture.example");
     expect(r.reason).toMatch(/^sender_not_allowed: /);
     expect(r.line).toMatchObject({ code: "sender_not_allowed", from: "eve@spam.example" });
-    const stub = env.RUNS.get(env.RUNS.idFromName(`trig-email\nemail:${id}`));
+    const stub = env.RUNS.get(
+      env.RUNS.idFromName(`trig-email\n${keyOf("eve@spam.example", "support@fixture.example", id)}`),
+    );
     expect(await runInDurableObject(stub, (_o, state) => state.storage.kv.get("run") ?? null)).toBeNull();
   });
 
@@ -192,5 +228,19 @@ describe("email trigger refusals", () => {
     );
     expect(r.reason).toMatch(/^too_large: the message is 1048577 bytes; at most 1048576 are taken$/);
     expect(r.line).toMatchObject({ code: "too_large" });
+  });
+
+  it("bounces a MIME tree nested too deep to parse: unreadable, never an error", async () => {
+    const depth = 300; // postal-mime gives up past 256 levels
+    const lines = ["From: bob@customer.example", "To: support@fixture.example", "Subject: deep"];
+    lines.push("Message-ID: <deep@customer.example>", "MIME-Version: 1.0");
+    for (let i = 0; i < depth; i++) {
+      lines.push(`Content-Type: multipart/mixed; boundary="b${i}"`, "", `--b${i}`);
+    }
+    lines.push("Content-Type: text/plain", "", "bottom", "");
+    for (let i = depth - 1; i >= 0; i--) lines.push(`--b${i}--`);
+    const r = await refused(lines.join("\r\n"), "bob@customer.example", "support@fixture.example");
+    expect(r.reason).toMatch(/^unreadable: the message could not be parsed \(.*nesting.*\)$/i);
+    expect(r.line).toMatchObject({ event: "email.rejected", code: "unreadable" });
   });
 });
