@@ -11,7 +11,7 @@ import workflowBundle from "workflow-bundle";
 import { type Bundle, type CompiledWorkflow, isSignature, SIGNAL_NAME } from "./bundle.ts";
 import { hint as didYouMean } from "./common/did-you-mean.ts";
 import { HttpProblem } from "./common/problem.ts";
-import { buildFailed } from "./http/build-failed.ts";
+import { buildFailed, buildFailedAnswer } from "./http/build-failed.ts";
 import { readDecision } from "./http/decision.ts";
 import { deliveryListPage, parseSince, recoverDeliveries } from "./http/deliveries.ts";
 import { unmatched } from "./http/methods.ts";
@@ -46,12 +46,11 @@ const bundle: Bundle = workflowBundle;
 
 export const app = new Hono<{ Bindings: Env }>();
 
-// Under `npm start`, while the workflows do not build, every request is answered at once.
+// Under `npm start`, while the workflows do not build, every request is answered at once: a
+// browser gets a page with the errors, every other client the problem+json.
 const broken = buildFailed(bundle);
 if (broken) {
-  app.use("*", () => {
-    throw broken;
-  });
+  app.use("*", async (c) => buildFailedAnswer(broken, c.req.raw));
 }
 
 app.get("/health", (c) => c.json({ status: "ok" }));

@@ -58,7 +58,6 @@ export type GatewayContext = Pick<
 
 function failureText(e: unknown): string {
   if (e instanceof ProviderError) return e.message;
-  // Network errors from retryHttp: URLs already cut to origin + path, no bodies.
   return e instanceof Error ? e.message : String(e);
 }
 

@@ -13,8 +13,9 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from "../common/json-depth.ts";
 import { readSse, type SseEvent } from "../common/sse.ts";
 import type { Clock } from "../engine/clock.ts";
 import { jsonErrorMessage } from "../engine/mask.ts";
-import { retryHttp } from "../engine/retry.ts";
-import type { OutputStream } from "../engine/types.ts";
+import { shownUrl } from "../engine/net.ts";
+import { networkFailure, retryHttp } from "../engine/retry.ts";
+import { type OutputStream, StepError } from "../engine/types.ts";
 
 /**
  * A provider-neutral conversation. Each adapter writes it in its own native form: OpenAI
@@ -233,19 +234,43 @@ export interface ProviderTarget {
   body: string;
 }
 
-/** One POST to a provider with the shared retry policy; a non-2xx after them is a ProviderError. */
+/**
+ * One POST to a provider with the shared retry policy; a non-2xx after them is a ProviderError, and
+ * so is a provider that could not be reached, said plainly with the URL it was sent to (its
+ * origin and path; a base URL kept in a secret is masked to its origin like any secret URL).
+ */
 async function postWithRetries(io: ProviderIo, target: ProviderTarget): Promise<Response> {
   const { provider, model, url, headers, body } = target;
-  const res = await retryHttp((signal) => io.fetch(url, { method: "POST", headers, body, signal }), {
-    attempts: PROVIDER_ATTEMPTS,
-    perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
-    deadline: io.deadline,
-    signal: io.signal,
-    onAttempt: io.onAttempt,
-    clock: io.clock,
-  });
+  let attempts = 0;
+  let res: Response;
+  try {
+    res = await retryHttp((signal) => io.fetch(url, { method: "POST", headers, body, signal }), {
+      attempts: PROVIDER_ATTEMPTS,
+      perAttemptTimeoutMs: PROVIDER_ATTEMPT_TIMEOUT_MS,
+      deadline: io.deadline,
+      signal: io.signal,
+      onAttempt: (n) => {
+        attempts = n;
+        io.onAttempt();
+      },
+      clock: io.clock,
+    });
+  } catch (e) {
+    if (io.signal.aborted || e instanceof StepError) throw e;
+    throw new ProviderError(
+      `${provider.name}/${model}: POST ${shownTarget(url)} failed after ${attempts === 1 ? "1 attempt" : `${attempts} attempts`}: ${networkFailure(e)}`,
+    );
+  }
   if (!res.ok) throw await httpFailure(provider, model, res);
   return res;
+}
+
+function shownTarget(url: string): string {
+  try {
+    return shownUrl(new URL(url), false);
+  } catch {
+    return "(an invalid URL)";
+  }
 }
 
 /**

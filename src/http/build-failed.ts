@@ -6,6 +6,7 @@
  */
 import type { Bundle } from "../bundle.ts";
 import { HttpProblem, type ProblemDetail } from "../common/problem.ts";
+import { buildFailedPage } from "../viewer/build-failed-page.ts";
 
 /** The problem every request is answered with while the build fails; null when it passes. */
 export function buildFailed(bundle: Pick<Bundle, "buildErrors">): HttpProblem | null {
@@ -21,4 +22,10 @@ export function buildFailed(bundle: Pick<Bundle, "buildErrors">): HttpProblem | 
     `the workflows do not build (${errors.length} error${errors.length === 1 ? "" : "s"}): fix them and save; the dev server rebuilds`,
     { errors: details, headers: { "retry-after": "1" } },
   );
+}
+
+/** A browser's page load (GET asking for HTML first) gets the errors as a page; any other request the problem+json. */
+export function buildFailedAnswer(problem: HttpProblem, req: Request): Response {
+  const html = req.method === "GET" && /^text\/html/.test(req.headers.get("accept") ?? "");
+  return html ? buildFailedPage(problem) : problem.toResponse();
 }

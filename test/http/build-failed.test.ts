@@ -9,7 +9,7 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildFailed } from "../../src/http/build-failed.ts";
+import { buildFailed, buildFailedAnswer } from "../../src/http/build-failed.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -38,6 +38,42 @@ describe("a build that fails under npm start", () => {
       { path: "workflows/a.workflow.yaml:3:7", message: "unknown field `pipline`; did you mean `pipeline`?" },
       { path: "workflows/b.workflow.yaml:12:5", message: "step `x` depends on unknown step `y`" },
     ]);
+  });
+
+  it("shows a browser's page load a page with every error, and still answers 503", async () => {
+    const problem = buildFailed({
+      buildErrors: [
+        "workflows/a.workflow.yaml:3:7: unknown field `<pipline>`",
+        "workflows/b.workflow.yaml:1:1: bad",
+      ],
+    }) as NonNullable<ReturnType<typeof buildFailed>>;
+    const page = buildFailedAnswer(
+      problem,
+      new Request("http://localhost/", { headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } }),
+    );
+    expect(page.status).toBe(503);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    const html = await page.text();
+    expect(html).toContain("<h1>The workflows do not build</h1>");
+    expect(html).toContain(
+      "<li><code>workflows/a.workflow.yaml:3:7</code>: unknown field `&lt;pipline&gt;`</li>",
+    );
+    expect(html).toContain("<li><code>workflows/b.workflow.yaml:1:1</code>: bad</li>");
+  });
+
+  it("keeps problem+json for a client that asks for JSON, and for anything but a GET", async () => {
+    const problem = buildFailed({ buildErrors: ["workflows/a.workflow.yaml:3:7: bad"] }) as NonNullable<
+      ReturnType<typeof buildFailed>
+    >;
+    for (const req of [
+      new Request("http://localhost/", { headers: { accept: "application/json" } }),
+      new Request("http://localhost/", { headers: { accept: "application/json, text/html" } }),
+      new Request("http://localhost/invoke/a", { method: "POST", headers: { accept: "text/html" } }),
+    ]) {
+      const res = buildFailedAnswer(problem, req);
+      expect(res.status).toBe(503);
+      expect(res.headers.get("content-type")).toBe("application/problem+json");
+    }
   });
 
   it("answers as usual when the build passed", () => {

@@ -83,6 +83,8 @@ interface Setup {
   withKey?: boolean;
   ai?: StepContext["ai"];
   providerTypes?: Record<string, CompiledProvider["type"]>;
+  /** Where the openai provider is (default: the model stub). */
+  openaiUrl?: string;
   /** The openai provider entry's `config.max_tokens_field`. */
   maxTokensField?: CompiledProvider["maxTokensField"];
 }
@@ -150,7 +152,7 @@ function setup(s: Setup = {}) {
     signal: new AbortController().signal,
     deadline: Date.now() + 20_000,
     env: {
-      STUB_OPENAI_URL: `${MODEL_BASE_URL}/v1`,
+      STUB_OPENAI_URL: s.openaiUrl ?? `${MODEL_BASE_URL}/v1`,
       STUB_ANTHROPIC_URL: MODEL_BASE_URL,
       ...(s.withKey === false ? {} : { STUB_MODEL_KEY: key }),
     },
@@ -458,6 +460,17 @@ describe("agent step: providers", () => {
     expect(err.message).not.toContain(t.key);
     const models = (await t.requests()).map((r) => r.body.model);
     expect(models).toEqual(["stub-500:a", "stub-500:a", "stub-500:a", "stub-401:b"]);
+  });
+
+  it("names the provider, the URL it called and why when the model cannot be reached", async () => {
+    // Port 1 on the loopback: nothing listens, the connection is refused.
+    const t = setup({ models: ["openai/stub-json"], openaiUrl: "http://127.0.0.1:1/v1" });
+    const err = await failure(executeAgent(t.step, t.ctx()));
+    expect(err.code).toBe("agent_failed");
+    expect(err.message).toMatch(
+      /^model group group-\d+: every model failed: openai\/stub-json: POST http:\/\/127\.0\.0\.1:1\/v1\/chat\/completions failed after 3 attempts: (the connection failed|the host could not be reached)/,
+    );
+    expect(err.message).not.toMatch(/reference =/);
   });
 
   it("fails with agent_failed without calling when the provider's key env var is unset", async () => {
