@@ -8,6 +8,11 @@
  * beside their fields, and opens the run's page. A workflow whose senders sign (`invoke.auth`
  * a signature scheme) gets no form: only its sender can start it.
  *
+ * A field's id is unique on the page however many forms it holds (`rf-<workflow>-<property>`,
+ * each part with every character but letters and digits escaped), and the schema's `minimum`,
+ * `maximum`, `minLength`, `maxLength` and `pattern` become the input's own constraints, so the
+ * browser marks a value the invoke would refuse before it is sent.
+ *
  * Elements tests rely on: `form.run-form[data-workflow]`, its fields by `name`,
  * `[data-error-for="<property>"]` (and `""` for the body as a whole), `.run-form-notice`.
  */
@@ -27,11 +32,35 @@ function kindOf(schema: Record<string, unknown>): Kind {
   return "json";
 }
 
-function field(name: string, schema: Record<string, unknown>, required: boolean): string {
+/** A name as a part of an id: letters and digits as they are, any other character as `_<hex>_`. */
+function idPart(name: string): string {
+  return name.replace(/[^A-Za-z0-9]/g, (c) => `_${(c.codePointAt(0) ?? 0).toString(16)}_`);
+}
+
+/** The input's own constraints from the property's schema (numbers' bounds, strings' lengths and pattern). */
+function constraints(kind: Kind, schema: Record<string, unknown>): string {
+  const out: string[] = [];
+  const num = (key: string, attr: string) => {
+    if (typeof schema[key] === "number") out.push(` ${attr}="${schema[key]}"`);
+  };
+  if (kind === "number" || kind === "integer") {
+    num("minimum", "min");
+    num("maximum", "max");
+  }
+  if (kind === "string") {
+    num("minLength", "minlength");
+    num("maxLength", "maxlength");
+    // JSON Schema's pattern matches anywhere; an input's pattern must match the whole value.
+    if (typeof schema.pattern === "string") out.push(` pattern="${esc(`.*(?:${schema.pattern}).*`)}"`);
+  }
+  return out.join("");
+}
+
+function field(workflow: string, name: string, schema: Record<string, unknown>, required: boolean): string {
   const kind = kindOf(schema);
-  const id = `rf-${name}`;
+  const id = `rf-${idPart(workflow)}-${idPart(name)}`;
   const req = required ? " required" : "";
-  const attrs = `id="${esc(id)}" name="${esc(name)}" data-kind="${kind}"${req}`;
+  const attrs = `id="${id}" name="${esc(name)}" data-kind="${kind}"${req}${constraints(kind, schema)}`;
   let input: string;
   if (kind === "enum" || kind === "boolean") {
     const values = kind === "enum" ? (schema.enum as unknown[]) : [true, false];
@@ -64,6 +93,6 @@ export function runFormHtml(wf: CompiledWorkflow): string {
   const fields =
     names.length === 0
       ? `<label class="rf-field" data-field=""><span>Body (JSON)</span><textarea name="body" data-kind="body" rows="4" spellcheck="false">{}</textarea><span class="field-error" data-error-for=""></span></label>`
-      : `${names.map((n) => field(n, isObject(props[n]) ? (props[n] as Record<string, unknown>) : {}, required.has(n))).join("")}<span class="field-error" data-error-for=""></span>`;
+      : `${names.map((n) => field(wf.name, n, isObject(props[n]) ? (props[n] as Record<string, unknown>) : {}, required.has(n))).join("")}<span class="field-error" data-error-for=""></span>`;
   return `<form class="run-form" data-workflow="${esc(wf.name)}" novalidate>${fields}<div class="run-form-notice" role="status"></div><button type="submit">Run ${esc(wf.name)}</button></form>`;
 }
