@@ -374,6 +374,13 @@ app.post("/deliveries/:id/retry", async (c) => {
   return c.json({ id: delivery.id, state: delivery.state }, 202);
 });
 
+// Local queues (docs/triggers.md, "Queues"): under `npm run start:queues` the producer Worker beside
+// this one sends to them, reached through a binding that only that command gives (scripts/start-queues.ts).
+app.all("/queues/*", (c) => {
+  const producer = (c.env as unknown as { QUEUE_PRODUCER?: Fetcher }).QUEUE_PRODUCER;
+  return producer ? producer.fetch(c.req.raw) : unmatched(app.routes, c.req.method, c.req.path);
+});
+
 mountViewer(app);
 mountOpenApi(app);
 

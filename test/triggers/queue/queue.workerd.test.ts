@@ -97,6 +97,29 @@ describe("queue trigger through the local queue broker", () => {
     });
   });
 
+  it("takes a message sent to the Worker's own /queues/{queue} when the producer is beside it (npm run start:queues)", async () => {
+    const key = uniqueKey("queue-through-worker");
+    const res = await call("/queues/fixture-orders", {
+      method: "POST",
+      body: JSON.stringify({ key, order: 1 }),
+    });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toEqual({ sent: 1 });
+    const [post] = await until("the run's webhook", async () => {
+      const log = await targetLog(key);
+      return log.length >= 1 ? log : null;
+    });
+    expect(JSON.parse(post?.body ?? "{}")).toMatchObject({ queue: "fixture-orders", order: 1 });
+  });
+
+  it("answers a batch that is not a JSON array 400 with why, never an error", async () => {
+    for (const body of ["{not json", '{"a": 1}', "[]"]) {
+      const res = await call("/queues/fixture-orders/batch", { method: "POST", body });
+      expect(res.status, body).toBe(400);
+      expect(await res.text()).toMatch(/^a batch (is a JSON array|holds 1 to 100 messages)\n$/);
+    }
+  });
+
   it("retries a body that fails params.schema until it reaches the dead-letter queue, logging queue.rejected", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const key = uniqueKey("queue-dead");
