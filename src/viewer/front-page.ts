@@ -95,10 +95,10 @@ export async function frontPage(bundle: Bundle, wantsJson: boolean, pausedOf: Pa
     .map(
       (w) => `<tr data-workflow="${esc(w.name)}">
   <td><a class="runs-link" href="${esc(w.view_url)}">${esc(w.name)}</a></td>
-  <td>${esc(w.version ?? "")}</td>
+  <td data-label="version">${esc(w.version ?? "")}</td>
   <td>${esc(w.description ?? "")}</td>
-  <td class="mono">${esc(w.auth)}</td>
-  <td class="mono triggers">${triggerLines(w)}</td>
+  <td class="mono" data-label="auth">${esc(w.auth)}</td>
+  <td class="mono triggers" data-label="triggers">${triggerLines(w)}</td>
   <td><details class="run"><summary>Run</summary>${forms.get(w.name) ?? ""}</details></td>
 </tr>`,
     )

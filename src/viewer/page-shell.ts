@@ -55,6 +55,7 @@ export function htmlResponse(parts: PageParts): Response {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <title>${parts.title}</title>
 <style nonce="${nonce}">${STYLE}</style>
 </head>
@@ -174,4 +175,38 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; } td.num, th.num { 
 .approval-actions button { font: inherit; padding: .2rem .8rem; border-radius: 6px; border: 1px solid var(--line); cursor: pointer; }
 .approval-actions button[data-decision="approved"] { background: var(--complete); color: #fff; }
 .approval-actions button[data-decision="rejected"] { background: var(--failed); color: #fff; }
+#run-id { overflow-wrap: anywhere; } .mono { overflow-wrap: break-word; }
+.build-errors li { margin: .3rem 0; overflow-wrap: anywhere; }
+@media (max-width: 900px) { .layout { grid-template-columns: minmax(0, 1fr); } .details { position: static; } }
+@media (max-width: 640px) {
+  body { padding: .75rem .75rem 2rem; }
+  .credential input, .approval-actions input { min-width: 0; width: 100%; }
+  .graph { flex-direction: column; gap: 1.25rem; }
+  .column { flex-direction: row; flex-wrap: wrap; }
+  .node { min-width: 0; max-width: 100%; }
+  .node > .graph { margin: 0 .25rem .25rem; padding: .4rem; }
+  .timeline th:nth-child(n+5), .timeline td:nth-child(n+5) { display: none; }
+  .timeline td.bar-cell { min-width: 4rem; }
+  .timeline th, .timeline td, #runs th, #runs td { padding: .3rem .25rem; }
+  .timeline td:first-child, #runs td:first-child { white-space: normal; overflow-wrap: anywhere; min-width: 6rem; }
+  #runs td:first-child .mono { overflow-wrap: anywhere; }
+  #runs th:nth-child(4), #runs td:nth-child(4) { display: none; }
+  #runs td, #runs th { white-space: normal; }
+  #workflows thead { display: none; }
+  #workflows, #workflows tbody, #workflows tr, #workflows td { display: block; width: 100%; }
+  #workflows tr { border-bottom: 1px solid var(--line); padding: .5rem 0; }
+  #workflows td { border: 0; padding: .1rem 0; white-space: normal; }
+  #workflows td:first-child { font-size: 1.05rem; }
+  #workflows td:empty { display: none; }
+  #workflows td[data-label]::before { content: attr(data-label) " "; color: var(--muted); font-family: system-ui, sans-serif; }
+}
 `;
+
+/** The pages' icon (a small flow of three steps), served as /favicon.svg and /favicon.ico. */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0969da"/><circle cx="8" cy="16" r="4" fill="#fff"/><circle cx="24" cy="9" r="4" fill="#fff"/><circle cx="24" cy="23" r="4" fill="#fff"/><path d="M11 15l9-5M11 17l9 5" stroke="#fff" stroke-width="2"/></svg>`;
+
+export function faviconResponse(): Response {
+  return new Response(FAVICON_SVG, {
+    headers: { "content-type": "image/svg+xml", "cache-control": "public, max-age=86400" },
+  });
+}

@@ -16,11 +16,15 @@ import { HttpProblem } from "../common/problem.ts";
 import { parseRunId } from "../run/jurisdiction.ts";
 import { scheduleState } from "../triggers/cron/schedule-state.ts";
 import { frontPage } from "./front-page.ts";
+import { faviconResponse } from "./page-shell.ts";
 import { runFormHtml } from "./run-form.ts";
 import { runPage, traceUrlTemplate } from "./run-page.ts";
 import { runsPage } from "./runs-page.ts";
 
 export function mountViewer(app: Hono<{ Bindings: Env }>) {
+  // Browsers ask for /favicon.ico whatever the page says; both names serve the one icon.
+  app.get("/favicon.svg", () => faviconResponse());
+  app.get("/favicon.ico", () => faviconResponse());
   app.get("/runs/:id/view", (c) => {
     // Same shape check as the API: a page for a string that can never be a run helps nobody.
     if (!parseRunId(c.req.param("id"))) throw new HttpProblem("run_not_found", "no run with this id");

@@ -79,13 +79,23 @@ export function drawEdges() {
         if (!from) continue;
         const a = from.getBoundingClientRect();
         const b = to.getBoundingClientRect();
-        const x1 = a.right - box.left + graph.scrollLeft,
-          y1 = a.top + Math.min(a.height / 2, 24) - box.top;
-        const x2 = b.left - box.left + graph.scrollLeft,
-          y2 = b.top + Math.min(b.height / 2, 24) - box.top;
-        const mid = (x1 + x2) / 2;
         const p = document.createElementNS("http://www.w3.org/2000/svg", "path");
-        p.setAttribute("d", `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`);
+        if (getComputedStyle(graph).flexDirection === "column") {
+          // On a narrow screen the levels are rows (page-shell's style): bottom of one to top of the next.
+          const x1 = a.left + a.width / 2 - box.left + graph.scrollLeft,
+            y1 = a.bottom - box.top + graph.scrollTop;
+          const x2 = b.left + b.width / 2 - box.left + graph.scrollLeft,
+            y2 = b.top - box.top + graph.scrollTop;
+          const mid = (y1 + y2) / 2;
+          p.setAttribute("d", `M${x1},${y1} C${x1},${mid} ${x2},${mid} ${x2},${y2}`);
+        } else {
+          const x1 = a.right - box.left + graph.scrollLeft,
+            y1 = a.top + Math.min(a.height / 2, 24) - box.top;
+          const x2 = b.left - box.left + graph.scrollLeft,
+            y2 = b.top + Math.min(b.height / 2, 24) - box.top;
+          const mid = (x1 + x2) / 2;
+          p.setAttribute("d", `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`);
+        }
         p.setAttribute("data-edge", `${dep} -> ${n.path}`);
         svg.append(p);
       }
