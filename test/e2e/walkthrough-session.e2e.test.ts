@@ -49,13 +49,14 @@ afterAll(async () => {
   if (project) rmSync(project, { recursive: true, force: true });
 });
 
-/** Each "Create `path`" of the page and the YAML block after it. */
-function createdFiles(page: string): { path: string; text: string }[] {
-  const files: { path: string; text: string }[] = [];
+/** Each "Create `path`" of the page, the YAML block after it, and the page line it is on. */
+function createdFiles(page: string): { path: string; text: string; line: number }[] {
+  const files: { path: string; text: string; line: number }[] = [];
   for (const m of page.matchAll(/Create `([^`]+)`/g)) {
     const open = page.indexOf("```yaml\n", m.index);
     const close = page.indexOf("\n```\n", open);
-    files.push({ path: m[1] as string, text: page.slice(open + "```yaml\n".length, close + 1) });
+    const line = page.slice(0, m.index).split("\n").length - 1;
+    files.push({ path: m[1] as string, text: page.slice(open + "```yaml\n".length, close + 1), line });
   }
   return files;
 }
@@ -89,22 +90,34 @@ describe("docs/walkthrough.md", () => {
 
   it("prints, command by command, what the page shows", async () => {
     const page = readFileSync(PAGE, "utf8");
-    for (const f of createdFiles(page)) {
-      mkdirSync(dirname(join(project, f.path)), { recursive: true });
-      writeFileSync(join(project, f.path), f.text);
-    }
+    const files = createdFiles(page);
     const startLine = page.split("\n").findIndex((l) => l.startsWith("npm start -- --var "));
     const blocks = sessionBlocks(page);
-    const offline = blocks.filter((b) => b.start < startLine).flatMap((b) => b.steps);
+    const offlineBlocks = blocks.filter((b) => b.start < startLine);
+    const offline = offlineBlocks.flatMap((b) => b.steps);
     const served = blocks.filter((b) => b.start > startLine).flatMap((b) => b.steps);
     expect(offline.length).toBeGreaterThan(2);
     expect(served.length).toBeGreaterThan(20);
 
+    // Each file is written where the page says to create it, so a command before it sees the
+    // project as a reader's is then (step 1's validate runs before step 2's test file exists).
     const env = freshShell();
-    const printed = await replay(
-      offline.map((s) => s.command.join("\n")),
-      { cwd: project, env, timeoutMs: 60_000 },
-    );
+    const printed: string[] = [];
+    const written = new Set<string>();
+    for (const block of offlineBlocks) {
+      for (const f of files.filter((f) => f.line < block.start && !written.has(f.path))) {
+        mkdirSync(dirname(join(project, f.path)), { recursive: true });
+        writeFileSync(join(project, f.path), f.text);
+        written.add(f.path);
+      }
+      printed.push(
+        ...(await replay(
+          block.steps.map((s) => s.command.join("\n")),
+          { cwd: project, env, timeoutMs: 60_000 },
+        )),
+      );
+    }
+    expect([...written]).toEqual(files.map((f) => f.path));
     // The Worker as `npm start` serves the checkout: its .dev.vars (written by the commands
     // above) and the page's --var values.
     worker = await startWorker(

@@ -18,7 +18,8 @@
  * `trace` answers the `_meta.traceparent` its call carried; `expire-token` revokes the token the
  * call came with (the next request is refused 401: a token that expires mid-run).
  * `GET /__log` lists `{path, method, version, authorized}` per MCP request and the tokens issued
- * (for the leak tests); `POST /__reset` empties it.
+ * (for the leak tests); `POST /__reset` empties it. `npm run tool-server` serves it for trying a
+ * tool server with OAuth by hand (scripts/tool-server.ts; docs/agents-and-tools.md, "OAuth").
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -58,6 +59,8 @@ export async function startMcpSdk(opts: {
   clientSecret: string;
   refreshToken: string;
   revokedRefreshToken: string;
+  /** Default 0: any free port. */
+  port?: number;
 }): Promise<{ url: string; log(): SdkServerLog; close(): Promise<void> }> {
   const log: SdkServerLog = { requests: [], issued: [], grants: [] };
   const tokens = new Map<string, Grant>();
@@ -137,7 +140,10 @@ export async function startMcpSdk(opts: {
   const app = createMcpExpressApp({ host: "127.0.0.1" });
   app.use(express.urlencoded({ extended: false }));
   const server: Server = createServer(app);
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, "127.0.0.1", resolve);
+  });
   const { port } = server.address() as AddressInfo;
   const base = `http://127.0.0.1:${port}`;
   const resource = new URL(`${base}/oauth/mcp`);
