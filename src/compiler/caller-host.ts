@@ -5,7 +5,8 @@
  * operator's; a host from `params`, a step output or the request is the caller's.
  */
 import type { Template } from "../bundle.ts";
-import { checkExpression, type RootReads, rootReads } from "./expressions.ts";
+import { type RootReads, rootReads } from "./expression-reads.ts";
+import { checkExpression } from "./expressions.ts";
 import { templateExprs } from "./templates.ts";
 
 /** What an expression reads; one that does not parse counts as reading everything. */
