@@ -47,7 +47,7 @@ describe("what an expression reads", () => {
     ["params.items[?url == $.env.X]", ["env.X", "params.items"]],
     ["params.items | [0].url", ["params.items"]],
     ["'literal'", []],
-    ["`{\"a\": 1}`", []],
+    ['`{"a": 1}`', []],
   ])("%s reads %j", (expr, paths) => {
     expect(reads(expr)).toEqual({ paths, whole: false });
   });

@@ -3,8 +3,10 @@
  * stub (to evict it or run its alarm), starting a run without waiting, and waiting for the
  * webhook target to have seen a request.
  */
+
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { poll } from "../support/poll.ts";
 import { invoke, type LoggedRequest, targetLog } from "../worker/harness.ts";
 
 export function runStub(runId: string): DurableObjectStub {
@@ -23,18 +25,12 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls the target's log for `key` until `done` holds (fails the test after `timeoutMs`). */
-export async function logUntil(
+export function logUntil(
   key: string,
   done: (log: LoggedRequest[]) => boolean,
   timeoutMs = 10_000,
 ): Promise<LoggedRequest[]> {
-  const start = Date.now();
-  for (;;) {
-    const log = await targetLog(key);
-    if (done(log)) return log;
-    if (Date.now() - start > timeoutMs) throw new Error(`the target never saw what was expected for ${key}`);
-    await sleep(20);
-  }
+  return poll(`the target's log of ${key}`, () => targetLog(key), done, { timeoutMs, intervalMs: 20 });
 }
 
 /** The requests of one step, told apart by the Idempotency-Key the runtime sends. */

@@ -7,7 +7,9 @@
  * workerd tests share one isolate: objects of other files may be at work meanwhile, so every
  * check picks the calls that name this file's workflows or runs.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { poll } from "../support/poll.ts";
 import { call, type Envelope, invoke, waitForRun } from "../worker/harness.ts";
 import { type NamespaceCall, recordNamespaceCalls } from "../worker/namespace-calls.ts";
 
@@ -43,13 +45,17 @@ async function post(path: string, body: unknown = {}): Promise<Response> {
 }
 
 async function listed(runId: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const res = await call("/runs?workflow=residency-eu&limit=100");
-    const body = (await res.json()) as { runs: Array<{ run_id: string; status: string }> };
-    if (body.runs.some((r) => r.run_id === runId && r.status !== "running" && r.status !== "pending")) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${runId} not listed`);
+  await poll(
+    `${runId} listed as finished`,
+    async () =>
+      (
+        (await (await call("/runs?workflow=residency-eu&limit=100")).json()) as {
+          runs: Array<{ run_id: string; status: string }>;
+        }
+      ).runs.find((r) => r.run_id === runId),
+    (r) => r !== undefined && r.status !== "running" && r.status !== "pending",
+    { timeoutMs: 12_000, intervalMs: 50 },
+  );
 }
 
 describe("a workflow with residency: eu", () => {

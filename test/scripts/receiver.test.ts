@@ -3,9 +3,11 @@
  * that docs/walkthrough.md points `npm start` at: it answers any request 200 with JSON and prints
  * what was sent (method, path, the headers that matter, the body), never a credential.
  */
+
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { poll } from "../support/poll.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 
@@ -15,12 +17,16 @@ let url = "";
 
 /** Resolves once the receiver has printed something matching `pattern` (3 s at most). */
 async function printedMatch(pattern: RegExp): Promise<RegExpMatchArray> {
-  for (let i = 0; i < 60; i++) {
-    const m = printed.match(pattern);
-    if (m) return m;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`the receiver did not print ${pattern}; it printed:\n${printed}`);
+  const m = await poll(
+    `the receiver to print ${pattern}`,
+    () => printed.match(pattern),
+    (x) => x !== null,
+    {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    },
+  );
+  return m as RegExpMatchArray;
 }
 
 beforeAll(async () => {

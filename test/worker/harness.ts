@@ -3,6 +3,7 @@
  * Objects in workerd); webhook targets are the real Node server from test/global-setup.ts.
  */
 import { env, exports } from "cloudflare:workers";
+import { poll } from "../support/poll.ts";
 
 export const TOKEN = (env as unknown as Record<string, string>).INVOKE_TOKEN as string;
 export const TARGET = (env as unknown as Record<string, string>).TARGET_URL as string;
@@ -40,15 +41,13 @@ export async function run(name: string, body: unknown = {}, opts: InvokeOptions 
 }
 
 /** Polls GET /runs/{id} until the run is no longer queued, pending or running. */
-export async function waitForRun(runId: string, headers: Record<string, string> = {}, timeoutMs = 20_000) {
-  const start = Date.now();
-  for (;;) {
-    const res = await call(`/runs/${runId}`, { headers });
-    const env = (await res.json()) as Envelope;
-    if (!["queued", "pending", "running"].includes(env.status)) return env;
-    if (Date.now() - start > timeoutMs) throw new Error(`run ${runId} still ${env.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+export function waitForRun(runId: string, headers: Record<string, string> = {}, timeoutMs = 20_000) {
+  return poll(
+    `run ${runId} to finish`,
+    async () => (await call(`/runs/${runId}`, { headers })).json() as Promise<Envelope>,
+    (e) => !["queued", "pending", "running"].includes(e.status),
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 export interface LoggedRequest {

@@ -3,7 +3,9 @@
  * server of test/servers/mcp-tools.ts), scripts for the `stub-tools` model, the stub's and the MCP
  * server's logs, and polling a run until a condition holds.
  */
+
 import { env } from "cloudflare:workers";
+import { poll } from "../support/poll.ts";
 import { call, type Envelope, invoke, TOKEN, uniqueKey } from "./harness.ts";
 
 const vars = env as unknown as Record<string, string>;
@@ -77,20 +79,21 @@ export async function envelope(runId: string, headers: Record<string, string> = 
 }
 
 /** Polls the envelope until `done` holds. */
-export async function until(
+export function until(
   runId: string,
   done: (e: Envelope) => boolean,
   headers: Record<string, string> = {},
   timeoutMs = 15_000,
 ): Promise<Envelope> {
-  const t0 = Date.now();
-  for (;;) {
-    const e = await envelope(runId, headers);
-    if (done(e)) return e;
-    if (Date.now() - t0 > timeoutMs)
-      throw new Error(`run ${runId}: condition not met; last: ${JSON.stringify(e)}`);
-    await new Promise((r) => setTimeout(r, 40));
-  }
+  return poll(
+    `run ${runId}'s envelope to pass ${done.name || "the check"}`,
+    () => envelope(runId, headers),
+    done,
+    {
+      timeoutMs,
+      intervalMs: 40,
+    },
+  );
 }
 
 export const finished = (e: Envelope) => !["pending", "running"].includes(e.status);

@@ -4,9 +4,11 @@
  * attempts each failed delivery exactly once however many calls ask at the same time, a kill
  * between attempts that loses nothing, and the problems a bad query or id gets.
  */
+
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { poll } from "../../support/poll.ts";
 import { call, type Envelope, run, targetLog } from "../../worker/harness.ts";
 
 interface Delivery {
@@ -29,12 +31,12 @@ async function json<T>(path: string, init?: RequestInit): Promise<{ status: numb
 /** A finished run of deliver-down whose notification has failed (both attempts made). */
 async function failedRun(): Promise<Envelope> {
   const e = await run("deliver-down", {});
-  for (let i = 0; i < 200; i++) {
-    const now = (await json<Envelope>(`/runs/${e.run_id}`)).body;
-    if (now.deliveries[0]?.state === "failed") return now;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("the delivery never failed");
+  return poll(
+    `run ${e.run_id}'s notification to fail`,
+    async () => (await json<Envelope>(`/runs/${e.run_id}`)).body,
+    (now) => now.deliveries[0]?.state === "failed",
+    { timeoutMs: 15_000, intervalMs: 50 },
+  );
 }
 
 /** Attempts the receiver got for `runId`. */
@@ -42,14 +44,28 @@ async function attempts(runId: string): Promise<number> {
   return (await targetLog("deliver-down")).filter((r) => r.body.includes(runId)).length;
 }
 
-async function listed(query: string): Promise<Delivery[]> {
-  for (let i = 0; i < 200; i++) {
-    const page = await json<{ deliveries: Delivery[] }>(`/deliveries?workflow=deliver-down&${query}`);
-    expect(page.status).toBe(200);
-    if (page.body.deliveries.length > 0) return page.body.deliveries;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return [];
+/** The deliveries `/deliveries` lists for `query`, once it lists any and `done` holds. */
+function listed(query: string, done: (d: Delivery[]) => boolean = (d) => d.length > 0): Promise<Delivery[]> {
+  return poll(
+    `/deliveries?${query}`,
+    async () => {
+      const page = await json<{ deliveries: Delivery[] }>(`/deliveries?workflow=deliver-down&${query}`);
+      expect(page.status).toBe(200);
+      return page.body.deliveries;
+    },
+    done,
+    { timeoutMs: 15_000, intervalMs: 50 },
+  );
+}
+
+/** Waits until the run's delivery record shows `n` attempts, failed, and nothing more due. */
+function settled(runId: string, n: number): Promise<Delivery | undefined> {
+  return poll(
+    `${runId}'s delivery to settle after ${n} attempts`,
+    async () => (await json<{ deliveries: Delivery[] }>(`/runs/${runId}/deliveries`)).body.deliveries[0],
+    (d) => d?.attempts.length === n && d.state === "failed" && d.next_attempt_at === null,
+    { timeoutMs: 15_000, intervalMs: 50 },
+  );
 }
 
 describe("deliveries", () => {
@@ -72,12 +88,8 @@ describe("deliveries", () => {
     ]);
     expect(d?.url).toMatch(/\/status\/500\?key=deliver-down$/);
     // The listing has it once the run has reported its failed delivery (after its answer).
-    let found: Delivery | undefined;
-    for (let i = 0; i < 100 && !found; i++) {
-      found = (await listed("state=failed&limit=100")).find((x) => x.id === id);
-      if (!found) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(found).toEqual(d);
+    const failed = await listed("state=failed&limit=100", (all) => all.some((x) => x.id === id));
+    expect(failed.find((x) => x.id === id)).toEqual(d);
     const delivered = await json<{ deliveries: Delivery[] }>(
       "/deliveries?workflow=deliver-down&state=delivered",
     );
@@ -89,8 +101,8 @@ describe("deliveries", () => {
     const id = `msg_${e.run_id}_run.complete`;
     const res = await json<{ id: string; state: string }>(`/deliveries/${id}/retry`, { method: "POST" });
     expect(res).toEqual({ status: 202, body: { id, state: "pending" } });
-    for (let i = 0; i < 100 && (await attempts(e.run_id)) < 3; i++)
-      await new Promise((r) => setTimeout(r, 50));
+    // The delivery's own record: the third attempt made, and nothing more due.
+    await settled(e.run_id, 3);
     expect(await attempts(e.run_id)).toBe(3);
     const log = (await targetLog("deliver-down")).filter((r) => r.body.includes(e.run_id));
     expect(new Set(log.map((r) => r.headers["webhook-id"]))).toEqual(new Set([id]));
@@ -100,11 +112,9 @@ describe("deliveries", () => {
     const since = new Date().toISOString();
     const runs = await Promise.all([failedRun(), failedRun(), failedRun()]);
     // The listing knows them as failed once each run has reported.
-    for (let i = 0; i < 100; i++) {
-      const failed = await listed("state=failed&limit=100");
-      if (runs.every((r) => failed.some((d) => d.run_id === r.run_id))) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await listed("state=failed&limit=100", (failed) =>
+      runs.every((r) => failed.some((d) => d.run_id === r.run_id)),
+    );
     const answers = await Promise.all(
       [1, 2, 3, 4].map(() =>
         json<{ recovered: number }>(`/deliveries/recover?workflow=deliver-down&since=${since}`, {
@@ -114,21 +124,37 @@ describe("deliveries", () => {
     );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
     expect(answers.reduce((n, a) => n + a.body.recovered, 0)).toBe(3);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Each delivery's record: one more attempt made, failed again, nothing more due.
+    for (const r of runs) await settled(r.run_id, 3);
     expect(await Promise.all(runs.map((r) => attempts(r.run_id)))).toEqual([3, 3, 3]);
   });
 
   it("makes the next attempt after the run's object is killed between attempts", async () => {
     const e = await run("deliver-down", {});
-    for (let i = 0; i < 100 && (await attempts(e.run_id)) < 1; i++)
-      await new Promise((r) => setTimeout(r, 20));
+    // The kill falls between the attempts: the first was made, the delivery still pending.
+    const between = await poll(
+      `the first attempt of ${e.run_id}'s notification`,
+      async () => (await json<{ deliveries: Delivery[] }>(`/runs/${e.run_id}/deliveries`)).body.deliveries[0],
+      (d) => (d?.attempts.length ?? 0) >= 1,
+    );
+    expect(between).toMatchObject({ state: "pending", attempts: [{ status: 500 }] });
     const stub = env.RUNS.get(env.RUNS.idFromString(e.run_id));
+    const due = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
+    expect(due).not.toBeNull();
+    const killedAt = Date.now();
     await runInDurableObject(stub, (_o, state) => state.abort("killed mid-delivery")).catch(() => {});
-    await new Promise((r) => setTimeout(r, 700));
+    // The next attempt is due when the object's own alarm says so; the alarm wakes the new
+    // incarnation (here, or on its own once due: then there is nothing left to run).
+    await poll(
+      "the next attempt to be due",
+      () => Date.now(),
+      (now) => now >= (due as number),
+    );
     await runDurableObjectAlarm(env.RUNS.get(env.RUNS.idFromString(e.run_id)));
-    for (let i = 0; i < 100 && (await attempts(e.run_id)) < 2; i++)
-      await new Promise((r) => setTimeout(r, 50));
-    expect(await attempts(e.run_id)).toBe(2);
+    await settled(e.run_id, 2);
+    const log = (await targetLog("deliver-down")).filter((r) => r.body.includes(e.run_id));
+    expect(log).toHaveLength(2);
+    expect(log[1]?.time).toBeGreaterThanOrEqual(killedAt);
     const own = await json<{ deliveries: Delivery[] }>(`/runs/${e.run_id}/deliveries`);
     expect(own.body.deliveries[0]?.state).toBe("failed");
   });

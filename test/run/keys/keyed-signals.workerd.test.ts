@@ -3,7 +3,9 @@
  * with that key (and no other), through the key's own object; a signal that comes before any such
  * wait is kept and consumed by the first wait that starts.
  */
+
 import { describe, expect, it } from "vitest";
+import { poll } from "../../support/poll.ts";
 import { call, type Envelope, invoke, waitForRun } from "../../worker/harness.ts";
 
 async function start(orderId: string): Promise<string> {
@@ -12,12 +14,12 @@ async function start(orderId: string): Promise<string> {
 }
 
 async function waiting(runId: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    const e = (await (await call(`/runs/${runId}`)).json()) as Envelope;
-    if (e.steps[0].status === "waiting") return;
-    await new Promise((r) => setTimeout(r, 30));
-  }
-  throw new Error(`${runId} never waited`);
+  await poll(
+    `${runId}'s first step to wait`,
+    async () => (await (await call(`/runs/${runId}`)).json()) as Envelope,
+    (e) => e.steps[0].status === "waiting",
+    { timeoutMs: 10_000, intervalMs: 30 },
+  );
 }
 
 function send(key: string, body: unknown): Promise<Response> {

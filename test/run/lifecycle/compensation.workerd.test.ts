@@ -5,9 +5,11 @@
  * stop the next and can be tried again with POST /runs/{id}/compensate; a run killed in the middle
  * of its compensations sends what was not done again, under the same key.
  */
+
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { runStub, sleep } from "../../reliability/run-helpers.ts";
+import { logUntil, runStub } from "../../reliability/run-helpers.ts";
+import { poll } from "../../support/poll.ts";
 import {
   call,
   type Envelope,
@@ -37,25 +39,18 @@ async function envelope(runId: string): Promise<Envelope> {
 }
 
 /** Polls the run until its compensation phase is over (or fails after `ms`). */
-async function compensated(runId: string, ms = 15_000): Promise<Envelope> {
-  const t0 = Date.now();
-  for (;;) {
-    const e = await envelope(runId);
-    if (e.compensation && e.compensation.status !== "running") return e;
-    if (Date.now() - t0 > ms) throw new Error(`compensation of ${runId}: ${JSON.stringify(e.compensation)}`);
-    await sleep(50);
-  }
+function compensated(runId: string, ms = 15_000): Promise<Envelope> {
+  return poll(
+    `the compensation of ${runId} to end`,
+    () => envelope(runId),
+    (e) => e.compensation && e.compensation.status !== "running",
+    { timeoutMs: ms, intervalMs: 50 },
+  );
 }
 
 /** Polls `read` until it gives a non-empty list (or fails the test after `ms`). */
-async function until<T>(read: () => Promise<T[]>, ms = 10_000): Promise<T[]> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await read();
-    if (v.length > 0) return v;
-    if (Date.now() - t0 > ms) throw new Error("never came");
-    await sleep(50);
-  }
+function until<T>(read: () => Promise<T[]>, ms = 10_000): Promise<T[]> {
+  return poll(read.toString(), read, (v) => v.length > 0, { timeoutMs: ms, intervalMs: 50 });
 }
 
 async function start(body: Record<string, unknown>): Promise<string> {
@@ -68,12 +63,12 @@ const ORDER = ["label-b", "label-a", "charge", "reserve"];
 
 /** Waits until the saga's last step runs (everything before it has completed). */
 async function lastRunning(runId: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    const e = await envelope(runId);
-    if (e.steps.find((s: { id: string }) => s.id === "last")?.status === "running") return;
-    await sleep(25);
-  }
-  throw new Error(`the last step of ${runId} never ran`);
+  await poll(
+    `the last step of ${runId} to run`,
+    () => envelope(runId),
+    (e) => e.steps.find((s: { id: string }) => s.id === "last")?.status === "running",
+    { timeoutMs: 10_000, intervalMs: 25 },
+  );
 }
 
 describe("compensation of a run that fails", () => {
@@ -133,7 +128,19 @@ describe("compensation of a run that fails", () => {
     const e = (await res.json()) as Envelope;
     expect(e.status).toBe("complete");
     expect(e.compensation).toBeNull();
-    await sleep(300);
+    // Once the run's after-answer effects have run (it is listed), it still owes no undo.
+    await poll(
+      `${e.run_id} listed as complete`,
+      async () =>
+        (
+          (await (await call("/runs?workflow=comp-saga&status=complete&limit=100")).json()) as {
+            runs: Array<{ run_id: string }>;
+          }
+        ).runs,
+      (runs) => runs.some((r) => r.run_id === e.run_id),
+      { timeoutMs: 12_000, intervalMs: 50 },
+    );
+    expect((await envelope(e.run_id)).compensation).toBeNull();
     expect(await targetLog(key)).toEqual([]);
   });
 });
@@ -307,10 +314,15 @@ describe("compensation across a killed process", () => {
     const key = uniqueKey("comp-kill");
     // reserve's undo (the last one) is held for 2 s: the object is killed while it is in flight.
     const runId = await start({ key, undo: "hold/2000" });
-    for (let i = 0; i < 400; i++) {
-      if ((await targetLog(key)).some((r) => r.method === "DELETE")) break;
-      await sleep(25);
-    }
+    await logUntil(key, (log) => log.some((r) => r.method === "DELETE"), 15_000);
+    // The kill strikes mid-phase: reserve's undo was sent and is in flight, the others are done.
+    const before = await envelope(runId);
+    expect(before.compensation.status).toBe("running");
+    const phase = Object.fromEntries(
+      before.compensation.steps.map((s: { step: string; status: string }) => [s.step, s.status]),
+    );
+    expect(phase).toMatchObject({ reserve: "running", charge: "complete" });
+    const killedAt = Date.now();
     await runInDurableObject(runStub(runId), (_o, state) => state.abort("killed mid-compensation")).catch(
       () => {},
     );
@@ -325,7 +337,10 @@ describe("compensation across a killed process", () => {
     expect([...byKey.keys()].sort()).toEqual(
       ["charge", "label/0", "label/1", "reserve"].map((p) => `${runId}:${p}:compensate`).sort(),
     );
-    expect(byKey.get(`${runId}:reserve:compensate`)).toBeLessThanOrEqual(2);
+    // The undo in flight when the process died is sent again (once), after the kill; the rest once.
+    expect(byKey.get(`${runId}:reserve:compensate`)).toBe(2);
+    const reserve = sent.filter((u) => u.key === `${runId}:reserve:compensate`);
+    expect(reserve[1]?.time).toBeGreaterThanOrEqual(killedAt);
     for (const p of ["charge", "label/0", "label/1"]) expect(byKey.get(`${runId}:${p}:compensate`)).toBe(1);
   });
 });

@@ -4,6 +4,7 @@
  * a human, a cancel while it waits — without a Durable Object. Executors are stand-ins that count
  * their calls; the Worker's end-to-end tests cover the real ones.
  */
+
 import { afterAll, describe, expect, it } from "vitest";
 import type { Bundle, Json } from "../../../src/bundle.ts";
 import { systemClock } from "../../../src/engine/clock.ts";
@@ -15,6 +16,7 @@ import type { LifecycleRuntime } from "../../../src/run/lifecycle/run-engine.ts"
 import { memoryKv } from "../../../src/run/memory-kv.ts";
 import { RunStore } from "../../../src/run/run-store.ts";
 import { compileFiles, removeProjects } from "../../compiler/temp-project.ts";
+import { poll } from "../../support/poll.ts";
 
 afterAll(removeProjects);
 
@@ -82,8 +84,7 @@ async function startWaiting(run: RunLifecycle, runId: string): Promise<void> {
 }
 
 async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 5));
-  expect(check()).toBe(true);
+  await poll(check.toString(), check, (ok) => ok, { timeoutMs: 5_000, intervalMs: 5 });
 }
 
 const CHECKPOINTS = `kind: workflow

@@ -3,6 +3,7 @@
  * a page ends early on the shard-read budget (two busy hours whose shards together exceed
  * MAX_SHARD_READS), and the query's own parameters are checked like the others.
  */
+
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { recordRun } from "../../../src/run/listing/listing.ts";
@@ -12,6 +13,7 @@ import {
   SHARDS_PER_BUCKET,
   shardOf,
 } from "../../../src/run/listing/listing-layout.ts";
+import { poll } from "../../support/poll.ts";
 import { call, run } from "../../worker/harness.ts";
 
 interface Listed {
@@ -110,17 +112,18 @@ describe("a run deleted, then created again under the same Idempotency-Key", () 
   }
 
   async function listedWithin10s(second: { run_id: string; created_at: string }): Promise<void> {
-    for (let i = 0; ; i++) {
-      const entries = await listed(second.run_id);
-      if (entries.length > 0) {
-        expect(entries).toHaveLength(1);
-        expect(entries[0]?.created_at).toBe(second.created_at);
-        expect(entries[0]?.status).toBe("complete");
-        return;
-      }
-      expect(i, "the new run is listed within 10 s").toBeLessThan(100);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const entries = await poll(
+      `run ${second.run_id} listed`,
+      () => listed(second.run_id),
+      (e) => e.length > 0,
+      {
+        timeoutMs: 12_000,
+        intervalMs: 100,
+      },
+    );
+    expect(entries).toHaveLength(1);
+    expect(entries[0]?.created_at).toBe(second.created_at);
+    expect(entries[0]?.status).toBe("complete");
   }
 
   it("is listed when the first run was deleted while its own listing write was still on its way", async () => {

@@ -6,6 +6,7 @@
  * invoke contacts no Durable Object other than its run's own; the run writes its listing entry
  * itself, and its alarm retries until the listing has it (also after an eviction).
  */
+
 import {
   createExecutionContext,
   evictDurableObject,
@@ -21,6 +22,7 @@ import type { Bundle } from "../../../src/bundle.ts";
 import { recordRun } from "../../../src/run/listing/listing.ts";
 import { BUCKET_MS, placeRun, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing/listing-layout.ts";
 import type { RunObject } from "../../../src/run/object/run-object.ts";
+import { poll } from "../../support/poll.ts";
 import { call, invoke, run, TOKEN, waitForRun } from "../../worker/harness.ts";
 
 interface Listed {
@@ -65,22 +67,12 @@ async function start(name: string, body: unknown, headers: Record<string, string
 }
 
 /** Polls the whole listing until `done` holds (the listing may lag a run by up to 10 s). */
-async function listingUntil(
+function listingUntil(
   query: string,
   done: (runs: Listed[]) => boolean,
   timeoutMs = 10_000,
 ): Promise<Listed[]> {
-  const t0 = Date.now();
-  for (;;) {
-    const runs = await listAll(query);
-    if (done(runs)) return runs;
-    if (Date.now() - t0 > timeoutMs) {
-      throw new Error(
-        `the listing did not get there in ${timeoutMs} ms: ${JSON.stringify(runs.slice(0, 5))}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return poll(`the listing of ${query}`, () => listAll(query), done, { timeoutMs, intervalMs: 100 });
 }
 
 function statusOf(runs: Listed[], runId: string): string | undefined {
@@ -120,17 +112,23 @@ function countingIndex(): {
   sent: () => number;
   /** Writes sent to shard number `shard` (of any hour). */
   sentTo: (shard: number) => number;
+  /** When each write was sent (epoch ms), in order. */
+  sentAt: () => number[];
 } {
   const names: string[] = [];
+  const times: number[] = [];
   const ns = {
     idFromName: (name: string) => {
-      if (name.includes("\n")) names.push(name);
+      if (name.includes("\n")) {
+        names.push(name);
+        times.push(Date.now());
+      }
       return env.RUN_INDEX.idFromName(name);
     },
     get: (id: DurableObjectId) => env.RUN_INDEX.get(id),
   } as unknown as Env["RUN_INDEX"];
   const sentTo = (shard: number) => names.filter((n) => n.endsWith(`\n${shard}`)).length;
-  return { ns, sent: () => names.length, sentTo };
+  return { ns, sent: () => names.length, sentTo, sentAt: () => [...times] };
 }
 
 /** `n` new run objects whose entries all go to one shard. */
@@ -145,6 +143,41 @@ function idsOnOneShard(n: number, shard = shardOf(env.RUNS.newUniqueId().toStrin
 
 function runStub(runId: string): DurableObjectStub {
   return env.RUNS.get(env.RUNS.idFromString(runId));
+}
+
+/** The listing shard a run of `workflow` started now goes to. */
+function shardStubOf(runId: string, workflow = "listing-quick"): DurableObjectStub {
+  const ref = placeRun(workflow, runId, Date.now());
+  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`${workflow}\n${ref.bucket}\n${ref.shard}`));
+}
+
+/** Where the shard holds the run's entry: waiting in its buffer, or in a written batch row. */
+function shardHolds(
+  runId: string,
+  workflow = "listing-quick",
+): Promise<{ buffered: boolean; written: boolean }> {
+  return runInDurableObject(shardStubOf(runId, workflow), (instance, state) => {
+    const shard = (instance as unknown as { shard: { buffer: Map<string, { run_id: string }> } }).shard;
+    const buffered = [...shard.buffer.values()].some((r) => r.run_id === runId);
+    const tables = state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'batches'")
+      .toArray();
+    const written =
+      tables.length > 0 &&
+      state.storage.sql
+        .exec<{ entries: string }>("SELECT entries FROM batches")
+        .toArray()
+        .some((row) => (JSON.parse(row.entries) as Array<[string]>).some((p) => p[0] === runId));
+    return { buffered, written };
+  });
+}
+
+/** Gives the shard of `id`'s run a flush window of `ms` (at most the deployed 8 s; until it restarts). */
+async function slowShard(stub: DurableObjectStub, ms: number): Promise<void> {
+  await runInDurableObject(stub, (instance) => {
+    const shard = (instance as unknown as { shard: { env: Env } }).shard;
+    shard.env = { ...shard.env, LISTING_FLUSH_MS: String(ms) } as Env;
+  });
 }
 
 describe("the invoke path", () => {
@@ -333,13 +366,12 @@ describe("GET /runs", () => {
     });
     expect(wrong.status).toBe(401);
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const t0 = Date.now();
-    for (;;) {
-      const body = await list("workflow=listing-protected", auth);
-      if (body.runs.some((r) => r.run_id === run_id)) break;
-      expect(Date.now() - t0).toBeLessThan(10_000);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await poll(
+      `${run_id} listed to its own credential`,
+      () => list("workflow=listing-protected", auth),
+      (body) => body.runs.some((r) => r.run_id === run_id),
+      { timeoutMs: 12_000, intervalMs: 100 },
+    );
   });
 });
 
@@ -476,7 +508,6 @@ describe("the listing stays consistent with the runs", () => {
     } as unknown as Env["RUN_INDEX"];
     // This incarnation cannot reach the listing (as if its writes failed or it was evicted first).
     const runId = await startQuickIn(id, broken, 1);
-    await new Promise((r) => setTimeout(r, 300));
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBeUndefined();
     // The alarm is close (a retry), not at the end of retention.
     const alarm = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
@@ -487,14 +518,24 @@ describe("the listing stays consistent with the runs", () => {
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBe("complete");
     // Listed at once; once its shard has written the entry, the run's alarm asks again, is told
     // so, and nothing more is due on the run itself (its listing shard ends its retention).
-    await new Promise((r) => setTimeout(r, 400));
+    await poll(
+      `the shard to write ${runId}'s entry`,
+      () => shardHolds(runId),
+      (h) => h.written,
+    );
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBeNull();
   });
 
   it("lists a run evicted before its first listing write: the alarm wakes it and writes it", async () => {
     const runId = await start("listing-slow", { ms: 3000 });
-    await new Promise((r) => setTimeout(r, 200));
+    // Evicted while its step runs, before anything listed it.
+    await poll(
+      `${runId} running`,
+      async () => (await (await call(`/runs/${runId}`)).json()) as { status: string },
+      (e) => e.status === "running",
+    );
+    expect(statusOf(await listAll("workflow=listing-slow"), runId)).toBeUndefined();
     await evictDurableObject(runStub(runId));
     // Nothing else touches the run: its first alarm (2 s after it started) resumes it and lists it.
     await listingUntil("workflow=listing-slow", (rs) => statusOf(rs, runId) !== undefined);
@@ -505,19 +546,22 @@ describe("the listing stays consistent with the runs", () => {
 });
 
 describe("the alarm that guards a finished run's listing entry", () => {
-  function shardStubOf(runId: string): DurableObjectStub {
-    const ref = placeRun("listing-quick", runId, Date.now());
-    return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-quick\n${ref.bucket}\n${ref.shard}`));
-  }
-
   it("sends the entry again when its shard lost it unwritten (the shard restarted), and the run is listed", async () => {
     const counted = countingIndex();
-    const runId = await startQuickIn(env.RUNS.newUniqueId(), counted.ns, 1);
-    await new Promise((r) => setTimeout(r, 20)); // sent after the answer, waiting in the shard's batch
+    const id = env.RUNS.newUniqueId();
+    // The shard holds the entry unwritten for 2 s (not 300 ms), long enough to be killed with it
+    // on a loaded machine; the kill waits out that window (workerd's eviction), so not longer.
+    await slowShard(shardStubOf(id.toString()), 2000);
+    const runId = await startQuickIn(id, counted.ns, 1);
+    await poll(
+      "the entry sent after the answer",
+      () => counted.sent(),
+      (n) => n >= 1,
+    );
     expect(counted.sent()).toBe(1);
-    // The shard is killed before it writes its batch (LISTING_FLUSH_MS: 300 ms here).
+    expect(await shardHolds(runId)).toEqual({ buffered: true, written: false });
+    // The shard is killed before it writes its batch.
     await evictDurableObject(shardStubOf(runId));
-    await new Promise((r) => setTimeout(r, 400));
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBeUndefined();
     // The run's guard alarm asks its shard again: the new incarnation takes the entry.
     const guard = await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm());
@@ -526,7 +570,11 @@ describe("the alarm that guards a finished run's listing entry", () => {
     expect(counted.sent()).toBe(2);
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBe("complete");
     // Once written, the next ask is told so, and nothing more is due on the run.
-    await new Promise((r) => setTimeout(r, 400));
+    await poll(
+      `the shard to write ${runId}'s entry`,
+      () => shardHolds(runId),
+      (h) => h.written,
+    );
     expect(await runDurableObjectAlarm(runStub(runId))).toBe(true);
     expect(await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm())).toBeNull();
     expect(statusOf(await listAll("workflow=listing-quick"), runId)).toBe("complete");
@@ -537,11 +585,19 @@ describe("the alarm that guards a finished run's listing entry", () => {
     const [a, b] = idsOnOneShard(2) as [DurableObjectId, DurableObjectId];
     const counted = countingIndex();
     const first = await startQuickIn(a, counted.ns, 1);
-    await new Promise((r) => setTimeout(r, 400)); // the shard has written the batch holding it
+    await poll(
+      `the shard to write ${first}'s entry`,
+      () => shardHolds(first),
+      (h) => h.written,
+    );
     expect(counted.sent()).toBe(1);
     // The second run's write is answered by the same incarnation, which says that batch is written.
-    await startQuickIn(b, env.RUN_INDEX, 2);
-    await new Promise((r) => setTimeout(r, 20));
+    const second = await startQuickIn(b, env.RUN_INDEX, 2);
+    await poll(
+      `the shard to take ${second}'s entry`,
+      () => shardHolds(second),
+      (h) => h.buffered || h.written,
+    );
     expect(await runDurableObjectAlarm(runStub(first))).toBe(true);
     expect(counted.sent(), "the first run's guard sent nothing").toBe(1);
     expect(await runInDurableObject(runStub(first), (_o, state) => state.storage.getAlarm())).toBeNull();
@@ -580,14 +636,23 @@ describe("entries that ride together (a busy isolate)", () => {
     const counted = countingIndex();
     // A one-second window, as deployed.
     const runIds = await burstOnOneShard(16, counted.ns, { LISTING_RIDE_MS: "1000" });
-    const lastRunAt = Date.now();
     const sent = counted.sent();
     expect(sent).toBeLessThan(runIds.length);
-    // Well inside the window (it started at the first rider, before the last run), every entry
-    // has been carried.
-    while (counted.sent() === sent && Date.now() - lastRunAt < 700)
-      await new Promise((r) => setTimeout(r, 20));
-    expect(counted.sent()).toBeGreaterThan(sent);
+    // The carrier's window began no sooner than the first run finished, nor than the last run that
+    // wrote on its own (if the isolate was not busy yet); held for the whole window, it would send
+    // no sooner than 1 s after that.
+    const finished = await Promise.all(
+      runIds.map(async (id) =>
+        Date.parse(((await (await call(`/runs/${id}`)).json()) as { finished_at: string }).finished_at),
+      ),
+    );
+    const windowFrom = Math.max(Math.min(...finished), counted.sentAt()[sent - 1] ?? 0);
+    const carried = await poll(
+      "the carrier's write",
+      () => counted.sentAt(),
+      (t) => t.length > sent,
+    );
+    expect(carried[sent] as number).toBeLessThan(windowFrom + 1000);
     const listed = await listAll("workflow=listing-quick");
     for (const id of runIds) expect(statusOf(listed, id)).toBe("complete");
   });
@@ -597,17 +662,21 @@ describe("entries that ride together (a busy isolate)", () => {
     // Ten runs on one shard make the isolate busy; the six after them, on another shard, ride.
     const busyShard = shardOf(env.RUNS.newUniqueId().toString());
     const shard = (busyShard + 1) % SHARDS_PER_BUCKET;
+    const shardStub = shardStubOf((idsOnOneShard(1, shard)[0] as DurableObjectId).toString());
+    // The riders' shard holds what it takes unwritten for 2 s, long enough to be killed with it.
+    await slowShard(shardStub, 2000);
     await burstOnOneShard(10, counted.ns, RIDING, busyShard);
     const riders = await burstOnOneShard(6, counted.ns, RIDING, shard);
-    // The carrier sends the riders' entries (to the shard they wait in, unwritten for 300 ms here).
-    while (counted.sentTo(shard) === 0) await new Promise((r) => setTimeout(r, 10));
-    expect(counted.sentTo(shard), "the six riders' entries went in one write").toBe(1);
-    // The shard is killed before it writes its batch.
-    const ref = placeRun("listing-quick", riders[0] as string, Date.now());
-    expect(ref.shard).toBe(shard);
-    await evictDurableObject(
-      env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-quick\n${ref.bucket}\n${ref.shard}`)),
+    // The carrier sends the riders' entries to the shard they wait in, unwritten.
+    await poll(
+      "the carrier's write to the riders' shard",
+      () => counted.sentTo(shard),
+      (n) => n > 0,
     );
+    expect(counted.sentTo(shard), "the six riders' entries went in one write").toBe(1);
+    for (const id of riders) expect(await shardHolds(id), id).toEqual({ buffered: true, written: false });
+    // The shard is killed before it writes its batch.
+    await evictDurableObject(shardStub);
     const listed = await listAll("workflow=listing-quick");
     for (const id of riders) expect(statusOf(listed, id)).toBeUndefined();
     // Each rider's guard alarm asks the shard: the new incarnation takes the entry.
@@ -709,6 +778,13 @@ describe("shards", () => {
     await listingUntil("workflow=listing-legacy", (rs) => rs.length >= 2);
     // Back to the state before the upgrade: shards empty, the ids in the directory's `runs` table.
     const dir = env.RUN_INDEX.get(env.RUN_INDEX.idFromName("listing-legacy"));
+    for (const e of [a, b]) {
+      await poll(
+        `the shard to write ${e.run_id}'s entry`,
+        () => shardHolds(e.run_id, "listing-legacy"),
+        (h) => h.written,
+      );
+    }
     const registered = await runInDurableObject(dir, (_o, state) => {
       state.storage.sql.exec("CREATE TABLE runs (run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL)");
       for (const e of [a, b])
@@ -719,7 +795,6 @@ describe("shards", () => {
     });
     for (const s of registered) {
       const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`listing-legacy\n${s.bucket}\n${s.shard}`));
-      await new Promise((r) => setTimeout(r, 400)); // the shard's batch written (LISTING_FLUSH_MS)
       await runInDurableObject(shard, (_o, state) => state.storage.sql.exec("DELETE FROM batches"));
       await evictDurableObject(shard);
     }

@@ -4,8 +4,10 @@
  * `GET /runs?workflow=NAME&search.<key>=<value>` lists the runs with those values, with the other
  * filters and the cursor as usual. A key the workflow does not declare is 400 `invalid_query`.
  */
+
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { poll } from "../../support/poll.ts";
 import { call, run, uniqueKey } from "../../worker/harness.ts";
 
 interface Listed {
@@ -25,9 +27,8 @@ const list = async (query: string): Promise<Page> => {
 };
 
 /** Polls until the filtered listing holds `n` runs (entries are written a moment after the runs end). */
-async function listedRuns(query: string, n: number): Promise<Listed[]> {
-  const start = Date.now();
-  for (;;) {
+function listedRuns(query: string, n: number): Promise<Listed[]> {
+  const everyPage = async () => {
     const all: Listed[] = [];
     let cursor: string | null = null;
     do {
@@ -35,9 +36,12 @@ async function listedRuns(query: string, n: number): Promise<Listed[]> {
       all.push(...page.runs);
       cursor = page.next_cursor;
     } while (cursor);
-    if (all.length >= n || Date.now() - start > 10_000) return all;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return all;
+  };
+  return poll(`${n} runs listed for ${query}`, everyPage, (all) => all.length >= n, {
+    timeoutMs: 12_000,
+    intervalMs: 100,
+  });
 }
 
 describe("search keys", () => {

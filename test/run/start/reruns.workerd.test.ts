@@ -3,6 +3,7 @@
  * again) and runs the rest; on the pinned definition or on the one deployed after a fix; `from` a
  * step; in bulk after an outage, each failed run once under concurrent calls; and the errors.
  */
+
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -10,6 +11,7 @@ import workflowBundle from "workflow-bundle";
 import type { Bundle } from "../../../src/bundle.ts";
 import { pinDefinition } from "../../../src/run/run-doc.ts";
 import type { RunRpc } from "../../../src/run/run-rpc.ts";
+import { poll } from "../../support/poll.ts";
 import { call, type Envelope, run, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 const bundle = workflowBundle as Bundle;
@@ -33,14 +35,19 @@ async function sent(key: string, step: string) {
   return (await targetLog(key)).filter((r) => r.headers["idempotency-key"]?.endsWith(`:${step}`));
 }
 
-/** Waits until the run listing shows every run of `ids` as failed. */
+/** Waits until the run listing shows every run of `ids` as failed (it lags a run by up to ~10 s). */
 async function listedFailed(workflow: string, ids: string[]): Promise<void> {
-  for (;;) {
-    const res = await call(`/runs?workflow=${workflow}&status=failed&limit=100`);
-    const list = (await res.json()) as { runs: Array<{ run_id: string }> };
-    if (ids.every((id) => list.runs.some((r) => r.run_id === id))) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await poll(
+    `every run of ${workflow} listed as failed`,
+    async () => {
+      const res = await call(`/runs?workflow=${workflow}&status=failed&limit=100`);
+      expect(res.status).toBe(200);
+      const list = (await res.json()) as { runs: Array<{ run_id: string }> };
+      return ids.filter((id) => !list.runs.some((r) => r.run_id === id));
+    },
+    (missing) => missing.length === 0,
+    { timeoutMs: 12_000, intervalMs: 50 },
+  );
 }
 
 const byId = (e: Envelope) => Object.fromEntries(e.steps.map((s: Envelope) => [s.id, s]));

@@ -5,10 +5,12 @@
  * every request the run makes; nothing secret is in a span; a collector that refuses costs the
  * run nothing, and its spans are tried again, then dropped and counted.
  */
+
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import type { CollectedSpan } from "../../servers/otlp-types.ts";
+import { poll } from "../../support/poll.ts";
 import { call, type Envelope, invoke, run, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 const vars = env as unknown as Record<string, string>;
@@ -26,15 +28,13 @@ async function collected(traceId: string): Promise<Collected> {
 }
 
 /** Polls the collector until it holds a span named `name` (the root span comes last). */
-async function traceWith(traceId: string, name: string, timeoutMs = 10_000): Promise<Collected> {
-  const start = Date.now();
-  for (;;) {
-    const c = await collected(traceId);
-    if (c.spans.some((s) => s.name === name)) return c;
-    if (Date.now() - start > timeoutMs)
-      throw new Error(`no span ${name} in trace ${traceId}: ${c.spans.map((s) => s.name)}`);
-    await new Promise((r) => setTimeout(r, 30));
-  }
+function traceWith(traceId: string, name: string, timeoutMs = 10_000): Promise<Collected> {
+  return poll(
+    `a span ${name} in trace ${traceId}`,
+    () => collected(traceId),
+    (c) => c.spans.some((s) => s.name === name),
+    { timeoutMs, intervalMs: 30 },
+  );
 }
 
 const attr = (s: CollectedSpan, key: string) => {

@@ -4,9 +4,11 @@
  * sleeps; all of it durable: a signal reaches a run whose object was evicted while it waited, and
  * a sleep ends on the object's alarm after an eviction.
  */
+
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { poll } from "../../support/poll.ts";
 import { call, type Envelope, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 async function start(name: string, params: Record<string, unknown>): Promise<string> {
@@ -16,14 +18,13 @@ async function start(name: string, params: Record<string, unknown>): Promise<str
 }
 
 /** Polls the envelope until step `id` has `status`. */
-async function stepStatus(runId: string, id: string, status: string): Promise<Envelope> {
-  const start = Date.now();
-  for (;;) {
-    const e = (await (await call(`/runs/${runId}`)).json()) as Envelope;
-    if (e.steps.find((s: { id: string }) => s.id === id)?.status === status) return e;
-    if (Date.now() - start > 10_000) throw new Error(`step ${id} never became ${status}`);
-    await new Promise((r) => setTimeout(r, 30));
-  }
+function stepStatus(runId: string, id: string, status: string): Promise<Envelope> {
+  return poll(
+    `step ${id} of ${runId} to be ${status}`,
+    async () => (await (await call(`/runs/${runId}`)).json()) as Envelope,
+    (e) => e.steps.find((s: { id: string }) => s.id === id)?.status === status,
+    { timeoutMs: 10_000, intervalMs: 30 },
+  );
 }
 
 function signal(runId: string, name: string, body?: unknown): Promise<Response> {

@@ -4,10 +4,12 @@
  * dead-letter queue), and through the runtime's own queue event for what a test must control
  * (a message id delivered twice, the ack or retry of each message).
  */
+
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../../src/index.ts";
+import { poll } from "../../support/poll.ts";
 import { call, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 const producer = (env as unknown as { QUEUE_PRODUCER: Fetcher }).QUEUE_PRODUCER;
@@ -60,13 +62,7 @@ function runOf(workflow: string, queue: string, messageId: string): string {
 }
 
 async function until<T>(what: string, probe: () => Promise<T | null>, timeoutMs = 15_000): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const v = await probe();
-    if (v !== null) return v;
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return (await poll(what, probe, (v) => v !== null, { timeoutMs, intervalMs: 50 })) as T;
 }
 
 afterEach(() => vi.restoreAllMocks());

@@ -29,18 +29,3 @@ export async function arrivals(
 ): Promise<Array<{ time: number; body: Record<string, unknown> }>> {
   return (await targetLog(group)).map((r) => ({ time: r.time, body: JSON.parse(r.body) }));
 }
-
-/** Polls until `check` holds (or fails the test after `ms`). */
-export async function eventually<T>(
-  read: () => Promise<T>,
-  check: (v: T) => boolean,
-  ms = 15_000,
-): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await read();
-    if (check(v)) return v;
-    if (Date.now() - t0 > ms) throw new Error(`still ${JSON.stringify(v).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -5,24 +5,24 @@
  * retried on its schedule with one `webhook-id`, and delivered even when the run's object is
  * killed before it got through.
  */
+
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
+import { poll } from "../../support/poll.ts";
 import { call, invoke, type LoggedRequest, run, targetLog, uniqueKey } from "../harness.ts";
 
 const SIGNING_SECRET = (env as unknown as Record<string, string>).SIGNING_SECRET as string;
 
 /** The notifications `receiver` got for `runId` (bodies name their run), once `count` have come. */
-async function notifications(receiver: string, runId: string, count = 1, timeoutMs = 15_000) {
-  const start = Date.now();
-  for (;;) {
-    const mine = (await targetLog(receiver)).filter((r) => r.body.includes(runId));
-    if (mine.length >= count) return mine;
-    if (Date.now() - start > timeoutMs)
-      throw new Error(`${receiver} got ${mine.length} notifications for ${runId}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+function notifications(receiver: string, runId: string, count = 1, timeoutMs = 15_000) {
+  return poll(
+    `${count} notification(s) of ${runId} at ${receiver}`,
+    async () => (await targetLog(receiver)).filter((r) => r.body.includes(runId)),
+    (mine) => mine.length >= count,
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 function verified(r: LoggedRequest): unknown {

@@ -5,24 +5,30 @@
  * carried by the Worker that answered it, survives a reset of its listing shard before the shard
  * has written it.
  */
+
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { placeRun } from "../../../src/run/listing/listing-layout.ts";
+import { poll } from "../../support/poll.ts";
 import { call, type Envelope, run } from "../harness.ts";
 
 const stub = (id: string) => env.RUNS.get(env.RUNS.idFromString(id));
 
-async function listedStatus(runId: string): Promise<string | undefined> {
-  for (let i = 0; i < 100; i++) {
-    const page = (await (await call("/runs?workflow=express-api&limit=100")).json()) as {
-      runs: Array<{ run_id: string; status: string }>;
-    };
-    const found = page.runs.find((r) => r.run_id === runId);
-    if (found) return found.status;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return undefined;
+/** The run's status in the listing, once it is listed (the listing lags up to ~10 s). */
+async function listedStatus(runId: string): Promise<string> {
+  const found = await poll(
+    `run ${runId} in the listing`,
+    async () =>
+      (
+        (await (await call("/runs?workflow=express-api&limit=100")).json()) as {
+          runs: Array<{ run_id: string; status: string }>;
+        }
+      ).runs.find((r) => r.run_id === runId),
+    (r) => r !== undefined,
+    { timeoutMs: 12_000, intervalMs: 100 },
+  );
+  return (found as { status: string }).status;
 }
 
 describe("express runs", () => {

@@ -4,9 +4,11 @@
  * different groups run in parallel; a queued run's timeout counts from its start; a canceled
  * queued run never starts; a queued run's object may be evicted while it waits its turn.
  */
+
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { poll } from "../../support/poll.ts";
 import { call, type Envelope, invoke, TARGET, waitForRun } from "../harness.ts";
 
 async function start(group: string, holdMs = 100): Promise<string> {
@@ -108,20 +110,22 @@ describe("invoke.concurrency", () => {
       };
       return page.runs.some((r) => r.run_id === second);
     };
-    const within = async (status: string, ms: number) => {
-      const t0 = Date.now();
-      while (Date.now() - t0 < ms) {
-        if (await listed(status)) return true;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-      return false;
-    };
-    expect(await within("queued", 10_000)).toBe(true);
+    const within = (status: string, ms: number) =>
+      poll(
+        `run ${second} listed as ${status}`,
+        () => listed(status),
+        (yes) => yes,
+        {
+          timeoutMs: ms,
+          intervalMs: 250,
+        },
+      );
+    await within("queued", 10_000);
     await waitForRun(first, {}, 20_000);
-    expect(await within("running", 10_000)).toBe(true);
+    await within("running", 10_000);
     expect(await status(second)).toBe("running");
     await waitForRun(second, {}, 20_000);
-    expect(await within("complete", 10_000)).toBe(true);
+    await within("complete", 10_000);
     expect(await listed("queued")).toBe(false);
   }, 40_000);
 });
