@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Json, Template, WebhookStep } from "../../src/bundle.ts";
 import { importSigningKey, signStandardWebhook } from "../../src/common/standard-webhooks.ts";
+import { type Clock, systemClock } from "../../src/engine/clock.ts";
 import { createMasker } from "../../src/engine/mask.ts";
 import { emptyMetrics, type StepContext, StepError } from "../../src/engine/types.ts";
 import { executeWebhook } from "../../src/steps/webhook.ts";
@@ -216,14 +217,31 @@ describe("webhook step", () => {
 
   it("waits for Retry-After before retrying a 429", async () => {
     const k = key("ratelimited");
-    const ctx = context();
+    // The system clock, with every timer the step sets written down (the back-off among them).
+    const timers: Array<{ ms: number; firedAt: number | null }> = [];
+    const clock: Clock = {
+      now: () => systemClock.now(),
+      setTimer(fn, ms) {
+        const t = { ms, firedAt: null as number | null };
+        timers.push(t);
+        return systemClock.setTimer(() => {
+          t.firedAt = Date.now();
+          fn();
+        }, ms);
+      },
+    };
+    const ctx = { ...context(), clock };
     const out = (await executeWebhook(webhook({ url: lit(`${TARGET}/retry-after/1?key=${k}`) }), ctx)) as {
       status: number;
     };
     expect(out.status).toBe(200);
     const [first, second] = await logOf(k);
     expect(ctx.metrics.attempts).toBe(2);
-    expect((second?.time ?? 0) - (first?.time ?? 0)).toBeGreaterThanOrEqual(950);
+    // The wait between the attempts is the 1 s the server asked for, not the back-off's jitter.
+    const waits = timers.filter((t) => t.ms < 30_000);
+    expect(waits.map((t) => t.ms)).toEqual([1000]);
+    expect(second?.time).toBeGreaterThanOrEqual(waits[0]?.firedAt as number);
+    expect((second?.time ?? 0) - (first?.time ?? 0)).toBeGreaterThanOrEqual(1000);
   });
 
   it("aborts an attempt after timeout_s and fails after 3 timed-out attempts", async () => {

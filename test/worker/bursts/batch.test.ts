@@ -7,7 +7,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type Envelope, invoke, uniqueKey, waitForRun } from "../harness.ts";
+import { call, type Envelope, invoke, uniqueKey, waitForRun } from "../harness.ts";
 import { burst } from "./bursts.ts";
 
 const flowKeys = (env as unknown as { FLOW_KEYS: DurableObjectNamespace }).FLOW_KEYS;
@@ -15,8 +15,9 @@ const flowKeys = (env as unknown as { FLOW_KEYS: DurableObjectNamespace }).FLOW_
 describe("invoke.batch", () => {
   it("collects 50 simultaneous events into 10 runs of 5, every event in exactly one", async () => {
     const group = uniqueKey("batch");
+    // max_wait_s 30: however long the burst takes to reach the key, only the size closes a batch.
     const answers = await burst(
-      "burst-batch",
+      "burst-batch-size",
       Array.from({ length: 50 }, (_, n) => ({ group, n })),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(50).fill(202));
@@ -36,12 +37,20 @@ describe("invoke.batch", () => {
 
   it("runs a partial batch max_wait_s after its first event, its items in arrival order, without a refused event", async () => {
     const group = uniqueKey("batch-partial");
+    const before = Date.now();
     const first = await invoke("burst-batch", { group, n: 7 });
+    const afterFirst = Date.now();
     const bad = await invoke("burst-batch", { group, n: "eight" });
     expect(bad.status).toBe(422);
     expect(((await bad.json()) as { code: string }).code).toBe("invalid_params");
     await invoke("burst-batch", { group, n: 9 });
     const { run_id } = (await first.json()) as { run_id: string };
+    // The key's own record: the batch is due max_wait_s (1 s) after it took the first event.
+    const queued = (await (await call(`/runs/${run_id}`)).json()) as Envelope;
+    expect(queued.status).toBe("queued");
+    const due = Date.parse(queued.queue.starts_at);
+    expect(due - 1000).toBeGreaterThanOrEqual(before);
+    expect(due - 1000).toBeLessThanOrEqual(afterFirst);
     const run = await waitForRun(run_id, {}, 10_000);
     expect(run.params).toEqual({
       items: [
@@ -50,7 +59,8 @@ describe("invoke.batch", () => {
       ],
     });
     expect(run.output.result).toEqual([7, 9]);
-    expect(Date.parse(run.steps[0].started_at) - Date.parse(run.created_at)).toBeGreaterThanOrEqual(900);
+    // It began when due, not before (its deadline is counted from its begin; timeout_s 300).
+    expect(Date.parse(run.deadline) - 300_000).toBeGreaterThanOrEqual(due);
   });
 
   it("keeps an open batch through its key object's eviction", async () => {
