@@ -9,8 +9,10 @@
  * suite reads the run's storage layout (the KV key `run` holds the run document as JSON; steps
  * are under `step/`).
  */
+
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { poll } from "../support/poll.ts";
 import { call, run, targetLog, uniqueKey, waitForRun } from "../worker/harness.ts";
 import { logUntil, requestsOf, runStub, sleep, startRun } from "./run-helpers.ts";
 
@@ -40,35 +42,58 @@ describe("eviction mid-run", () => {
     // One slow webhook: the 202 writes the run with the step in flight, then the object is evicted.
     const runId = await startRun("listing-slow", { ms: 1500 });
     const before = (await (await call(`/runs/${runId}`)).json()) as { steps: Array<{ started_at: string }> };
-    const startedAt = before.steps[0]?.started_at;
+    const startedAt = before.steps[0]?.started_at as string;
     expect(startedAt).toBeTruthy();
-    await sleep(300);
-    // Killed, not just evicted: the attempt in flight dies with the object and is made again.
+    // Killed 300 ms into the step, not just evicted: the attempt in flight dies with the object
+    // and is made again.
+    await poll(
+      "300 ms into the step",
+      () => Date.now(),
+      (now) => now >= Date.parse(startedAt) + 300,
+    );
+    const killedAt = Date.now();
     await runInDurableObject(runStub(runId), (_o, state) => state.abort("killed mid-step")).catch(() => {});
     expect(await runDurableObjectAlarm(runStub(runId))).toBe(true);
     const e = await waitForRun(runId);
     expect(e.status).toBe("complete");
     expect(e.steps[0].started_at).toBe(startedAt);
-    // Its duration counts from that first start (the resumed attempt alone took 1.5 s too).
-    expect(e.steps[0].metrics.duration_ms).toBeGreaterThanOrEqual(1500 + 250);
+    // Its duration counts from that first start: the time before the kill, then the resumed 1.5 s.
+    expect(e.steps[0].metrics.duration_ms).toBeGreaterThanOrEqual(killedAt - Date.parse(startedAt) + 1500);
   });
 
   it("survives being evicted again and again: every step is sent at most twice, finished ones once", async () => {
     const key = uniqueKey("evict-repeat");
     const runId = await startRun("rel-sequence", { key, slow_ms: 300 });
+    const evictedAt: number[] = [];
     for (let i = 0; i < 6; i++) {
-      await sleep(150);
-      await evictDurableObject(runStub(runId)).catch(() => {
+      await sleep(150); // paces the evictions across the run (not a wait for anything)
+      const at = Date.now();
+      const done = await evictDurableObject(runStub(runId)).then(
+        () => true,
         // Not running at this instant (nothing woke it yet): the next request will.
-      });
+        () => false,
+      );
+      if (done) evictedAt.push(at);
       await call(`/runs/${runId}`);
     }
     const e = await waitForRun(runId);
     expect(e.status).toBe("complete");
+    // The evictions struck while the run was going, not only after it.
+    expect(evictedAt.some((t) => t < Date.parse(e.finished_at))).toBe(true);
     const log = await targetLog(key);
-    for (const step of ["first", "middle", "last"]) {
-      const n = requestsOf(log, runId, step).length;
-      expect(n, step).toBeGreaterThanOrEqual(1);
+    for (const [i, step] of ["first", "middle", "last"].entries()) {
+      const sent = requestsOf(log, runId, step);
+      expect(sent.length, step).toBeGreaterThanOrEqual(1);
+      expect(sent.length, step).toBeLessThanOrEqual(2);
+      // Sent again only when an eviction fell while it was in flight, never once it had finished.
+      const finished = Date.parse(e.steps[i].finished_at);
+      if (sent.length === 2) {
+        expect(
+          evictedAt.some((t) => t >= (sent[0] as { time: number }).time && t <= finished),
+          step,
+        ).toBe(true);
+      }
+      for (const r of sent) expect(r.time, step).toBeLessThanOrEqual(finished);
     }
     // The last step only starts after the middle one finished, so it is never in flight twice.
     expect(requestsOf(log, runId, "last")).toHaveLength(1);
@@ -89,8 +114,8 @@ describe("eviction mid-run", () => {
 describe("retention", () => {
   it("does not delete a finished run when its alarm runs before expiry", async () => {
     const e = await run("rel-open", { a: 1 });
-    // Whatever alarm is still due (the listing's retry window) must leave the run alone.
-    await runDurableObjectAlarm(runStub(e.run_id));
+    // Its alarm (the guard of its listing entry), run early, must leave the run alone.
+    expect(await runDurableObjectAlarm(runStub(e.run_id))).toBe(true);
     const res = await call(`/runs/${e.run_id}`);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { output: unknown }).output).toEqual({ result: 1 });

@@ -7,9 +7,19 @@
  * Each test first checks that the secret really went where the workflow sends it, so "not found"
  * means masked, not "never there".
  */
+
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
-import { call, invoke, type LoggedRequest, run, targetLog, uniqueKey } from "../worker/harness.ts";
+import { poll } from "../support/poll.ts";
+import {
+  call,
+  invoke,
+  type LoggedRequest,
+  run,
+  targetLog,
+  uniqueKey,
+  waitForRun,
+} from "../worker/harness.ts";
 import { runStub } from "./run-helpers.ts";
 
 const bindings = env as unknown as Record<string, string>;
@@ -121,11 +131,19 @@ describe("a webhook target echoing the secrets", () => {
 
   it("keeps live events clean while the run is still going", async () => {
     const key = uniqueKey("leak-live");
-    const res = await invoke("rel-leak-webhook", { key });
+    const res = await invoke("rel-leak-live", { key });
     const { run_id } = (await res.json()) as { run_id: string };
     const events = await call(`/runs/${run_id}/events`);
+    const openedAt = Date.now();
     const text = await events.text();
-    expect(text).toContain("step.completed");
+    // Read live: the stream opened before the run ended, and the echo it carried held the secrets
+    // (sent, echoed, and shown masked).
+    const e = await waitForRun(run_id);
+    expect(Date.parse(e.finished_at)).toBeGreaterThan(openedAt);
+    const [sent] = await targetLog(key);
+    expect(sent?.headers.authorization).toBe(`Bearer ${WEBHOOK_SECRET}`);
+    expect(text).toContain("Bearer ***");
+    expect(text).toContain("the key is ***, keep it");
     expectNoSecret(text, "live events");
   });
 });
@@ -223,7 +241,18 @@ describe("console output", () => {
     expect(printed).toContain("probe-from-durable-object");
   });
 
-  it("never held a secret during all the runs above", () => {
+  it("holds no secret from runs that sent, echoed, failed on and were given secrets", async () => {
+    const runs = [
+      await run("rel-leak-webhook", { key: uniqueKey("leak-console") }),
+      await run("rel-leak-error", { key: uniqueKey("leak-console-error") }),
+      await run("rel-leak-params", { plain: `x ${LEAK_SECRET} y` }),
+    ];
+    // The spy saw each run's own line: what those runs printed is what is searched.
+    await poll(
+      "each run's log line",
+      () => printed.join("\n"),
+      (text) => runs.every((e) => text.includes(e.run_id)),
+    );
     expectNoSecret(printed.join("\n"), "console output");
   });
 });

@@ -13,6 +13,7 @@
  *   (a repair call): then as `stub-json`.
  * - `stub-always-bad`: never JSON.
  * - `stub-echo`: the last user message, verbatim.
+ * - `stub-echo-key`: the API key it was sent, as the reply's text (a provider that quotes it back).
  * - `stub-500`, `stub-401`: that status, with an error body that quotes the API key (as some
  *   providers do) so tests can check it never leaks.
  * - `stub-500-then-ok`, `stub-429-then-ok`: the first request for (key, model) fails, the next
@@ -282,6 +283,8 @@ function decide(model: string, conv: Conversation, seen: number, key: string | n
       return { status: 200, text: "I would rather not answer in JSON." };
     case "stub-echo":
       return { status: 200, text: conv.messages.filter((m) => m.role === "user").at(-1)?.content ?? "" };
+    case "stub-echo-key":
+      return { status: 200, text: `the key you sent is ${key}` };
     case "stub-500":
       return { status: 500, text: JSON.stringify(keyEcho) };
     case "stub-401":

@@ -22,6 +22,7 @@ import type { Bundle } from "../../../src/bundle.ts";
 import { recordRun } from "../../../src/run/listing/listing.ts";
 import { BUCKET_MS, placeRun, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing/listing-layout.ts";
 import type { RunObject } from "../../../src/run/object/run-object.ts";
+import { shardHolds as holds, shardStubOf as shardStub } from "../../support/listing-shard.ts";
 import { poll } from "../../support/poll.ts";
 import { call, invoke, run, TOKEN, waitForRun } from "../../worker/harness.ts";
 
@@ -145,31 +146,14 @@ function runStub(runId: string): DurableObjectStub {
   return env.RUNS.get(env.RUNS.idFromString(runId));
 }
 
-/** The listing shard a run of `workflow` started now goes to. */
+/** The listing shard a run of `workflow` (default listing-quick) started now goes to. */
 function shardStubOf(runId: string, workflow = "listing-quick"): DurableObjectStub {
-  const ref = placeRun(workflow, runId, Date.now());
-  return env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`${workflow}\n${ref.bucket}\n${ref.shard}`));
+  return shardStub(runId, workflow);
 }
 
-/** Where the shard holds the run's entry: waiting in its buffer, or in a written batch row. */
-function shardHolds(
-  runId: string,
-  workflow = "listing-quick",
-): Promise<{ buffered: boolean; written: boolean }> {
-  return runInDurableObject(shardStubOf(runId, workflow), (instance, state) => {
-    const shard = (instance as unknown as { shard: { buffer: Map<string, { run_id: string }> } }).shard;
-    const buffered = [...shard.buffer.values()].some((r) => r.run_id === runId);
-    const tables = state.storage.sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'batches'")
-      .toArray();
-    const written =
-      tables.length > 0 &&
-      state.storage.sql
-        .exec<{ entries: string }>("SELECT entries FROM batches")
-        .toArray()
-        .some((row) => (JSON.parse(row.entries) as Array<[string]>).some((p) => p[0] === runId));
-    return { buffered, written };
-  });
+/** Where the shard holds the run's entry (buffered or written). */
+function shardHolds(runId: string, workflow = "listing-quick") {
+  return holds(runId, workflow);
 }
 
 /** Gives the shard of `id`'s run a flush window of `ms` (at most the deployed 8 s; until it restarts). */

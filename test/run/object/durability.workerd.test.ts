@@ -3,9 +3,11 @@
  * finished steps, and its deadline holds through the alarm even when nothing else wakes it.
  */
 
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { logUntil } from "../../reliability/run-helpers.ts";
+import { poll } from "../../support/poll.ts";
 import { call, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 function stubOf(runId: string) {
@@ -19,34 +21,52 @@ async function started(name: string, body: unknown = {}): Promise<string> {
 }
 
 describe("eviction", () => {
-  it("resumes an evicted run without repeating its finished steps", async () => {
+  it("resumes a run killed mid-step without repeating its finished steps", async () => {
     const key = uniqueKey("evict");
     const runId = await started("two-phase", { key });
     // Wait until the first step has finished and the second is in flight.
-    for (let i = 0; i < 100 && (await targetLog(key)).length < 2; i++)
-      await new Promise((r) => setTimeout(r, 20));
-    await evictDurableObject(stubOf(runId));
+    const [, inFlight] = await logUntil(key, (log) => log.length >= 2);
+    // The process dies mid-step (an eviction would wait for the call to end): the second call,
+    // answered after 800 ms, is still in flight.
+    const killedAt = Date.now();
+    await runInDurableObject(stubOf(runId), (_o, state) => state.abort("killed mid-step")).catch(() => {});
+    expect(killedAt).toBeLessThan((inFlight?.time as number) + 800);
     const e = await waitForRun(runId);
     expect(e.status).toBe("complete");
     const log = await targetLog(key);
     const first = log.filter((r) => r.path === "/echo");
     const second = log.filter((r) => r.path.startsWith("/slow"));
     expect(first).toHaveLength(1);
-    expect(second.length).toBeGreaterThanOrEqual(1);
+    // The step cut off by the eviction ran again, once, after it, under the same key.
+    expect(second).toHaveLength(2);
+    expect(second[1]?.time).toBeGreaterThanOrEqual(killedAt);
     expect(new Set(second.map((r) => r.headers["idempotency-key"]))).toEqual(new Set([`${runId}:second`]));
   });
 
   it("ends an evicted run at its deadline when only the alarm wakes it", async () => {
     const runId = await started("deadline");
-    await new Promise((r) => setTimeout(r, 100));
+    const running = await poll(
+      `${runId}'s step running`,
+      async () => (await (await call(`/runs/${runId}`)).json()) as { status: string; deadline: string },
+      (e) => e.status === "running",
+    );
+    // Its alarm is at its deadline: what ends it when nothing else wakes it.
+    const deadline = Date.parse(running.deadline);
+    expect(await runInDurableObject(stubOf(runId), (_o, state) => state.storage.getAlarm())).toBe(deadline);
     await evictDurableObject(stubOf(runId));
-    await new Promise((r) => setTimeout(r, 2100));
-    // Due at the deadline: it may have run on its own already; if not, run it now.
-    await runDurableObjectAlarm(stubOf(runId));
+    await poll(
+      "the run's deadline to pass",
+      () => Date.now(),
+      (now) => now > deadline,
+    );
+    // The alarm ends it: run here, or already on its own when it was due.
+    const askedAt = Date.now();
+    const ranNow = await runDurableObjectAlarm(stubOf(runId));
     const res = await call(`/runs/${runId}`);
-    const e = (await res.json()) as { status: string; error: { code: string } };
+    const e = (await res.json()) as { status: string; error: { code: string }; finished_at: string };
     expect(e.status).toBe("failed");
     expect(e.error.code).toBe("timeout");
+    expect(ranNow || Date.parse(e.finished_at) < askedAt).toBe(true);
   });
 });
 
@@ -54,8 +74,8 @@ describe("retention", () => {
   it("keeps a finished run until RUN_RETENTION_S has passed", async () => {
     const res = await invoke("basic", { items: [] }, { wait: 10 });
     const { run_id } = (await res.json()) as { run_id: string };
-    // Running whatever alarm is due, early, must not delete the run.
-    await runDurableObjectAlarm(stubOf(run_id));
+    // Running its alarm (the guard of its listing entry), early, must not delete the run.
+    expect(await runDurableObjectAlarm(stubOf(run_id))).toBe(true);
     expect((await call(`/runs/${run_id}`)).status).toBe(200);
   });
 });

@@ -6,11 +6,15 @@
  * checkpoints a transform runs again but a sent webhook is never sent again; records too large
  * for one stored value get rows of their own and read back after an eviction.
  */
+
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import workflowBundle from "workflow-bundle";
 import type { Bundle, JsonObject } from "../../../src/bundle.ts";
 import type { RunObject } from "../../../src/run/object/run-object.ts";
+import { logUntil } from "../../reliability/run-helpers.ts";
+import { shardHolds } from "../../support/listing-shard.ts";
+import { poll } from "../../support/poll.ts";
 import { call, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 /** Starts `name` in a fresh run object whose KV writes are counted, and waits for its end. */
@@ -83,10 +87,13 @@ describe("rows a run writes", () => {
     const alarm = await runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
     expect(alarm).not.toBeNull();
     expect((alarm as number) - Date.now()).toBeLessThan(10_000);
-    // Once the shard has written its batch (300 ms in the tests), the guard asks, hears it is
-    // durable, and arms nothing more.
-    await new Promise((r) => setTimeout(r, 600));
-    await runDurableObjectAlarm(stub);
+    // Once the shard has written its batch, the guard asks, hears it is durable, and arms nothing more.
+    await poll(
+      `the shard to write ${envelope?.run_id}'s entry`,
+      () => shardHolds(envelope?.run_id as string, "rows-ten"),
+      (h) => h.written,
+    );
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBeNull();
   });
 
@@ -114,8 +121,7 @@ describe("rows a run writes", () => {
     const { run_id } = (await res.json()) as { run_id: string };
     const stub = env.RUNS.get(env.RUNS.idFromString(run_id));
     // The first webhook has answered and the second is in flight.
-    for (let i = 0; i < 100 && (await targetLog(key)).length < 2; i++)
-      await new Promise((r) => setTimeout(r, 20));
+    await logUntil(key, (log) => log.length >= 2);
     const keys = await runInDurableObject(stub, (_o, state) =>
       [...state.storage.kv.list<string>()].map(([k]) => k),
     );

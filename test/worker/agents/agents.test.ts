@@ -53,8 +53,11 @@ describe("agent steps", () => {
     expect(user?.content).toContain(`Summarize this ticket: ${marker}`);
   });
 
-  it("never shows the provider key in the envelope", async () => {
-    const e = await run("agent-basic", { text: "hello" });
+  it("never shows the provider key in the envelope, even when the provider answers with it", async () => {
+    const e = await run("agent-echo-key", {});
+    expect(e.status).toBe("complete");
+    // The provider's answer held the key (its stub quotes what it was sent); the run recorded ***.
+    expect(e.steps[0].output).toEqual({ text: "the key you sent is ***" });
     expect(JSON.stringify(e)).not.toContain(vars.MODEL_API_KEY);
   });
 });

@@ -66,7 +66,14 @@ describe("run notifications", () => {
     expect(e.status).toBe("complete");
     const [got] = await notifications("notify-all", e.run_id);
     expect((verified(got as LoggedRequest) as { type: string }).type).toBe("run.complete");
-    // The slow receiver hears only of canceled runs.
+    // The run's own record of what it owes: one delivery, delivered, to notify-all; none to the
+    // slow receiver, which hears only of canceled runs.
+    const own = (await (await call(`/runs/${e.run_id}/deliveries`)).json()) as {
+      deliveries: Array<{ url: string; state: string }>;
+    };
+    expect(own.deliveries).toHaveLength(1);
+    expect(own.deliveries[0]?.url).toMatch(/\/echo\?key=notify-all$/);
+    expect(own.deliveries[0]?.state).toBe("delivered");
     expect((await targetLog("notify-slow")).filter((r) => r.body.includes(e.run_id))).toEqual([]);
   });
 
@@ -76,7 +83,19 @@ describe("run notifications", () => {
     const got = await notifications("notify-flaky", e.run_id, 3);
     expect(got).toHaveLength(3);
     expect(new Set(got.map((r) => r.headers["webhook-id"]))).toEqual(new Set([`msg_${e.run_id}_run.failed`]));
-    await new Promise((r) => setTimeout(r, 1500));
+    // The delivery's own record: delivered on the third attempt, nothing more due.
+    const d = await poll(
+      `${e.run_id}'s notification delivered`,
+      async () =>
+        (
+          (await (await call(`/runs/${e.run_id}/deliveries`)).json()) as {
+            deliveries: Array<{ state: string; attempts: unknown[]; next_attempt_at: string | null }>;
+          }
+        ).deliveries[0],
+      (x) => x?.state === "delivered",
+    );
+    expect(d?.attempts).toHaveLength(3);
+    expect(d?.next_attempt_at).toBeNull();
     expect(await notifications("notify-flaky", e.run_id, 3)).toHaveLength(3);
   });
 

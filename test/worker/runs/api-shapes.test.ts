@@ -3,9 +3,11 @@
  * OpenAPI document references): envelopes of every outcome and of a waiting run, step records
  * of sub-workflows and fan-outs, problems, the run list, the run graph and approvals.
  */
+
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { expectShape } from "../../support/api-shapes.ts";
+import { poll } from "../../support/poll.ts";
 import { call, invoke, run, uniqueKey } from "../harness.ts";
 import { AUTH, approvals, loggedServer, script, start, until } from "../tools-support.ts";
 
@@ -69,10 +71,27 @@ describe("the API's answers match schema/api.schema.json", () => {
     };
     expect(e.steps[1]?.reused_from).toBe(old.run_id);
     expectShape("Envelope", e);
-    const bulk = await call("/runs/rerun?workflow=recover-rerun&since=2999-01-01T00:00:00Z", {
+    // A bulk re-run of the failed runs since a fresh one: its answer names that run's re-run.
+    const failed = await run("recover-rerun", { key: uniqueKey("shape-bulk"), ship_route: "status/500" });
+    expect(failed.status).toBe("failed");
+    await poll(
+      `${failed.run_id} listed as failed`,
+      async () =>
+        (
+          (await (await call("/runs?workflow=recover-rerun&status=failed&limit=100")).json()) as {
+            runs: Array<{ run_id: string }>;
+          }
+        ).runs,
+      (runs) => runs.some((r) => r.run_id === failed.run_id),
+      { timeoutMs: 12_000 },
+    );
+    const bulk = await call(`/runs/rerun?workflow=recover-rerun&since=${failed.created_at}`, {
       method: "POST",
     });
-    expectShape("RerunList", await bulk.json());
+    expect(bulk.status).toBe(200);
+    const list = (await bulk.json()) as { runs: Array<{ rerun_of: string }> };
+    expectShape("RerunList", list);
+    expect(list.runs.map((r) => r.rerun_of)).toContain(failed.run_id);
   });
 
   it("a page of the run list", async () => {

@@ -9,7 +9,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { placeRun } from "../../../src/run/listing/listing-layout.ts";
+import { placeRun, SHARDS_PER_BUCKET } from "../../../src/run/listing/listing-layout.ts";
+import { shardHolds } from "../../support/listing-shard.ts";
 import { poll } from "../../support/poll.ts";
 import { call, type Envelope, run } from "../harness.ts";
 
@@ -60,17 +61,38 @@ describe("express runs", () => {
   });
 
   it("stay listed when their listing shard is reset before it has written the entry", async () => {
+    // Every shard of this hour holds what it takes unwritten for 2 s (not 300 ms): long enough to
+    // be reset with the entry on a loaded machine.
+    const bucket = placeRun("express-api", "x", Date.now()).bucket;
+    for (let s = 0; s < SHARDS_PER_BUCKET; s++) {
+      const stub = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`express-api\n${bucket}\n${s}`));
+      await runInDurableObject(stub, (instance) => {
+        const shard = (instance as unknown as { shard: { env: Env } }).shard;
+        shard.env = { ...shard.env, LISTING_FLUSH_MS: "2000" } as Env;
+      });
+    }
     const e: Envelope = await run("express-api", { n: 4 });
     const ref = placeRun("express-api", e.run_id, Date.parse(e.created_at));
+    expect(ref.bucket).toBe(bucket);
     const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`express-api\n${ref.bucket}\n${ref.shard}`));
-    // The entry reached the shard (listed from its memory), which writes it within LISTING_FLUSH_MS
-    // (300 ms here); the shard is reset before that, losing what it has not written.
-    expect(await listedStatus(e.run_id)).toBe("complete");
+    // The entry reached the shard (listed from its memory), unwritten; the shard is reset,
+    // losing what it has not written.
+    await poll(
+      `the shard to take ${e.run_id}'s entry`,
+      () => shardHolds(e.run_id, "express-api"),
+      (h) => h.buffered,
+    );
+    expect(await shardHolds(e.run_id, "express-api")).toEqual({ buffered: true, written: false });
     await runInDurableObject(shard, (_o, state) => state.abort("shard reset before its flush")).catch(
       () => {},
     );
-    // The Worker that answered the run is told the shard went, and sends the entry to the next one.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // The Worker that answered the run is told the shard went, and sends the entry to the next
+    // incarnation, which writes it.
+    await poll(
+      `${e.run_id}'s entry written again`,
+      () => shardHolds(e.run_id, "express-api"),
+      (h) => h.written,
+    );
     expect(await listedStatus(e.run_id)).toBe("complete");
     // That one wrote it: another reset loses nothing.
     await runInDurableObject(shard, (_o, state) => state.abort("shard reset after its flush")).catch(
