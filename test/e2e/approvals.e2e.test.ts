@@ -177,8 +177,11 @@ describe("a streaming agent step in the viewer", () => {
     const live = page.locator('.node[data-step="answer"] > .stream-text');
     await live.waitFor();
     const lengthNow = async () => ((await live.textContent()) ?? "").length;
-    let first = await lengthNow();
-    for (let i = 0; i < 100 && first === 0; i++) first = await lengthNow();
+    await page.waitForFunction(
+      () =>
+        (document.querySelector('.node[data-step="answer"] > .stream-text')?.textContent ?? "").length > 0,
+    );
+    const first = await lengthNow();
     // It grows while the step runs, without a reload.
     await page.waitForFunction(
       (n: number) =>

@@ -3,9 +3,11 @@
  * runs it (`node cli/bin.ts`, which is what the `workflow-edge` bin and `npm run cli` start):
  * exit statuses, human output, `--json` output parsed, and API errors on stderr.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../cli/run-cli.ts";
 import { startWebhookTarget } from "../servers/webhook-target.ts";
+import { poll } from "../support/poll.ts";
 import { startWorker, type WorkerProcess } from "./worker-process.ts";
 
 const TOKEN = "e2e-cli-token-0d5f1e";
@@ -48,21 +50,25 @@ describe("workflow-edge against a Worker", () => {
     expect(accepted.code).toBe(0);
     const { run_id, status } = JSON.parse(accepted.stdout) as { run_id: string; status: string };
     expect(status).toBe("accepted");
-    for (let i = 0; i < 100; i++) {
-      const got = await cli("runs", "get", run_id, "--json");
-      if (JSON.parse(got.stdout).status === "complete") break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await poll(
+      `runs get ${run_id} to say complete`,
+      async () => JSON.parse((await cli("runs", "get", run_id, "--json")).stdout) as { status: string },
+      (e) => e.status === "complete",
+      { intervalMs: 100 },
+    );
     const human = await cli("runs", "get", run_id);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain(`run ${run_id} complete`);
-    let listed = false;
-    for (let i = 0; i < 100 && !listed; i++) {
-      const list = await cli("runs", "list", "--workflow", "e2e-pipeline", "--all", "--json");
-      listed = (JSON.parse(list.stdout).runs as Array<{ run_id: string }>).some((r) => r.run_id === run_id);
-      if (!listed) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(listed).toBe(true);
+    await poll(
+      `runs list to show ${run_id}`,
+      async () =>
+        JSON.parse((await cli("runs", "list", "--workflow", "e2e-pipeline", "--all", "--json")).stdout)
+          .runs as Array<{
+          run_id: string;
+        }>,
+      (runs) => runs.some((r) => r.run_id === run_id),
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
     const table = await cli("runs", "list", "--workflow", "e2e-pipeline", "--limit", "5");
     expect(table.stdout.split("\n")[0]).toMatch(/^RUN\s+STATUS\s+CREATED\s+DURATION$/);
   });
@@ -91,11 +97,12 @@ describe("workflow-edge against a Worker", () => {
     const refused = await cli("runs", "get", run_id);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^error: unauthorized: /);
-    for (let i = 0; i < 100; i++) {
-      const e = JSON.parse((await cli(...auth, "--json", "runs", "get", run_id)).stdout);
-      if (e.steps[0].status === "waiting") break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await poll(
+      `${run_id}'s first step waiting`,
+      async () => JSON.parse((await cli(...auth, "--json", "runs", "get", run_id)).stdout),
+      (e) => e.steps[0].status === "waiting",
+      { intervalMs: 100 },
+    );
     const none = await cli(...auth, "approvals", run_id);
     expect(none.stdout.trim()).toBe("no approvals");
     const notThere = await cli(...auth, "approve", run_id, "apr_nope", "--comment", "ok");

@@ -6,10 +6,12 @@
  * blanks what differs from run to run (run ids, kept apart by the order they first appear in,
  * times, durations, list cursors), so that a page can be held to what its commands really print.
  */
+
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { poll } from "../support/poll.ts";
 import { startWorker, type WorkerProcess } from "./worker-process.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
@@ -186,12 +188,12 @@ export async function startReceiver(): Promise<Receiver> {
   child.stdout.on("data", (c) => {
     out += c;
   });
-  let url = "";
-  for (let i = 0; i < 100 && !url; i++) {
-    url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? "";
-    if (!url) await new Promise((r) => setTimeout(r, 50));
-  }
-  if (!url) throw new Error(`the receiver did not start: ${out}`);
+  const url = await poll(
+    "the receiver to print where it listens",
+    () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? "",
+    (u) => u !== "",
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
   return {
     url,
     printed: () => out,

@@ -4,8 +4,10 @@
  * status, a running run followed to its end without a reload, and a protected workflow's list
  * behind its credentials.
  */
+
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
+import { poll } from "../support/poll.ts";
 import { E2E_TOKEN, useViewerStack } from "./viewer-stack.ts";
 
 const stack = useViewerStack();
@@ -27,11 +29,7 @@ async function api(path: string, headers: Record<string, string> = {}): Promise<
 
 /** Polls `done` (outside a test, where expect.poll is not available). */
 async function until(done: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await done())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error("the listing did not catch up in time");
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await poll("the listing to catch up", done, (ok) => ok, { timeoutMs, intervalMs: 200 });
 }
 
 async function invoke(body: unknown, wait: boolean): Promise<string> {

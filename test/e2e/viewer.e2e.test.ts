@@ -4,8 +4,10 @@
  * is still going (the page follows it live without a reload), a run that needs credentials, and
  * the run list.
  */
+
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
+import { poll } from "../support/poll.ts";
 import { E2E_SECRET, E2E_TOKEN, useViewerStack } from "./viewer-stack.ts";
 
 const stack = useViewerStack();
@@ -277,11 +279,15 @@ describe("viewer of a run whose notification failed", () => {
     const failed = page.locator(
       `#deliveries [data-delivery="msg_${e.run_id}_run.complete"][data-state="failed"]`,
     );
-    for (let i = 0; i < 20 && (await failed.count()) === 0; i++) {
-      await new Promise((r) => setTimeout(r, 300));
-      await page.reload();
-    }
-    await failed.waitFor();
+    await poll(
+      "the page to show the failed delivery",
+      async () => {
+        if ((await failed.count()) === 0) await page.reload();
+        return failed.count();
+      },
+      (n) => n > 0,
+      { intervalMs: 300 },
+    );
     expect(await failed.locator("li").allTextContents()).toEqual([
       expect.stringMatching(/: http_503$/),
       expect.stringMatching(/: http_503$/),

@@ -4,6 +4,7 @@
  * and the run totals of a run read mid-fan-out already count its finished items, and a resumed
  * fan-out counts its restored items once.
  */
+
 import { describe, expect, it } from "vitest";
 import type { CompiledStep, CompiledWorkflow, Json } from "../../src/bundle.ts";
 import { createLedger } from "../../src/engine/budget.ts";
@@ -13,6 +14,7 @@ import { runPipeline } from "../../src/engine/scheduler.ts";
 import { emptyMetrics, type StepRecord } from "../../src/engine/types.ts";
 import { executors } from "../../src/steps/index.ts";
 import { testBundle, testWorkflow } from "../support/compiled.ts";
+import { poll } from "../support/poll.ts";
 
 /** A webhook fan-out over `params.items` whose fake executor holds each item `{ms}` and costs $0.01. */
 function fanOut(id: string): CompiledStep {
@@ -68,14 +70,17 @@ function options(params: Json) {
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe("a fan-out step's metrics", () => {
   it("are the sums of the items finished so far while the fan-out still runs", async () => {
     const w = testWorkflow({ key: "w", name: "w", steps: [fanOut("a")] });
     const h = host(w);
     const done = runPipeline(h, w, options({ items: [{ ms: 5 }, { ms: 5 }, { ms: 400 }] }));
-    await sleep(150);
+    // The two quick items have finished; the slow one runs on.
+    await poll(
+      "items 0 and 1 complete",
+      () => [h.records.get("a/0")?.status, h.records.get("a/1")?.status],
+      (s) => s.every((x) => x === "complete"),
+    );
     const step = h.records.get("a");
     expect(step?.status).toBe("running");
     expect(h.records.get("a/2")?.status).toBe("running");

@@ -2,6 +2,7 @@
  * The scheduler without a Durable Object: dependency order, concurrency, conditions, failure
  * propagation, resume from restored records, sub-workflows and masking of recorded values.
  */
+
 import { describe, expect, it } from "vitest";
 import type { CompiledStep, CompiledWorkflow, Json, Template } from "../../src/bundle.ts";
 import { createLedger } from "../../src/engine/budget.ts";
@@ -11,6 +12,7 @@ import { runPipeline } from "../../src/engine/scheduler.ts";
 import { StepError, type StepRecord } from "../../src/engine/types.ts";
 import { executors } from "../../src/steps/index.ts";
 import { testBundle, testWorkflow } from "../support/compiled.ts";
+import { poll } from "../support/poll.ts";
 
 const lit = (v: Json): Template => ({ t: "lit", v });
 
@@ -114,8 +116,14 @@ describe("scheduler", () => {
     const wf = workflow("w", [step("a", [], {}), step("b", []), step("c", ["a", "b"])]);
     const h = harness([wf], { delays: { a: 50, b: 50 } });
     const p = runPipeline(h.host, wf, options());
-    await new Promise((r) => setTimeout(r, 10));
+    // Both started before either finished (each takes 50 ms).
+    await poll(
+      "a and b started",
+      () => h.started.length,
+      (n) => n >= 2,
+    );
     expect(h.started).toEqual(["a", "b"]);
+    expect(h.host.records.get("a")?.status).toBe("running");
     await p;
     expect(h.started).toEqual(["a", "b", "c"]);
   });
@@ -159,7 +167,11 @@ describe("scheduler", () => {
     const h = harness([wf], { delays: { a: 1000 } });
     const ctl = new AbortController();
     const p = runPipeline(h.host, wf, options(ctl.signal)).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 10));
+    await poll(
+      "a running",
+      () => h.host.records.get("a")?.status,
+      (s) => s === "running",
+    );
     ctl.abort(new RunAbort("canceled"));
     expect(await p).toBeInstanceOf(RunAbort);
     expect(h.host.records.get("a")?.status).toBe("canceled");

@@ -3,8 +3,10 @@
  * failed or canceled while the invoke waits, media types compared case-insensitively, a
  * streamed body over 1 MiB, and the event stream behind the workflow's credentials.
  */
+
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { poll } from "../support/poll.ts";
 import { call, type Envelope, invoke, TOKEN } from "../worker/harness.ts";
 
 /** The run id an invoke of `workflow` with this Idempotency-Key gets (src/http/start-run.ts). */
@@ -13,14 +15,17 @@ function runIdFor(workflow: string, key: string): string {
 }
 
 /** Cancels `runId` as soon as it exists (the invoke that creates it is still waiting). */
-async function cancelWhenStarted(runId: string): Promise<Response> {
-  for (let i = 0; i < 200; i++) {
-    const res = await call(`/runs/${runId}/cancel`, { method: "POST" });
-    if (res.status !== 404) return res;
-    await res.arrayBuffer();
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`run ${runId} never appeared`);
+function cancelWhenStarted(runId: string): Promise<Response> {
+  return poll(
+    `run ${runId} to exist, to cancel it`,
+    async () => {
+      const res = await call(`/runs/${runId}/cancel`, { method: "POST" });
+      if (res.status === 404) await res.arrayBuffer();
+      return res;
+    },
+    (res) => res.status !== 404,
+    { timeoutMs: 10_000, intervalMs: 25 },
+  );
 }
 
 describe("Prefer: wait and a run that does not complete", () => {

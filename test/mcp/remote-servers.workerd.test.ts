@@ -8,10 +8,12 @@
  * the RFC 8707 resource, renewed once when the server refuses one, and never stored, logged or
  * exported.
  */
+
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SdkServerLog } from "../servers/mcp-sdk.ts";
+import { poll } from "../support/poll.ts";
 import { type Envelope, run, uniqueKey } from "../worker/harness.ts";
 import { script, TOOLS_URL } from "../worker/tools-support.ts";
 
@@ -168,12 +170,12 @@ describe("OAuth", () => {
     const stored = await runInDurableObject(stub, (_o, state) =>
       JSON.stringify([...state.storage.kv.list()]),
     );
-    let spans = "";
-    for (let i = 0; i < 100 && !spans.includes(`workflow tools-oauth`); i++) {
-      spans = JSON.stringify(await (await fetch(`${COLLECTOR}/traces/${traceId}`)).json());
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(spans).toContain("workflow tools-oauth");
+    const spans = await poll(
+      "the run's root span at the collector",
+      async () => JSON.stringify(await (await fetch(`${COLLECTOR}/traces/${traceId}`)).json()),
+      (text) => text.includes("workflow tools-oauth"),
+      { intervalMs: 100 },
+    );
     for (const token of issued) {
       expect(stored).not.toContain(token);
       expect(spans).not.toContain(token);

@@ -76,9 +76,11 @@ describe("a workflow with residency: eu", () => {
 
   it("asks its flow key (concurrency, cancel_on) and its signal key in the jurisdiction", async () => {
     // The keyed wait registers with its signal key right after the run starts.
-    for (let i = 0; i < 100 && !recorder.calls.some((c) => c.binding === "SIGNAL_KEYS"); i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await poll(
+      "a call on SIGNAL_KEYS",
+      () => recorder.calls.some((c) => c.binding === "SIGNAL_KEYS"),
+      (yes) => yes,
+    );
     const keys = recorder.calls.filter(
       (c) => (c.binding === "FLOW_KEYS" || c.binding === "SIGNAL_KEYS") && c.arg.startsWith("residency-eu\n"),
     );

@@ -5,9 +5,11 @@
  * envelope) last; live listeners get the deltas too, a reconnect with `Last-Event-ID` what it
  * missed; nothing of the deltas is stored.
  */
+
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { runStub } from "../../reliability/run-helpers.ts";
+import { readUntil } from "../../support/read-stream.ts";
 import { call, type Envelope, waitForRun } from "../../worker/harness.ts";
 
 interface Ev {
@@ -176,11 +178,17 @@ describe("live listeners of a streaming run", () => {
     // A listener reads a few events, leaves, and comes back with the id of the last it had.
     const first = await call(`/runs/${runId}/events`);
     const r1 = (first.body as ReadableStream<Uint8Array>).getReader();
-    let seen: Ev[] = [];
-    while (!seen.some((e) => e.type === "output.delta")) {
-      seen = parse(seen.length === 0 ? new TextDecoder().decode((await r1.read()).value) : "");
-      if (seen.length === 0) seen = parse(new TextDecoder().decode((await r1.read()).value));
-    }
+    // Until one whole output.delta event has come.
+    const read = await readUntil(
+      r1,
+      (t) => {
+        const at = t.indexOf("event: output.delta");
+        return at >= 0 && t.indexOf("\n\n", at) >= 0;
+      },
+      { what: "the live events, for a delta" },
+    );
+    // The events read in whole (a last one may have been cut by the chunking).
+    const seen = parse(read.slice(0, read.lastIndexOf("\n\n") + 2));
     await r1.cancel();
     const lastId = (seen[seen.length - 1] as Ev).id;
     const again = await call(`/runs/${runId}/events`, { headers: { "last-event-id": String(lastId) } });

@@ -181,7 +181,12 @@ describe("the run lifecycle", () => {
       () => first.envelope().steps[1]?.status === "running" && kv.get("checkpoint/ship") !== undefined,
     );
     const startedAt = first.envelope().steps[1]?.started_at;
-    await new Promise((r) => setTimeout(r, 30));
+    // The clock moves on before the resume: a start written again would show it.
+    await poll(
+      "the clock to pass the step's start",
+      () => Date.now(),
+      (now) => now > Date.parse(startedAt as string),
+    );
     let resumedWith: Json = null;
     const second = lifecycle(kv, async (path, ctx) => {
       resumedWith = ctx.checkpoint?.load() ?? null;

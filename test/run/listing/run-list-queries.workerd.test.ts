@@ -15,6 +15,7 @@ import {
 } from "../../../src/run/listing/listing-layout.ts";
 import { poll } from "../../support/poll.ts";
 import { call, run } from "../../worker/harness.ts";
+import { shardHolds } from "../../worker/listing-shard.ts";
 
 interface Listed {
   run_id: string;
@@ -131,7 +132,11 @@ describe("a run deleted, then created again under the same Idempotency-Key", () 
     const first = await run("listing-paging", { n: 1 }, { headers: { "idempotency-key": key } });
     // The first run has sent its entry, which waits in its shard's batch (FLUSH_WINDOW_MS) while
     // the run is deleted and created anew.
-    await new Promise((r) => setTimeout(r, 50));
+    await poll(
+      `the shard to take ${first.run_id}'s entry`,
+      () => shardHolds(first.run_id, "listing-paging"),
+      (h) => h.buffered || h.written,
+    );
     expect((await call(`/runs/${first.run_id}`, { method: "DELETE" })).status).toBe(204);
     const second = await run("listing-paging", { n: 2 }, { headers: { "idempotency-key": key } });
     expect(second.run_id).toBe(first.run_id);
@@ -143,10 +148,15 @@ describe("a run deleted, then created again under the same Idempotency-Key", () 
   it("is listed again (the new run, once)", async () => {
     const key = `paging-${crypto.randomUUID()}`;
     const first = await run("listing-paging", { n: 1 }, { headers: { "idempotency-key": key } });
-    for (let i = 0; (await listed(first.run_id)).length === 0; i++) {
-      expect(i, "the first run is listed within 10 s").toBeLessThan(100);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await poll(
+      `${first.run_id} listed`,
+      () => listed(first.run_id),
+      (l) => l.length > 0,
+      {
+        timeoutMs: 12_000,
+        intervalMs: 100,
+      },
+    );
     expect((await call(`/runs/${first.run_id}`, { method: "DELETE" })).status).toBe(204);
     expect(await listed(first.run_id)).toEqual([]);
     // The key is free again: a new run, with the same (derived) run id.

@@ -22,9 +22,9 @@ import type { Bundle } from "../../../src/bundle.ts";
 import { recordRun } from "../../../src/run/listing/listing.ts";
 import { BUCKET_MS, placeRun, SHARDS_PER_BUCKET, shardOf } from "../../../src/run/listing/listing-layout.ts";
 import type { RunObject } from "../../../src/run/object/run-object.ts";
-import { shardHolds as holds, shardStubOf as shardStub } from "../../support/listing-shard.ts";
 import { poll } from "../../support/poll.ts";
 import { call, invoke, run, TOKEN, waitForRun } from "../../worker/harness.ts";
+import { shardHolds as holds, shardStubOf as shardStub } from "../../worker/listing-shard.ts";
 
 interface Listed {
   run_id: string;

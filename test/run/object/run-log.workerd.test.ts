@@ -3,7 +3,9 @@
  * Workers Logs (`[observability]` in wrangler.toml) indexes field by field, so runs can be
  * searched in the dashboard or Logpush without the run listing.
  */
+
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
+import { poll } from "../../support/poll.ts";
 import { call, invoke, run } from "../../worker/harness.ts";
 
 let spy: MockInstance;
@@ -17,12 +19,11 @@ beforeEach(() => {
 });
 afterEach(() => spy.mockRestore());
 
-/** The parsed log lines of one run (waits briefly: the line is written as the run finishes). */
+/** The parsed log lines of one run, once its run.finished line is there (written as the run finishes). */
 async function linesOf(runId: string): Promise<Array<Record<string, unknown>>> {
-  await new Promise((r) => setTimeout(r, 50));
-  return lines
-    .filter((l) => l.startsWith("{") && l.includes(runId))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const mine = () => lines.filter((l) => l.startsWith("{") && l.includes(runId));
+  await poll(`${runId}'s log line`, mine, (ls) => ls.some((l) => l.includes('"run.finished"')));
+  return mine().map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 describe("the finished-run log line", () => {

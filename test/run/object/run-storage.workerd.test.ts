@@ -13,9 +13,9 @@ import workflowBundle from "workflow-bundle";
 import type { Bundle, JsonObject } from "../../../src/bundle.ts";
 import type { RunObject } from "../../../src/run/object/run-object.ts";
 import { logUntil } from "../../reliability/run-helpers.ts";
-import { shardHolds } from "../../support/listing-shard.ts";
 import { poll } from "../../support/poll.ts";
 import { call, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
+import { shardHolds } from "../../worker/listing-shard.ts";
 
 /** Starts `name` in a fresh run object whose KV writes are counted, and waits for its end. */
 async function countedRun(name: string, params: JsonObject = {}) {

@@ -160,11 +160,11 @@ describe("one trace per run", () => {
     const key = uniqueKey("trace-wait");
     const res = await invoke("wait-signal", { key });
     const { run_id } = (await res.json()) as { run_id: string };
-    for (let i = 0; i < 300; i++) {
-      const e = (await (await call(`/runs/${run_id}`)).json()) as Envelope;
-      if (e.steps.find((s: { id: string }) => s.id === "payment")?.status === "waiting") break;
-      await new Promise((r) => setTimeout(r, 30));
-    }
+    await poll(
+      `${run_id}'s payment step waiting`,
+      async () => (await (await call(`/runs/${run_id}`)).json()) as Envelope,
+      (e) => e.steps.find((s: { id: string }) => s.id === "payment")?.status === "waiting",
+    );
     await evictDurableObject(env.RUNS.get(env.RUNS.idFromString(run_id)));
     await call(`/runs/${run_id}/signals/payment_received`, {
       method: "POST",
@@ -234,10 +234,11 @@ describe("a collector that refuses", () => {
       { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } },
     );
     expect(e.status).toBe("complete");
-    const start = Date.now();
-    while (!lines("trace.dropped").some((l) => l.run_id === e.run_id) && Date.now() - start < 10_000)
-      await new Promise((r) => setTimeout(r, 50));
-    const dropped = lines("trace.dropped").find((l) => l.run_id === e.run_id);
+    const dropped = await poll(
+      `a trace.dropped line for ${e.run_id}`,
+      () => lines("trace.dropped").find((l) => l.run_id === e.run_id),
+      (l) => l !== undefined,
+    );
     expect(dropped).toMatchObject({ trace_id: traceId });
     expect(dropped?.spans_dropped).toBeGreaterThan(5);
     expect((await collected(traceId)).refused).toBe(4);

@@ -5,7 +5,7 @@
  * a sleep ends on the object's alarm after an eviction.
  */
 
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { poll } from "../../support/poll.ts";
@@ -25,6 +25,11 @@ function stepStatus(runId: string, id: string, status: string): Promise<Envelope
     (e) => e.steps.find((s: { id: string }) => s.id === id)?.status === status,
     { timeoutMs: 10_000, intervalMs: 30 },
   );
+}
+
+/** When the run's object is next woken by its alarm (null: no alarm). */
+function alarmAt(stub: DurableObjectStub): Promise<number | null> {
+  return runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
 }
 
 function signal(runId: string, name: string, body?: unknown): Promise<Response> {
@@ -80,12 +85,19 @@ describe("wait for a signal", () => {
 
   it("fails the step wait_timeout when no signal comes within timeout_s", async () => {
     const runId = await start("wait-signal", { key: uniqueKey("wait-timeout") });
-    await stepStatus(runId, "payment", "waiting");
+    const waiting = await stepStatus(runId, "payment", "waiting");
     const stub = env.RUNS.get(env.RUNS.idFromString(runId));
-    // The wait's alarm wakes the run at its timeout (3 s); nothing spins meanwhile.
-    await new Promise((r) => setTimeout(r, 3100));
+    // The wait times out 3 s after it began (its own record); the run's alarm wakes it then.
+    const due = Date.parse(waiting.steps[1].started_at) + 3000;
+    expect(await alarmAt(stub)).not.toBeNull();
+    await poll(
+      "the wait's timeout",
+      () => Date.now(),
+      (now) => now >= due,
+    );
     await runDurableObjectAlarm(stub);
     const e = await waitForRun(runId);
+    expect(Date.parse(e.steps[1].finished_at)).toBeGreaterThanOrEqual(due);
     expect(e.status).toBe("failed");
     expect(e.error).toMatchObject({ code: "wait_timeout", step: "payment" });
     expect(e.steps[1].status).toBe("failed");
@@ -136,12 +148,23 @@ describe("sleep", () => {
   it("sleeps for_s, through an eviction, and completes with slept_s on its alarm", async () => {
     const key = uniqueKey("sleep");
     const runId = await start("wait-sleep", { key });
-    await stepStatus(runId, "cool-down", "waiting");
+    const waiting = await stepStatus(runId, "cool-down", "waiting");
     const stub = env.RUNS.get(env.RUNS.idFromString(runId));
+    // What wakes it: its alarm, at the end of the 1.5 s sleep.
+    const due = await alarmAt(stub);
+    const started = Date.parse(waiting.steps[0].started_at);
+    expect(due).toBeGreaterThanOrEqual(started + 1500);
+    expect(due).toBeLessThan(started + 1500 + 1000);
     await evictDurableObject(stub);
-    await new Promise((r) => setTimeout(r, 1600));
+    await poll(
+      "the sleep's end",
+      () => Date.now(),
+      (now) => now >= (due as number),
+    );
     await runDurableObjectAlarm(stub);
     const e = await waitForRun(runId);
+    // It woke no sooner than its alarm was due.
+    expect(Date.parse(e.steps[0].finished_at)).toBeGreaterThanOrEqual(due as number);
     expect(e.status).toBe("complete");
     expect(e.steps[0].output).toEqual({ slept_s: 1.5 });
     expect(Date.parse(e.steps[1].started_at) - Date.parse(e.created_at)).toBeGreaterThanOrEqual(1500);

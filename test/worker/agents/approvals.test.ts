@@ -4,11 +4,14 @@
  * absolute decide_url, SSE announces it, and approve / reject (fail, recover) / timeout (driven by
  * the run object's alarm) / eviction while pending all end the way the policy says.
  */
+
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { runStub } from "../../reliability/run-helpers.ts";
-import { call, type Envelope, TARGET, targetLog, uniqueKey } from "../harness.ts";
+import { logUntil, runStub } from "../../reliability/run-helpers.ts";
+import { poll } from "../../support/poll.ts";
+import { readUntil } from "../../support/read-stream.ts";
+import { call, type Envelope, TARGET, uniqueKey } from "../harness.ts";
 import {
   AUTH,
   approvals,
@@ -168,14 +171,7 @@ describe("a gated call", () => {
   it("notifies notify.url once, signed, with an absolute decide_url and no secret", async () => {
     const key = uniqueKey("notify");
     const { runId, approval } = await gated("tools-logged", { notify_url: `${TARGET}/echo?key=${key}` });
-    const log = await (async () => {
-      for (let i = 0; i < 100; i++) {
-        const l = await targetLog(key);
-        if (l.length > 0) return l;
-        await new Promise((r) => setTimeout(r, 30));
-      }
-      return [];
-    })();
+    const log = await logUntil(key, (l) => l.length > 0);
     expect(log).toHaveLength(1);
     const sent = log[0] as (typeof log)[number];
     const body = JSON.parse(sent.body) as Record<string, unknown>;
@@ -214,10 +210,11 @@ describe("a gated call", () => {
       ((await (await call(`/runs/${runId}/deliveries`, { headers: AUTH })).json()) as Listed).deliveries.find(
         (d) => d.type === "approval.requested",
       );
-    for (let i = 0; i < 100 && ((await listed())?.attempts.length ?? 0) === 0; i++) {
-      await new Promise((r) => setTimeout(r, 30));
-    }
-    const before = await listed();
+    const before = await poll(
+      "the approval request's first attempt",
+      listed,
+      (d) => (d?.attempts.length ?? 0) > 0,
+    );
     expect(before).toMatchObject({ state: "pending" });
     expect(before?.next_attempt_at).not.toBeNull();
     await decide(runId, approval.id, { decision: "approved" });
@@ -231,12 +228,9 @@ describe("a gated call", () => {
     const { runId, approval } = await gated("tools-logged");
     const res = await call(`/runs/${runId}/events`, { headers: AUTH });
     const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
-    let text = "";
-    while (!text.includes("event: approval.requested")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += value;
-    }
+    const text = await readUntil(reader, (t) => t.includes("event: approval.requested"), {
+      what: "the event stream, for approval.requested",
+    });
     await reader.cancel();
     const block = text.split("\n\n").find((b) => b.includes("event: approval.requested")) ?? "";
     const data = JSON.parse(block.split("data: ")[1] ?? "{}") as { approval: { id: string; status: string } };

@@ -5,7 +5,10 @@
  * deadline), two servers with the same tool names (`<server>__<tool>`) with a raw auth header,
  * the default `max_turns` (10), and a `ktsu_skip_reason` that is non-empty but blank.
  */
+
 import { describe, expect, it } from "vitest";
+import { poll } from "../../support/poll.ts";
+import { readUntil } from "../../support/read-stream.ts";
 import { call, type Envelope, run, uniqueKey } from "../harness.ts";
 import {
   approvals,
@@ -22,14 +25,10 @@ import {
 } from "../tools-support.ts";
 
 /** Reads the run's event stream until an event of `type` arrives; returns the text so far. */
-async function readUntil(reader: ReadableStreamDefaultReader<string>, type: string): Promise<string> {
-  let text = "";
-  while (!text.includes(`event: ${type}`)) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-  }
-  return text;
+function readEvent(reader: ReadableStreamDefaultReader<string>, type: string): Promise<string> {
+  return readUntil(reader, (text) => text.includes(`event: ${type}`), {
+    what: `the event stream, for ${type}`,
+  });
 }
 
 describe("several gated calls in one reply", () => {
@@ -47,11 +46,11 @@ describe("several gated calls in one reply", () => {
       mcp_url: server.url,
     });
     const waiting = await until(runId, (e: Envelope) => e.steps[0]?.status === "pending_approval");
-    let list = await approvals(runId, {});
-    for (let i = 0; i < 100 && list.body.approvals.length < 2; i++) {
-      await new Promise((r) => setTimeout(r, 30));
-      list = await approvals(runId, {});
-    }
+    const list = await poll(
+      `two approvals of ${runId}`,
+      () => approvals(runId, {}),
+      (l) => l.body.approvals.length >= 2,
+    );
     expect(list.body.approvals.map((a) => a.tool).sort()).toEqual(["delete-record", "echo"]);
     const echo = list.body.approvals.find((a) => a.tool === "echo") as Record<string, unknown> & {
       id: string;
@@ -83,7 +82,7 @@ describe("several gated calls in one reply", () => {
       ].sort(),
     );
     expect(approved.body.comment).toBe("ok ***");
-    const text = await readUntil(reader, "approval.decided");
+    const text = await readEvent(reader, "approval.decided");
     await reader.cancel();
     const block = text.split("\n\n").find((b) => b.includes("event: approval.decided")) ?? "";
     const data = JSON.parse(block.split("data: ")[1] ?? "{}") as { approval: Record<string, unknown> };

@@ -10,9 +10,9 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { placeRun, SHARDS_PER_BUCKET } from "../../../src/run/listing/listing-layout.ts";
-import { shardHolds } from "../../support/listing-shard.ts";
 import { poll } from "../../support/poll.ts";
 import { call, type Envelope, run } from "../harness.ts";
+import { shardHolds } from "../listing-shard.ts";
 
 const stub = (id: string) => env.RUNS.get(env.RUNS.idFromString(id));
 
