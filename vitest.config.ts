@@ -129,6 +129,7 @@ export default defineConfig({
             "test/testing/**/*.test.ts",
             "test/viewer/**/*.test.ts",
             "test/cli/**/*.test.ts",
+            "test/props/**/*.test.ts",
           ],
           // A `.workerd.test.ts` file beside them runs in workerd (the other project).
           exclude: ["**/*.workerd.test.ts"],

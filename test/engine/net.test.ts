@@ -4,7 +4,7 @@
  * webhook executor sees them, plus raw spellings a caller might pass directly.
  */
 import { describe, expect, it } from "vitest";
-import { isPrivateHost } from "../../src/engine/net.ts";
+import { checkOutboundUrl, isPrivateHost, parseIpv4, parseIpv6, shownUrl } from "../../src/engine/net.ts";
 
 const hostOf = (url: string) => new URL(url).hostname;
 
@@ -83,4 +83,116 @@ describe("isPrivateHost", () => {
       expect(isPrivateHost(host)).toBe(false);
     },
   );
+});
+
+describe("IPv4 and IPv6 literals the policy reads", () => {
+  it.each([
+    ["1.2.3.4", 0x01020304],
+    ["1.2.3.4.", 0x01020304],
+    ["0x7f.1", 0x7f000001],
+    ["0X7F.0.0.1", 0x7f000001],
+    ["0177.0.0.1", 0x7f000001],
+    ["0x", 0],
+    ["1.0x", 0x01000000],
+    ["127.1", 0x7f000001],
+    ["127.65536", 0x7f010000],
+    ["10.16777215", 0x0affffff],
+    ["4294967295", 0xffffffff],
+  ])("reads %s as %s", (host, value) => {
+    expect(parseIpv4(host)).toBe(value);
+  });
+
+  it.each([
+    "1.2.3.4.5",
+    "256.1.1.1",
+    "1.2.3.256",
+    "1.16777216",
+    "4294967296",
+    "08",
+    "0x1g",
+    "1.2.3.a",
+    "1.2.3.4..",
+  ])("does not read %j as an IPv4 address", (host) => {
+    expect(parseIpv4(host)).toBeNull();
+  });
+
+  it.each([
+    ["::", [0, 0, 0, 0, 0, 0, 0, 0]],
+    ["::1", [0, 0, 0, 0, 0, 0, 0, 1]],
+    ["1::", [1, 0, 0, 0, 0, 0, 0, 0]],
+    ["1:2:3:4:5:6:7:8", [1, 2, 3, 4, 5, 6, 7, 8]],
+    ["fe80::1%eth0", [0xfe80, 0, 0, 0, 0, 0, 0, 1]],
+    ["::ffff:10.0.0.1", [0, 0, 0, 0, 0, 0xffff, 0x0a00, 0x0001]],
+    ["1:2:3:4:5:6:1.2.3.4", [1, 2, 3, 4, 5, 6, 0x0102, 0x0304]],
+    ["::1.2.3.4", [0, 0, 0, 0, 0, 0, 0x0102, 0x0304]],
+  ])("reads %s as eight groups", (host, groups) => {
+    expect(parseIpv6(host)).toEqual(groups);
+  });
+
+  it.each([
+    "1.2.3.4",
+    "1::2::3",
+    "12345::",
+    "g::1",
+    "1:2:3:4:5:6:7:8:9",
+    "1:2:3:4:5:6:7::8",
+    "1:2:3:4:5:6:7",
+    "::ffff:1.2.3.256",
+    ":::",
+    "1:2:3:4:5:6:7:1.2.3.4",
+  ])("does not read %j as an IPv6 address", (host) => {
+    expect(parseIpv6(host)).toBeNull();
+  });
+
+  it.each([
+    "",
+    "[]",
+    ".",
+    "localhost.localdomain",
+    "  LOCALHOST  ",
+    "[::]",
+    "[fec0::1]",
+    "[2002:a00:1::]",
+    "[64:ff9b::7f00:1]",
+    "[::7f00:1]",
+    "100.64.0.1",
+    "100.127.255.255",
+  ])("refuses the host %j", (host) => {
+    expect(isPrivateHost(host)).toBe(true);
+  });
+
+  it.each([
+    "100.128.0.1",
+    "[2002:808:808::]",
+    "[64:ff9b::808:808]",
+    "[64:ff9b:1::7f00:1]",
+    "[::ffff:0:808:808]",
+    "[fe7f::1]",
+    "[ff00]",
+    "0.foo",
+    "localhost.example",
+  ])("allows the host %j", (host) => {
+    expect(isPrivateHost(host)).toBe(false);
+  });
+});
+
+describe("checkOutboundUrl", () => {
+  it("answers the URL, or why it is refused", () => {
+    expect(checkOutboundUrl("not a url", false)).toEqual({ refused: "invalid" });
+    expect(checkOutboundUrl("ftp://example.com/x", false)).toEqual({ refused: "scheme", protocol: "ftp:" });
+    expect(checkOutboundUrl("http://10.0.0.1/x", false)).toEqual({ refused: "private", host: "10.0.0.1" });
+    expect(checkOutboundUrl("http://10.0.0.1/x", true)).toBeInstanceOf(URL);
+    const ok = checkOutboundUrl("https://Example.com:8443/a?b=1#c", false);
+    expect(ok).toBeInstanceOf(URL);
+    expect((ok as URL).href).toBe("https://example.com:8443/a?b=1#c");
+    expect(checkOutboundUrl("http://example.com/", false)).toBeInstanceOf(URL);
+  });
+});
+
+describe("shownUrl", () => {
+  it("shows scheme, host and path, never userinfo, query or fragment; a URL from a secret its origin only", () => {
+    const url = new URL("https://user:pw@hooks.example.com:8443/api/1234/TOKEN?wait=true#x");
+    expect(shownUrl(url, false)).toBe("https://hooks.example.com:8443/api/1234/TOKEN");
+    expect(shownUrl(url, true)).toBe("https://hooks.example.com:8443/…");
+  });
 });
