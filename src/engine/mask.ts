@@ -108,17 +108,16 @@ export function createMasker(secrets: string[]): Masker {
   const given = secrets.filter((s) => s.length > 0);
   const replacements = new Map<string, string>();
   for (const s of given) for (const [piece, shown] of secretUrlPieces(s)) replacements.set(piece, shown);
-  // A form of a whole secret is masked, whatever else it is a piece of.
-  for (const form of given.flatMap(secretForms)) if (form.length > 0) replacements.set(form, MASK);
+  // A form of a whole secret is masked, whatever else it is a piece of (every form of a non-empty
+  // secret is non-empty).
+  for (const form of given.flatMap(secretForms)) replacements.set(form, MASK);
   // Longest first, so a secret that contains another is replaced whole.
   const patterns = [...replacements.keys()].sort((a, b) => b.length - a.length);
   if (patterns.length === 0) return identity;
 
   const maskText = (s: string): string => {
     let out = s;
-    for (const p of patterns) {
-      if (out.includes(p)) out = out.replaceAll(p, replacements.get(p) as string);
-    }
+    for (const p of patterns) out = out.replaceAll(p, replacements.get(p) as string);
     return out;
   };
 

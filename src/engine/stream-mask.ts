@@ -54,13 +54,8 @@ export function createStreamMasker(masker: Masker): StreamMasker {
   return {
     push(chunk) {
       pending += chunk;
-      if (forms.length === 0) {
-        const out = pending;
-        pending = "";
-        return out;
-      }
+      // With no secret nothing is held back: the cut is the end of what came.
       const cut = safeCut(pending.length - startOfASecret());
-      if (cut <= 0) return "";
       const out = masker.maskText(pending.slice(0, cut));
       pending = pending.slice(cut);
       return out;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Json } from "../../src/bundle.ts";
-import { createMasker } from "../../src/engine/mask.ts";
+import { createMasker, jsonErrorMessage } from "../../src/engine/mask.ts";
 import { createStreamMasker } from "../../src/engine/stream-mask.ts";
 
 const SECRET = "s3cr3t-webhook-value-123";
@@ -144,5 +144,95 @@ describe("a secret that is a URL", () => {
     expect(query.maskText("POST https://hooks.example.com/ answered 404")).toBe(
       "POST https://hooks.example.com/ answered 404",
     );
+  });
+});
+
+describe("each form of a secret, on its own", () => {
+  // 10 bytes (base64 ends `==`), with `+` and `/` in its base64, a `~`, a `/`, a quote and a space.
+  const S = '~/" >>>>??';
+  const m = createMasker([S]);
+  const base = b64(S);
+  const forms: Array<[string, string]> = [
+    ["as written", S],
+    ["base64", base],
+    ["base64 unpadded", base.replace(/=+$/, "")],
+    ["base64url", b64url(S) + "=".repeat((4 - (b64url(S).length % 4)) % 4)],
+    ["base64url unpadded", b64url(S)],
+    ["percent-encoded", encodeURIComponent(S)],
+    ["form-encoded", new URLSearchParams({ s: S }).toString().slice(2)],
+    ["a JSON Pointer segment", S.replace(/~/g, "~0").replace(/\//g, "~1")],
+    ["JSON-escaped", JSON.stringify(S).slice(1, -1)],
+    ["JSON-escaped twice", JSON.stringify(JSON.stringify(S).slice(1, -1)).slice(1, -1)],
+  ];
+
+  it("has forms that all differ (so each is checked on its own)", () => {
+    expect(base).toMatch(/\+.*\/.*==$|\/.*\+.*==$/);
+    expect(new Set(forms.map(([, f]) => f)).size).toBe(forms.length);
+  });
+
+  it.each(forms)("masks the secret %s, whole", (_name, form) => {
+    expect(m.maskText(`<${form}>`)).toBe("<***>");
+  });
+
+  it("masks its base64 core however it is aligned among other bytes, anything after it included", () => {
+    for (const secret of ["abcdefg", "abcdefgh", "abcdefghi"]) {
+      const one = createMasker([secret]);
+      for (const before of ["", "u", "us"]) {
+        const encoded = b64(`${before}${secret}:tail-bytes`);
+        const masked = one.maskText(encoded);
+        expect(masked, `${before}|${secret}`).toContain("***");
+        const left = Buffer.from(masked.replaceAll("***", ""), "base64").toString("latin1");
+        expect(left, `${before}|${secret}`).not.toContain(secret.slice(1, 7));
+      }
+    }
+  });
+});
+
+describe("a masker's edge cases", () => {
+  it("masks nothing for no secret, or an empty one, and searches no form", () => {
+    for (const m of [createMasker([]), createMasker([""])]) {
+      expect(m.maskText("anything at all")).toBe("anything at all");
+      expect(m.forms).toEqual([]);
+    }
+    expect(createMasker(["", "abcdefgh"]).maskText("x abcdefgh y")).toBe("x *** y");
+  });
+
+  it("shows an http secret URL's path as its origin, and leaves one of another scheme to whole-secret masking", () => {
+    const http = createMasker(["http://hooks.example.com/p/TOKEN-123?x=1"]);
+    expect(http.maskText("GET http://hooks.example.com/p/TOKEN-123 failed")).toBe(
+      "GET http://hooks.example.com/… failed",
+    );
+    const ftp = createMasker(["ftp://files.example.com/dir/TOKEN-123?x=1"]);
+    expect(ftp.maskText("ftp://files.example.com/dir/TOKEN-123")).toBe(
+      "ftp://files.example.com/dir/TOKEN-123",
+    );
+  });
+
+  it("knows a secret URL written in another case, or with its default port, by both spellings", () => {
+    const m = createMasker(["HTTPS://Hooks.Example.COM:443/p/TOKEN-123#frag"]);
+    expect(m.maskText("HTTPS://Hooks.Example.COM:443/p/TOKEN-123")).toBe("https://hooks.example.com/…");
+    expect(m.maskText("https://hooks.example.com/p/TOKEN-123")).toBe("https://hooks.example.com/…");
+    const long = createMasker(["https://h.example.com/p/TOKEN-123?a=1&b=2"]);
+    expect(long.maskText("https://h.example.com/p/TOKEN-123")).toBe("https://h.example.com/…");
+  });
+
+  it("shows a piece of a secret URL as its origin from 8 characters on, not shorter", () => {
+    const m = createMasker(["https://ab.cd/ef?token=123456789"]);
+    expect(m.maskText("to ab.cd/ef")).toBe("to https://ab.cd/…");
+    const short = createMasker(["https://ab.c/e?token=123456789"]);
+    expect(short.maskText("to ab.c/e")).toBe("to ab.c/e");
+  });
+
+  it("drops V8's quote of the text from a JSON.parse message", () => {
+    let message = "";
+    try {
+      JSON.parse('{"a": sk-live-123456');
+    } catch (e) {
+      message = jsonErrorMessage(e);
+    }
+    expect(message).not.toContain("sk-live");
+    expect(message.length).toBeGreaterThan(0);
+    expect(jsonErrorMessage(new Error("Unexpected end of JSON input"))).toBe("Unexpected end of JSON input");
+    expect(jsonErrorMessage("plain")).toBe("plain");
   });
 });

@@ -68,3 +68,27 @@ describe("the streaming masker", () => {
     expect(s.flush()).toBe("");
   });
 });
+
+describe("what a stream lets out at once", () => {
+  it("lets a whole secret out masked as soon as it is complete, and holds back only a possible start of one", () => {
+    const stream = createStreamMasker(createMasker(["secretXY"]));
+    expect(stream.push("xx secretXY")).toBe("xx ***");
+    expect(stream.push(" then secr")).toBe(" then ");
+    expect(stream.push("etXY!")).toBe("***!");
+    expect(stream.flush()).toBe("");
+  });
+
+  it("moves a cut back past a secret it would split", () => {
+    // `XXXXbb` could start the second secret: held back; the cut before it splits the first.
+    const stream = createStreamMasker(createMasker(["aaaaXXXX", "XXXXbbbb"]));
+    expect(stream.push("..aaaaXXXXbb")).toBe("..");
+    expect(stream.push("bb")).toBe("***bbbb");
+  });
+
+  it("starts afresh after flush", () => {
+    const stream = createStreamMasker(createMasker(["secretXY"]));
+    expect(stream.push("ab secr")).toBe("ab ");
+    expect(stream.flush()).toBe("secr");
+    expect(stream.push("etXY")).toBe("etXY");
+  });
+});
