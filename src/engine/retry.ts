@@ -45,14 +45,18 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || (status >= 500 && status <= 599);
 }
 
+/** RFC 9110's IMF-fixdate, the HTTP date servers send: `Sun, 06 Nov 1994 08:49:37 GMT`. */
+const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
 /**
  * Parses `Retry-After` (delta seconds or an HTTP date) into a delay in ms from `now`;
- * null when absent or unreadable.
+ * null when absent or unreadable (JavaScript's lenient date parser is not asked to guess).
  */
 export function parseRetryAfter(value: string | null, now: number): number | null {
   if (value === null) return null;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  if (!HTTP_DATE.test(text)) return null;
   const date = Date.parse(text);
   if (Number.isNaN(date)) return null;
   return Math.max(0, date - now);
