@@ -87,7 +87,7 @@ const v6Groups = fc.oneof(
       if (form === "nat64") return [0x64, 0xff9b, 0, 0, 0, 0, ...tail];
       return [0, 0, 0, 0, 0, 0, ...tail];
     }),
-  fc.constantFrom([0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 1]),
+  fc.constantFrom<number[]>([0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 1]),
 );
 
 /** The groups written out: full or with the longest zero run as `::`, any case, sometimes an IPv4 tail. */
