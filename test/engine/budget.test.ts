@@ -105,8 +105,12 @@ describe("budget ledger", () => {
     await ledger.reserve(1, never);
     const ac = new AbortController();
     const waiting = ledger.reserve(0.5, ac.signal);
-    ac.abort(new Error("run canceled"));
-    await expect(waiting).rejects.toThrow("run canceled");
+    const reason = new Error("run canceled");
+    ac.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    const plain = new AbortController();
+    plain.abort();
+    await expect(ledger.reserve(0.5, plain.signal)).rejects.toMatchObject({ name: "AbortError" });
   });
 
   it("does not count a settled reservation twice", async () => {
@@ -214,5 +218,53 @@ describe("child ledger (sub-workflow)", () => {
     const parent = createLedger(1);
     (await parent.child(0.1).reserve(0.08, never)).settle(0.08);
     expect(parent.child(0.1).spentUsd()).toBe(0);
+  });
+
+  it("persists a keyed child's spend under its key, and an unkeyed child's nowhere", async () => {
+    const states: LedgerState[] = [];
+    const root = createLedger(1, undefined, (s) => states.push(JSON.parse(JSON.stringify(s))));
+    (await root.child(0.5).reserve(0.1, never)).settle(0.1);
+    expect(states.every((s) => s.children === undefined)).toBe(true);
+    (await root.child(0.5, "notify").reserve(0.2, never)).settle(0.15);
+    expect(states.at(-1)?.children).toEqual({ notify: { cap: 0.5, spent: 0.15, outstanding: {} } });
+    expect(states.at(-1)?.spent).toBe(0.25);
+  });
+
+  it("keeps persisting a restored keyed child under its key", async () => {
+    let saved: LedgerState | null = null;
+    const before = createLedger(1, undefined, (s) => {
+      saved = JSON.parse(JSON.stringify(s));
+    });
+    (await before.child(0.5, "notify").reserve(0.1, never)).settle(0.1);
+    let after: LedgerState | null = null;
+    const resumed = createLedger(1, saved, (s) => {
+      after = JSON.parse(JSON.stringify(s));
+    });
+    (await resumed.child(0.5, "notify").reserve(0.1, never)).settle(0.05);
+    expect((after as LedgerState | null)?.children?.notify).toEqual({
+      cap: 0.5,
+      spent: 0.15,
+      outstanding: {},
+    });
+  });
+
+  it("gives back a child's reservation that its parent refused", async () => {
+    const parent = createLedger(0.5);
+    const child = parent.child(1);
+    await expect(child.reserve(0.6, never)).rejects.toMatchObject({ code: "budget_exceeded" });
+    expect(child.snapshot().outstanding).toEqual({});
+    (await child.reserve(0.4, never)).settle(0.4);
+    expect(parent.spentUsd()).toBe(0.4);
+  });
+
+  it("caps a child at what its parent has left, outstanding reservations counted", async () => {
+    const parent = createLedger(1);
+    (await parent.reserve(0.2, never)).settle(0.2);
+    await parent.reserve(0.3, never);
+    expect(parent.child(null).capUsd).toBeCloseTo(0.5, 12);
+    expect(parent.child(0.4).capUsd).toBe(0.4);
+    const uncapped = createLedger(null);
+    expect(uncapped.child(0.4).capUsd).toBe(0.4);
+    expect(uncapped.child(null).capUsd).toBeNull();
   });
 });
