@@ -2,7 +2,7 @@
  * The layers of src/ (docs/architecture.md), checked by `npm run lint:layers` in `npm test`.
  * Data flows one way: the compiler writes the bundle, the runtime reads it; below the runtime's
  * shell (the run's Durable Object, the HTTP face) the engine stays pure TypeScript. Bottom to
- * top: common < bundle < engine < (gateway, mcp, steps) < run < triggers < (http, viewer, openapi) < app.
+ * top: common < bundle < engine < (gateway, mcp-client, steps) < run < triggers < (http, viewer, openapi) < app.
  * Inside the run layer, its rooms (docs/architecture.md, "The run layer's rooms"): what every room
  * shares at the top of src/run/; waits, events, keys, listing, deliveries and trace below the
  * lifecycle; start beside it; the lifecycle below the object.
@@ -47,7 +47,7 @@ module.exports = {
       severity: "error",
       from: { path: "^src/compiler/" },
       to: {
-        path: "^src/(run|triggers|http|steps|gateway|mcp|testing|viewer|openapi)/|^src/(app|index)\\.ts$",
+        path: "^src/(run|triggers|http|steps|gateway|mcp-client|testing|viewer|openapi)/|^src/(app|index)\\.ts$",
       },
     },
     {
@@ -55,7 +55,7 @@ module.exports = {
       comment:
         "Step executors, the model gateway and the MCP client are called by the engine: they never import the run, the HTTP face, the compiler or the test runner.",
       severity: "error",
-      from: { path: "^src/(steps|gateway|mcp|agents)/" },
+      from: { path: "^src/(steps|gateway|mcp-client|agents)/" },
       to: { path: "^src/(run|triggers|http|testing|viewer|openapi|compiler)/|^src/(app|index)\\.ts$" },
     },
     {

@@ -121,7 +121,7 @@ export default defineConfig({
             "test/docs/**/*.test.ts",
             "test/gateway/**/*.test.ts",
             "test/http/**/*.test.ts",
-            "test/mcp/**/*.test.ts",
+            "test/mcp-client/**/*.test.ts",
             "test/openapi/**/*.test.ts",
             "test/triggers/**/*.test.ts",
             "test/scripts/**/*.test.ts",

@@ -265,7 +265,7 @@ export interface ToolServerTarget {
   timeoutMs: number;
 }
 
-/** An OAuth grant for a tool server: client credentials, or a refresh token (src/mcp/oauth.ts). */
+/** An OAuth grant for a tool server: client credentials, or a refresh token (src/mcp-client/oauth.ts). */
 export interface OAuthGrant {
   clientId: string;
   clientSecret: string | null;

@@ -28,9 +28,9 @@ import type {
   ToolServerTarget,
   ToolSession,
 } from "../engine/types.ts";
-import { McpError } from "../mcp/channel.ts";
-import { toToolResult } from "../mcp/client.ts";
-import { serverUrl } from "../mcp/tool-host.ts";
+import { McpError } from "../mcp-client/channel.ts";
+import { toToolResult } from "../mcp-client/client.ts";
+import { serverUrl } from "../mcp-client/tool-host.ts";
 import { keyMatches } from "./mock-keys.ts";
 
 /** How the case's mocks answer, shared with the step mocks (one counter per path, one log). */

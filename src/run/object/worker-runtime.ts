@@ -7,7 +7,7 @@
 import { systemClock } from "../../engine/clock.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "../../engine/outbound.ts";
 import type { RunHost } from "../../engine/run-host.ts";
-import { mcpToolHost } from "../../mcp/tool-host.ts";
+import { mcpToolHost } from "../../mcp-client/tool-host.ts";
 import { executors } from "../../steps/index.ts";
 import type { LifecycleRuntime } from "../lifecycle/run-engine.ts";
 

@@ -6,7 +6,7 @@
  * isolate's life: a second connection asks nothing it asked before.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { connectMcp, forgetServers } from "../../src/mcp/client.ts";
+import { connectMcp, forgetServers } from "../../src/mcp-client/client.ts";
 import { TEST_SECRETS } from "../fixtures/secrets.ts";
 import { startMcpSdk } from "../servers/mcp-sdk.ts";
 import { startMcpTools } from "../servers/mcp-tools.ts";

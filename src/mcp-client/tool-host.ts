@@ -2,7 +2,7 @@
  * The run's `ToolHost`: how an agent step reaches its MCP servers. It refuses private hosts as
  * webhook steps do (unless ALLOW_PRIVATE_WEBHOOKS=true), sends every request through the run's
  * outbound limit (with the server's OAuth token when its file asks for OAuth: oauth.ts), and hands
- * the rest to the MCP client (src/mcp/). Tests and the workflow-test
+ * the rest to the MCP client (src/mcp-client/). Tests and the workflow-test
  * runner give the engine another `ToolHost` instead (the runner checks the URL with `serverUrl`).
  */
 

@@ -1,10 +1,10 @@
 /**
- * How an agent step reaches its tool servers (src/mcp/tool-host.ts): the server URL is held to
+ * How an agent step reaches its tool servers (src/mcp-client/tool-host.ts): the server URL is held to
  * the same outbound policy as a webhook step's, with a reason that names what to change.
  */
 import { describe, expect, it } from "vitest";
-import { McpError } from "../../src/mcp/channel.ts";
-import { serverUrl } from "../../src/mcp/tool-host.ts";
+import { McpError } from "../../src/mcp-client/channel.ts";
+import { serverUrl } from "../../src/mcp-client/tool-host.ts";
 
 describe("a tool server's URL", () => {
   it("is taken when it is a public http(s) URL", () => {

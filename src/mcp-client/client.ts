@@ -8,7 +8,7 @@
  * runs in workerd, but with both transports it bundles to about 89 KiB gzip (zod included), which
  * would take the Worker with 50 workflows (112 KiB with this client) to about 200 KiB, over the
  * 150 KiB budget; this client does the subset in a few KiB, and swapping it for the official one
- * later touches src/mcp/tool-host.ts only (docs/agents-and-tools.md).
+ * later touches src/mcp-client/tool-host.ts only (docs/agents-and-tools.md).
  */
 import type { Json, JsonObject } from "../bundle.ts";
 import { describeViolations, validateJson } from "../engine/schema.ts";
