@@ -106,8 +106,8 @@ function isPrivateV6(g: number[]): boolean {
   const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
   const embeddedV4 = ((g6 << 16) >>> 0) + g7;
   const firstFiveZero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0;
-  if (firstFiveZero && g5 === 0 && g6 === 0 && (g7 === 0 || g7 === 1)) return true; // :: and ::1
-  if (firstFiveZero && (g5 === 0xffff || g5 === 0)) return isPrivateV4(embeddedV4); // mapped, compatible
+  // Mapped and compatible (`::` and `::1` among them: 0.0.0.0 and 0.0.0.1 are "this network").
+  if (firstFiveZero && (g5 === 0xffff || g5 === 0)) return isPrivateV4(embeddedV4);
   const firstFourZero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0;
   if (firstFourZero && g4 === 0xffff && g5 === 0) return isPrivateV4(embeddedV4); // translated ::ffff:0:0/96
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
@@ -134,6 +134,8 @@ export function isPrivateHost(hostname: string): boolean {
   if (host === "localhost" || host.endsWith(".localhost") || host === "localhost.localdomain") return true;
   const v6 = parseIpv6(host);
   if (v6) return isPrivateV6(v6);
+  // IPv6 syntax that is not an IPv6 address is nothing a request should go to: refused (fail closed).
+  if (/[:[\]]/.test(host)) return true;
   const v4 = parseIpv4(host);
   if (v4 !== null) return isPrivateV4(v4);
   return false;

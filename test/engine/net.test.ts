@@ -157,6 +157,11 @@ describe("IPv4 and IPv6 literals the policy reads", () => {
     "[::7f00:1]",
     "100.64.0.1",
     "100.127.255.255",
+    "::1",
+    "[::1",
+    "::1]",
+    "[::a00:1]",
+    "[1::2::3]",
   ])("refuses the host %j", (host) => {
     expect(isPrivateHost(host)).toBe(true);
   });
@@ -171,6 +176,25 @@ describe("IPv4 and IPv6 literals the policy reads", () => {
     "[ff00]",
     "0.foo",
     "localhost.example",
+    // A private IPv4 address after a prefix that does not embed it (each prefix group in turn).
+    "[1::ffff:a00:1]",
+    "[0:1::ffff:a00:1]",
+    "[0:0:1::ffff:a00:1]",
+    "[0:0:0:1::ffff:a00:1]",
+    "[0:0:0:0:1:ffff:a00:1]",
+    "[::fffe:a00:1]",
+    "[1::ffff:0:a00:1]",
+    "[0:1::ffff:0:a00:1]",
+    "[0:0:1:0:ffff:0:a00:1]",
+    "[0:0:0:1:ffff:0:a00:1]",
+    "[::ffff:1:a00:1]",
+    "[65:ff9b::a00:1]",
+    "[64:ff9a::a00:1]",
+    "[64:ff9b:1::a00:1]",
+    "[64:ff9b:0:1::a00:1]",
+    "[64:ff9b:0:0:1::a00:1]",
+    "[64:ff9b::1:0:a00:1]",
+    "[64:ff9b::1:a00:1]",
   ])("allows the host %j", (host) => {
     expect(isPrivateHost(host)).toBe(false);
   });
