@@ -43,7 +43,7 @@ if (!result.bundle) {
   process.exit(1);
 }
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify(result.bundle, null, 2)}\n`);
+writeFileSync(out, `${JSON.stringify({ ...result.bundle, builtAt: new Date().toISOString() }, null, 2)}\n`);
 writeFileSync(
   resolve(dirname(out), "openapi.json"),
   `${JSON.stringify(buildOpenApi(result.bundle), null, 2)}\n`,

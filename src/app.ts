@@ -15,6 +15,7 @@ import { buildFailed, buildFailedAnswer } from "./http/build-failed.ts";
 import { readDecision } from "./http/decision.ts";
 import { deliveryListPage, parseSince, recoverDeliveries } from "./http/deliveries.ts";
 import { unmatched } from "./http/methods.ts";
+import { mountProtocolRoutes, waitUntilOf } from "./http/protocol-routes.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
 import { runListPage, single, workflowParam } from "./http/run-list.ts";
 import { mountScheduleRoutes } from "./http/schedule-routes.ts";
@@ -30,6 +31,7 @@ import { declaredSignals } from "./run/run-graph.ts";
 import { flowKeyStub, type RunRpc, runStub } from "./run/run-rpc.ts";
 import { type Deployed, rerun, rerunMany } from "./run/start/reruns.ts";
 import { startRun } from "./run/start/start-run.ts";
+import { readParams } from "./triggers/request-body.ts";
 import { authenticatedBody, requireReader } from "./triggers/webhook/auth.ts";
 import { decodeParams } from "./triggers/webhook/body.ts";
 import {
@@ -39,7 +41,6 @@ import {
   requestedWait,
   wantsStream,
 } from "./triggers/webhook/invoke.ts";
-import { readParams } from "./triggers/webhook/request-body.ts";
 import { mountViewer } from "./viewer/routes.ts";
 
 const bundle: Bundle = workflowBundle;
@@ -67,18 +68,6 @@ app.post("/invoke/:name", async (c) => {
   }
   return invokeAnswer(wf, started, await startRun(c.env, key, wf, started), env);
 });
-
-/** The request's `waitUntil` (none when the app is called without an execution context). */
-function waitUntilOf(c: {
-  executionCtx: { waitUntil(work: Promise<unknown>): void };
-}): ((work: Promise<void>) => void) | undefined {
-  try {
-    const ctx = c.executionCtx;
-    return (work) => ctx.waitUntil(work);
-  } catch {
-    return undefined;
-  }
-}
 
 async function viewRun(c: { env: Env; req: { param(k: "id"): string; raw: Request } }) {
   const stub = runStub(c.env, c.req.param("id"));
@@ -235,6 +224,9 @@ app.post("/workflows/:workflow/signals/:name/:key", async (c) => {
   }
   return c.json({ delivered: 0, kept: true, ...canceled }, 202);
 });
+
+// The protocols that start runs (docs/protocols.md): the OpenAI-compatible endpoint, the MCP server.
+mountProtocolRoutes(app, deployed);
 
 // A workflow's schedule entries, and what an operator asks of one (run now, pause, resume, backfill).
 mountScheduleRoutes(app, (name) => invocable(name, ""));

@@ -10,7 +10,7 @@
 
 import type { CompiledAgent, CompiledGateway } from "./bundle/agents.ts";
 import type { CompiledStep } from "./bundle/steps.ts";
-import type { CompiledEmail } from "./bundle/triggers.ts";
+import type { CompiledChat, CompiledEmail, CompiledMcp } from "./bundle/triggers.ts";
 import type { EnvDecl, JsonObject, JsonSchema, Template } from "./bundle/values.ts";
 
 export * from "./bundle/agents.ts";
@@ -30,6 +30,8 @@ export interface Bundle {
   /** Agents keyed by path relative to workflows/ (local) or by resolved ref (`core/chat@1.0.0`). */
   agents: Record<string, CompiledAgent>;
   gateway: CompiledGateway;
+  /** When `npm run build` wrote it (ISO 8601; outside the hash): `GET /v1/models`' `created`. */
+  builtAt?: string;
   /**
    * Under `npm start` only: the last build failed with these diagnostics (`file:line:col: message`),
    * and this is the last good bundle; the Worker answers 503 `build_failed` naming them until a
@@ -57,6 +59,10 @@ export interface CompiledWorkflow {
   queue: string | null;
   /** `invoke.email`: the addresses whose mail starts a run (root workflows only). */
   email: CompiledEmail | null;
+  /** `invoke.chat`: served as a model of `POST /v1/chat/completions` (root workflows only). */
+  chat: CompiledChat | null;
+  /** `invoke.mcp`: served as a tool of `POST /mcp` (root workflows only). */
+  mcp: CompiledMcp | null;
   /**
    * `search:` (root workflows): at most 4 keys, each a template over `params` and `request`,
    * rendered when a run starts and kept in its listing entry (docs/http-api.md, "Search keys").

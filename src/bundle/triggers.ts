@@ -1,9 +1,11 @@
+import type { JsonObject, Template } from "./values.ts";
+
 /**
  * The ways a run starts (docs/triggers.md), one name each. The Worker's table of triggers
  * (src/triggers/index.ts) is keyed by it, so a kind named here without its entry there does not
  * compile (docs/architecture.md, "Add a trigger").
  */
-export const TRIGGER_KINDS = ["webhook", "cron", "queue", "email"] as const;
+export const TRIGGER_KINDS = ["webhook", "cron", "queue", "email", "chat", "mcp"] as const;
 
 export type TriggerKind = (typeof TRIGGER_KINDS)[number];
 
@@ -14,4 +16,32 @@ export type TriggerKind = (typeof TRIGGER_KINDS)[number];
 export interface CompiledEmail {
   to: string[];
   from: string[] | null;
+}
+
+/**
+ * `invoke.chat` (docs/protocols.md, "OpenAI-compatible endpoint"): the workflow served as the
+ * model `<name>` of `POST /v1/chat/completions`.
+ */
+export interface CompiledChat {
+  /** Rendered over `{messages, user, metadata}` of the request; null: `{messages}`. */
+  params: Template | null;
+  /** Rendered over `{output, step, params}` of the finished run; null: the output (a string as it is, else its JSON). */
+  reply: Template | null;
+  /**
+   * The reply as the model writes it: a string field (`field`, a path of names into the JSON the
+   * model writes) of the output of top-level agent step `step`, which streams; `field: null` when
+   * the model's text is the field itself (`core/chat`'s `{text}`). Null: the whole reply is sent at
+   * the run's end.
+   */
+  stream: { step: string; field: string[] | null } | null;
+}
+
+/** `invoke.mcp` (docs/protocols.md, "MCP server"): the workflow served as a tool of `POST /mcp`. */
+export interface CompiledMcp {
+  /** `invoke.mcp.title`, default the workflow's name. */
+  title: string;
+  /** `invoke.mcp.description`, default the workflow's. */
+  description: string | null;
+  /** The schema the build derives for the run's output, when it is an object schema (the tool's `outputSchema`). */
+  outputSchema: JsonObject | null;
 }

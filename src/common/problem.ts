@@ -18,6 +18,7 @@ export const PROBLEMS = {
   invalid_idempotency_key: [400, "Invalid Idempotency-Key"],
   invalid_query: [400, "Invalid query"],
   invalid_params: [422, "Invalid params"],
+  invalid_request: [400, "Invalid request"],
   idempotency_conflict: [409, "Idempotency conflict"],
   run_not_active: [409, "Run not active"],
   run_active: [409, "Run still active"],

@@ -19,12 +19,13 @@ import { type Diagnostic, DiagnosticSink } from "./diagnostics.ts";
 export type { Diagnostic } from "./diagnostics.ts";
 
 import { compileGateway, EMPTY_GATEWAY } from "./gateway.ts";
-import { warnUnknownFields } from "./output-shapes.ts";
+import { runOutputSchema, warnUnknownFields } from "./output-shapes.ts";
 import { analyseGraph, type Edge } from "./project-graph.ts";
 import { checkServerHosts } from "./server-hosts.ts";
 import { checkStructure } from "./structure-check.ts";
 import { compileTestFiles, findTestFiles } from "./test-files/compile.ts";
 import type { TestSuite } from "./test-files/suite.ts";
+import { chatStreamField } from "./triggers/chat/invoke-chat.ts";
 import { checkTriggerOwners } from "./triggers/trigger-owners.ts";
 import { compileWorkflow, type FieldRead } from "./workflow.ts";
 import { wranglerConfigReader } from "./wrangler-config.ts";
@@ -174,6 +175,14 @@ export function compileProject(workflowsDir: string, opts: CompileOptions = {}):
   checkServerHosts(body, files, sink);
   checkTriggerOwners(body, files, sink);
   warnUnknownFields(body, fieldReads, sink);
+  // What the protocol triggers learn of the whole project: the chat reply's streamed field, the tool's outputSchema.
+  for (const wf of Object.values(body.workflows)) {
+    if (wf.chat) wf.chat.stream = chatStreamField(body, wf);
+    if (wf.mcp) {
+      const schema = runOutputSchema(body, wf.key);
+      wf.mcp.outputSchema = schema && typeof schema === "object" ? schema : null;
+    }
+  }
   tests = compileTestFiles(findTestFiles(dir).map(load), body, sink);
   if (sink.errorCount > 0) return finish(null);
   const hash = createHash("sha256").update(JSON.stringify(body)).digest("hex");

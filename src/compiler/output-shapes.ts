@@ -97,3 +97,52 @@ function schemaShape(schema: JsonSchema | null): Shape {
   for (const [k, v] of Object.entries(props)) out[k] = schemaShape(v as JsonSchema);
   return { properties: out };
 }
+
+/**
+ * The JSON Schema of a run's `output` as the build knows it (docs/protocols.md, "MCP server": a
+ * tool's `outputSchema`): the last step's `output.schema` applied to its kind's output shape (a
+ * transform's `{result}`, a webhook's `{status, headers, body}`, an agent's object, a sub-workflow's
+ * last step, a wait's signal body or `{slept_s}`, a fan-out's `{results}`). Null when the schema is
+ * not an object schema, or when the output may be something else: a last step with a condition
+ * (skipped: `{skipped, reason}`) or `on_error: continue` (`{error}`).
+ */
+export function runOutputSchema(
+  bundle: Omit<Bundle, "hash">,
+  workflowKey: string,
+  depth = 0,
+): JsonSchema | null {
+  const wf = bundle.workflows[workflowKey];
+  const last = wf?.steps[wf.steps.length - 1];
+  if (!wf || !last || depth > 10 || last.condition !== null || last.onError === "continue") return null;
+  const schema = stepOutputSchema(bundle, last, depth);
+  return schema && typeof schema === "object" && schema.type === "object" ? schema : null;
+}
+
+function stepOutputSchema(
+  bundle: Omit<Bundle, "hash">,
+  step: CompiledStep,
+  depth: number,
+): JsonSchema | null {
+  const object = (properties: Record<string, JsonSchema>): JsonSchema => ({
+    type: "object",
+    properties,
+    required: Object.keys(properties),
+  });
+  if (isFanOut(step)) return object({ results: { type: "array" } });
+  switch (STEP_KIND_TRAITS[step.kind].output) {
+    case "result":
+      return object({ result: step.outputSchema ?? {} });
+    case "http":
+      return object({ status: { type: "integer" }, headers: { type: "object" }, body: {} });
+    case "signal": {
+      const { signal } = step as WaitStep;
+      return signal ? signal.schema : object({ slept_s: { type: "number" } });
+    }
+    case "schema": {
+      const agent = "agent" in step ? bundle.agents[step.agent] : undefined;
+      return step.outputSchema ?? agent?.outputSchema ?? null;
+    }
+    case "child":
+      return step.outputSchema ?? runOutputSchema(bundle, (step as WorkflowStep).workflow, depth + 1);
+  }
+}

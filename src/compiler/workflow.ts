@@ -419,6 +419,8 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     schedule: triggers.schedule,
     queue: triggers.queue,
     email: triggers.email,
+    chat: triggers.chat,
+    mcp: triggers.mcp,
     ...(Object.keys(triggers.search).length > 0 ? { search: triggers.search } : {}),
     ...(triggers.notify.length > 0 ? { notify: triggers.notify } : {}),
     ...(triggers.cancelOn.length > 0 ? { cancelOn: triggers.cancelOn } : {}),

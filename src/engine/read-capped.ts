@@ -4,7 +4,7 @@
  * lying header nor a chunked stream gets past the cap. `tooLarge` makes the caller's own error.
  *
  * It lives beside the other outbound-network code (net.ts) because both the HTTP face (invoke
- * bodies, src/triggers/webhook/request-body.ts) and the step executors (webhook responses, src/steps/webhook.ts)
+ * bodies, src/triggers/request-body.ts) and the step executors (webhook responses, src/steps/webhook.ts)
  * need it, and a step executor must not depend on the HTTP layer. Only web-standard
  * Request/Response are used, so it runs in Node as well as in workerd.
  */

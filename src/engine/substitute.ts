@@ -74,6 +74,15 @@ export function render(t: Template, scope: EvalScope): Json {
 }
 
 /**
+ * Renders a template over a scope of the caller's own (a protocol trigger's request or finished run,
+ * docs/protocols.md): `data` is exactly what its expressions see (the compiler has checked which
+ * roots they read).
+ */
+export function renderOver(t: Template, data: JsonObject): Json {
+  return renderWith(t, data);
+}
+
+/**
  * Renders a webhook URL: every value inserted after the first `?` of the URL is percent-encoded,
  * whether that `?` is literal text (marked `encode` at build time) or came from an earlier
  * inserted value, e.g. `{{ env.HOOK_URL }}&thread={{ params.thread }}` with a HOOK_URL that

@@ -5,7 +5,7 @@
  */
 
 import { HttpProblem } from "../common/problem.ts";
-import { readObjectBody } from "../triggers/webhook/request-body.ts";
+import { readObjectBody } from "../triggers/request-body.ts";
 
 /** Longest comment kept with an approval. */
 export const MAX_COMMENT_CHARS = 2000;

@@ -9,7 +9,7 @@ import type { RunStatus } from "../engine/types.ts";
 import { residencyOf } from "../run/jurisdiction.ts";
 import type { Position } from "../run/listing/listing.ts";
 import { type BulkRerun, RERUNNABLE, type RerunRequest } from "../run/start/reruns.ts";
-import { readObjectBody } from "../triggers/webhook/request-body.ts";
+import { readObjectBody } from "../triggers/request-body.ts";
 import { decodeCursor, encodeCursor, parseLimit, single } from "./run-list.ts";
 
 function invalid(detail: string, path: string, message: string): HttpProblem {

@@ -9,8 +9,9 @@ import type { Hono } from "hono";
 import type { CompiledWorkflow } from "../bundle.ts";
 import { backfill, runNow, scheduleEntry, setPaused } from "../triggers/cron/on-demand.ts";
 import { isPaused, scheduleState } from "../triggers/cron/schedule-state.ts";
+import { idempotencyKeyOf } from "../triggers/start-request.ts";
 import { requireReader } from "../triggers/webhook/auth.ts";
-import { idempotencyKeyOf, invokeAnswer } from "../triggers/webhook/invoke.ts";
+import { invokeAnswer } from "../triggers/webhook/invoke.ts";
 import { bad, parseDateTime, single } from "./run-list.ts";
 import { schedulesOf } from "./schedules.ts";
 

@@ -20,6 +20,9 @@ export interface WorkerTrigger {
 
 export const TRIGGERS: Record<TriggerKind, WorkerTrigger> = {
   webhook: { handlers: "fetch" },
+  // The protocols' routes (docs/protocols.md): POST /v1/chat/completions, POST /mcp.
+  chat: { handlers: "fetch" },
+  mcp: { handlers: "fetch" },
   cron: {
     handlers: {
       async scheduled(controller, env) {

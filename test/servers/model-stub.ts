@@ -9,8 +9,9 @@
  *   also found inside a JSON-encoded prompt), else an instance of the requested schema
  *   (OpenAI `response_format`, or the schema after "JSON Schema:" in the system prompt),
  *   else `{"ok":true}`.
- * - `stub-bad-json`: invalid JSON, unless the conversation already holds an assistant turn
- *   (a repair call): then as `stub-json`.
+ * - `stub-bad-json`: invalid JSON (the text after `BAD=` in the prompt, to the end of its line, when
+ *   it has one), unless the conversation already holds an assistant turn (a repair call): then as
+ *   `stub-json`.
  * - `stub-always-bad`: never JSON.
  * - `stub-echo`: the last user message, verbatim.
  * - `stub-echo-key`: the API key it was sent, as the reply's text (a provider that quotes it back).
@@ -148,6 +149,18 @@ function textOf(content: unknown): string {
   return "";
 }
 
+/** The text after `BAD=` in a user message (to the end of its line), or null. */
+function badReply(conv: Conversation): string | null {
+  for (const m of conv.messages) {
+    if (m.role !== "user") continue;
+    for (const s of stringsOf(m.content)) {
+      const at = s.indexOf("BAD=");
+      if (at !== -1) return (s.slice(at + 4).split("\n")[0] ?? "").trim();
+    }
+  }
+  return null;
+}
+
 function jsonReply(conv: Conversation): string {
   for (const m of conv.messages) {
     if (m.role !== "user") continue;
@@ -278,7 +291,7 @@ function decide(model: string, conv: Conversation, seen: number, key: string | n
     case "stub-bad-json":
       return conv.messages.some((m) => m.role === "assistant")
         ? { status: 200, text: jsonReply(conv) }
-        : { status: 200, text: 'Sure! Here it is: {"oops": ' };
+        : { status: 200, text: badReply(conv) ?? 'Sure! Here it is: {"oops": ' };
     case "stub-always-bad":
       return { status: 200, text: "I would rather not answer in JSON." };
     case "stub-echo":

@@ -18,6 +18,8 @@ export function testWorkflow(overrides: Partial<CompiledWorkflow> = {}): Compile
     schedule: [],
     queue: null,
     email: null,
+    chat: null,
+    mcp: null,
     policy: { costBudgetUsd: null, timeoutS: 300, timeoutSet: false },
     steps: [],
     ...overrides,

@@ -9,8 +9,10 @@
 import type {
   CompiledAuth,
   CompiledCancelOn,
+  CompiledChat,
   CompiledEmail,
   CompiledInvoke,
+  CompiledMcp,
   CompiledNotify,
   CompiledRateLimit,
   CompiledResponse,
@@ -24,12 +26,14 @@ import { checkExpression, rootPaths } from "../expressions.ts";
 import { compileTemplate } from "../templates.ts";
 import { rateLimitBlock } from "../wrangler-config.ts";
 import type { DataPath } from "../yaml-source.ts";
+import { compileChat } from "./chat/invoke-chat.ts";
 import { compileSchedules } from "./cron/invoke-schedule.ts";
 import { compileEmail } from "./email/invoke-email.ts";
 import type { InvokeContext, TriggerTemplate } from "./invoke-context.ts";
 import { compileCancelOn, compileFlowControl } from "./invoke-flow.ts";
 import { compileNotify } from "./invoke-notify.ts";
 import { compileSearch } from "./invoke-search.ts";
+import { compileMcp } from "./mcp/invoke-mcp.ts";
 import { compileQueue } from "./queue/invoke-queue.ts";
 import { compileAuth, signatureHeaders } from "./webhook/invoke-auth.ts";
 
@@ -43,6 +47,10 @@ export interface CompiledTriggers {
   queue: string | null;
   /** `invoke.email` (email/invoke-email.ts). */
   email: CompiledEmail | null;
+  /** `invoke.chat` (chat/invoke-chat.ts). */
+  chat: CompiledChat | null;
+  /** `invoke.mcp` (mcp/invoke-mcp.ts). */
+  mcp: CompiledMcp | null;
   /** `search:` (invoke-search.ts); empty: none. */
   search: Record<string, Template>;
   /** Checks a `request…` path read by an expression of this workflow, reported at `path`. */
@@ -113,6 +121,9 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
   const headerKeys = headers.map((h) => h.key);
   const queue = compileQueue(invoke, ctx, err);
   const email = compileEmail(invoke, ctx, err);
+  const chat = compileChat(invoke, auth, ctx, err);
+  const description = typeof d.description === "string" ? d.description : null;
+  const mcp = compileMcp(invoke, auth, description, ctx, err);
   /**
    * What a run reads besides the headers: a queue message's (src/triggers/queue/queue.ts) and a
    * schedule entry's (`request.schedule`, src/triggers/cron/schedule.ts).
@@ -277,6 +288,8 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     cancelOn,
     queue,
     email,
+    chat,
+    mcp,
     search,
     checkRequestRead,
   };

@@ -1,55 +1,26 @@
 /**
- * Who may invoke a workflow, and who may read its runs (docs/triggers.md). Expected secrets are
- * read from the Worker's env at request time; an unset one fails closed (500). Presented values
- * are compared in constant time (both sides hashed first, so their lengths never leak either).
+ * Who may invoke a workflow, and who may read its runs (docs/triggers.md). Credential headers are
+ * checked by ../credentials.ts (constant time, fail closed); a sender's signature by signature.ts.
  *
  * `requireReader` is the one check behind every route that reads or acts on runs (envelope,
  * graph, events, cancel, delete, the listing, approvals, the viewer's data): routes call it and
  * never decide credentials themselves.
  */
-import { type CompiledAuth, isSignature, type TokenAuth } from "../../bundle.ts";
+import { type CompiledAuth, isSignature } from "../../bundle.ts";
 import { HttpProblem } from "../../common/problem.ts";
-import { readBody } from "./request-body.ts";
-import { configuredSecrets, schemeKeys, unauthorized, verifySignature } from "./signature.ts";
+import {
+  BEARER_CHALLENGE,
+  bearerToken,
+  configuredSecrets,
+  matchesAny,
+  requireToken,
+  unauthorized,
+} from "../credentials.ts";
+import { readBody } from "../request-body.ts";
+import { schemeKeys, verifySignature } from "./signature.ts";
 
 /** `ADMIN_TOKEN` reads the runs of every workflow; shorter than this it is refused as misconfigured. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
-
-const BEARER_CHALLENGE = { "www-authenticate": 'Bearer realm="workflow-edge"' };
-
-async function digest(value: string): Promise<ArrayBuffer> {
-  return crypto.subtle.digest("SHA-256", new TextEncoder().encode(value));
-}
-
-export async function constantTimeEqual(a: string, b: string): Promise<boolean> {
-  const [da, db] = await Promise.all([digest(a), digest(b)]);
-  return crypto.subtle.timingSafeEqual(da, db);
-}
-
-/** Whether `presented` equals any of `secrets` (every one is compared, whatever matches). */
-async function matchesAny(presented: string | null, secrets: string[]): Promise<boolean> {
-  let ok = false;
-  // Compare even when nothing was presented, so both failures take the same time.
-  for (const s of secrets) if (await constantTimeEqual(presented ?? "", s)) ok = true;
-  return presented !== null && ok;
-}
-
-/** The token of `Bearer <token>` (scheme case-insensitive), else null. */
-function bearerToken(value: string | null): string | null {
-  if (value === null) return null;
-  const m = /^bearer[ \t]+(.*)$/is.exec(value.trim());
-  return m ? (m[1] ?? "") : null;
-}
-
-/** `raw` / `bearer`: throws 401 (bad or missing credentials) or 500 (secret not configured). */
-async function requireToken(auth: TokenAuth, headers: Headers, env: Record<string, unknown>): Promise<void> {
-  const secrets = configuredSecrets(auth.secretEnvs, env, "invoke secret");
-  const presented = headers.get(auth.header);
-  const candidate = auth.scheme === "bearer" ? bearerToken(presented) : presented;
-  if (!(await matchesAny(candidate, secrets))) {
-    throw unauthorized(auth.scheme === "bearer" ? BEARER_CHALLENGE : {});
-  }
-}
 
 /**
  * The invoke's body bytes, once the caller is known to be allowed: credential headers are

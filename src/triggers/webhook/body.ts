@@ -8,7 +8,7 @@
  */
 import type { JsonObject } from "../../bundle.ts";
 import { HttpProblem } from "../../common/problem.ts";
-import { jsonObjectOrNull, parseJsonObject, utf8 } from "./request-body.ts";
+import { jsonObjectOrNull, parseJsonObject, utf8 } from "../request-body.ts";
 
 const FORM = "application/x-www-form-urlencoded";
 

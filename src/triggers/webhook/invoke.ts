@@ -8,17 +8,15 @@
 import { type Bundle, type CompiledWorkflow, isSignature } from "../../bundle.ts";
 import { HttpProblem } from "../../common/problem.ts";
 import { runStub } from "../../run/run-rpc.ts";
-import { recordRequest } from "../../run/start/run-request.ts";
 import type { StartOptions, StartOutcome } from "../../run/start/start-run.ts";
-import { checkRunInputs } from "../../run/start/start-run.ts";
-import { enforceRateLimit, rateLimited, rateLimitSlot } from "../rate-limit.ts";
+import { rateLimited } from "../rate-limit.ts";
+import { idempotencyKeyOf, startRequest } from "../start-request.ts";
 import { authenticatedBody } from "./auth.ts";
 import { decodeParams } from "./body.ts";
 import { invokeResponse } from "./response.ts";
 import { deliveryId } from "./signature.ts";
 
 const MAX_WAIT_S = 60;
-const MAX_IDEMPOTENCY_KEY = 255;
 
 /** The start request of an invoke that passed every check (a refused one throws its problem). */
 export async function invokeStart(
@@ -29,40 +27,13 @@ export async function invokeStart(
 ): Promise<StartOptions> {
   const body = await authenticatedBody(wf.auth, req, env);
   const params = decodeParams(body, req.headers.get("content-type"));
-  const request = recordRequest(wf.invoke.headers, req.headers);
-  checkRunInputs(bundle, wf, params, env);
   const idempotencyKey = idempotencyKeyOf(req.headers);
   // A sender's redelivery carries the same delivery id: it reaches the same run.
   const runKey =
     idempotencyKey ?? (wf.auth && isSignature(wf.auth) ? deliveryId(wf.auth, req.headers, params) : null);
-  const slot = rateLimitSlot(wf, { params, request }, env);
-  // An invoke that names its run may be a replay: the run's object answers it from the run that
-  // exists, and counts it against the limit only if it creates the run.
-  if (runKey === null) await enforceRateLimit(slot, wf, env);
   // A requested wait, even `wait=0`, replaces invoke.response's wait_s (docs/triggers.md: it changes how long).
   const waitS = requestedWait(req) ?? wf.invoke.response?.waitS ?? 0;
-  return {
-    params,
-    request,
-    idempotencyKey: runKey,
-    rateLimit: runKey === null ? null : slot,
-    waitS,
-    origin: new URL(req.url).origin,
-    // The caller's trace, if it sent one (an invalid header is ignored: a new trace).
-    traceparent: req.headers.get("traceparent"),
-  };
-}
-
-/** The request's `Idempotency-Key` (null: none), or 400 `invalid_idempotency_key` when it is empty or too long. */
-export function idempotencyKeyOf(headers: Headers): string | null {
-  const key = headers.get("idempotency-key");
-  if (key !== null && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
-    throw new HttpProblem(
-      "invalid_idempotency_key",
-      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`,
-    );
-  }
-  return key;
+  return startRequest(bundle, wf, { params, headers: req.headers, url: req.url, runKey, waitS }, env);
 }
 
 /** The invoke's answer for what starting its run gave. */

@@ -6,23 +6,8 @@
  */
 import type { JsonObject, SignatureAuth } from "../../bundle.ts";
 import { HttpProblem } from "../../common/problem.ts";
+import { configuredSecrets, unauthorized } from "../credentials.ts";
 import { BadSecret, type Delivery, SCHEMES } from "./schemes.ts";
-
-export function unauthorized(headers: Record<string, string> = {}): HttpProblem {
-  return new HttpProblem("unauthorized", "missing or invalid credentials", { headers });
-}
-
-/** The env values of `names`; 500 server_misconfigured when any is unset. */
-export function configuredSecrets(names: string[], env: Record<string, unknown>, what: string): string[] {
-  const unset = names.filter((n) => typeof env[n] !== "string" || env[n] === "");
-  if (unset.length > 0) {
-    throw new HttpProblem(
-      "server_misconfigured",
-      `the ${what} of this workflow is not configured (set ${unset.join(", ")} with wrangler secret put, or in .dev.vars)`,
-    );
-  }
-  return names.map((n) => env[n] as string);
-}
 
 /** The secrets (or, for discord, the public key) a signature is checked against. */
 export function schemeKeys(auth: SignatureAuth, env: Record<string, unknown>): string[] {

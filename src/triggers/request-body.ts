@@ -4,10 +4,10 @@
  * (everything downstream — hashing, masking, schema validation, storage — walks the params
  * recursively, and 1 MiB of `[` is 1 million levels), empty = `{}`, otherwise a JSON object.
  */
-import type { JsonObject } from "../../bundle.ts";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../common/json-depth.ts";
-import { HttpProblem } from "../../common/problem.ts";
-import { readCapped } from "../../engine/read-capped.ts";
+import type { JsonObject } from "../bundle.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../common/json-depth.ts";
+import { HttpProblem } from "../common/problem.ts";
+import { readCapped } from "../engine/read-capped.ts";
 import { whereJsonBreaks } from "./json-syntax.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
