@@ -16,10 +16,12 @@ import { painter, status, table } from "./render.ts";
 import { type Options, runs, showAccepted, showRun, streamInvoke } from "./runs.ts";
 import { schedules } from "./schedules.ts";
 import { need, type Out, UsageError } from "./usage.ts";
+import { workflows } from "./workflows.ts";
 
 const USAGE = `usage: workflow-edge [--url URL] [--token TOKEN] [--header NAME:VALUE]... [--json] <command>
 
 commands:
+  workflows                        every workflow served, its invoke URL and its protocols' base URLs
   invoke NAME [--data JSON | --data @FILE] [--wait [N] | --stream] [--idempotency-key K]
   runs list --workflow NAME [--status S] [--compensation failed] [--search KEY=VALUE]... [--limit N] [--all]
   runs get ID
@@ -168,6 +170,9 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       throw new UsageError(`${command} does not take --wait`);
     }
     switch (command) {
+      case "workflows":
+        need(args, 0, "argument");
+        return await workflows(conn, out, json);
       case "invoke": {
         const [name] = need(args, 1, "workflow NAME");
         const h: Record<string, string> = {};

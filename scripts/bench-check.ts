@@ -1,7 +1,7 @@
 /**
  * `npm run bench:check`: every documented bench command once, small: every phase of `npm run
  * bench` and `npm run bench:fanout` with `--quick`, and `bench:bursts`, `bench:paths`,
- * `bench:traces` and `bench:ablate` with a few samples each (their own variables or `--quick`), results
+ * `bench:traces`, `bench:ablate` and `bench:protocols` with a few samples each (their own variables or `--quick`), results
  * written to a temporary directory and no figure held to a target: it proves the documented bench
  * commands still run after a change (CI runs it), and leaves the committed results as they are.
  * Exits non-zero when one fails.
@@ -24,6 +24,7 @@ const COMMANDS: Array<[string, string[], Record<string, string>]> = [
   ["bench/paths.ts", [], { BENCH_SAMPLES: "10" }],
   ["bench/traces.ts", [], { BENCH_SAMPLES: "10", BENCH_CPU_ROUNDS: "1" }],
   ["bench/ablate.ts", ["--quick"], {}],
+  ["bench/protocols.ts", ["--quick"], { BENCH_SAMPLES: "10" }],
 ];
 for (const [script, args, small] of COMMANDS) {
   const began = performance.now();

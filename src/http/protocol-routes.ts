@@ -7,6 +7,7 @@
 import type { Hono } from "hono";
 import type { Deployed } from "../run/start/reruns.ts";
 import { chatCompletions, modelList, oneModel } from "../triggers/chat/chat.ts";
+import { mcpEndpoint } from "../triggers/mcp/mcp.ts";
 
 /** The request's `waitUntil` (none when the app is called without an execution context). */
 export function waitUntilOf(c: {
@@ -24,4 +25,6 @@ export function mountProtocolRoutes(app: Hono<{ Bindings: Env }>, served: Deploy
   app.post("/v1/chat/completions", (c) => chatCompletions(served, c.env, c.req.raw, waitUntilOf(c)));
   app.get("/v1/models", () => modelList(served.bundle));
   app.get("/v1/models/:name", (c) => oneModel(served.bundle, c.req.param("name")));
+  // Streamable HTTP without sessions: POST only (GET is 405 with Allow, as for every known path).
+  app.post("/mcp", (c) => mcpEndpoint(served, c.env, c.req.raw, waitUntilOf(c)));
 }

@@ -8,6 +8,7 @@ import type { Bundle, JsonObject, JsonSchema } from "../bundle.ts";
 import { problem, sharedSchemas } from "./components.ts";
 import { addDeliveryRoutes } from "./delivery-routes.ts";
 import { addInvokeOperations } from "./invoke-operations.ts";
+import { addProtocolRoutes } from "./protocol-routes.ts";
 import { addSharedRoutes, readerSecurity } from "./shared-routes.ts";
 
 export interface OpenApiOptions {
@@ -53,6 +54,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
   const anyPublic = addInvokeOperations(bundle, names, paths, schemas, securitySchemes, anyWorkflowSecurity);
   addSharedRoutes(names, paths, securitySchemes, anyWorkflowSecurity, anyPublic);
   addDeliveryRoutes(names, paths, readerSecurity(anyWorkflowSecurity, anyPublic));
+  addProtocolRoutes(bundle, names, paths);
 
   documentMethodNotAllowed(paths);
   return {
@@ -72,6 +74,7 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
         name: "deliveries",
         description: "Notifications and approval requests the Worker sends, and their replay.",
       },
+      { name: "protocols", description: "Workflows served as models (OpenAI-compatible) and as MCP tools." },
       { name: "operations" },
     ],
     paths,

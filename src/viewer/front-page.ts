@@ -1,6 +1,6 @@
 /**
  * The front page (docs/cli.md): `GET /` lists every invocable workflow with its description, version,
- * triggers (auth scheme, schedules, queue, email addresses) and links to its runs, as JSON to `Accept: application/json`
+ * triggers (auth scheme, schedules, queue, email addresses, the protocols it is served by) and links to its runs, as JSON to `Accept: application/json`
  * and as an HTML page to a browser. It needs no credentials and shows none: no secret, no header
  * value, no parameter; reading the runs it links to still needs each workflow's credentials.
  *
@@ -25,6 +25,11 @@ export interface FrontPageWorkflow {
   queue: string | null;
   /** `invoke.email.to`: the addresses whose mail starts a run ([] when none). */
   email: string[];
+  /** The protocols it is served by (docs/protocols.md): where a client points, and under which name. */
+  protocols: {
+    chat: { base_url: string; model: string } | null;
+    mcp: { url: string; tool: string } | null;
+  };
   runs_url: string;
   view_url: string;
 }
@@ -60,6 +65,10 @@ export async function frontPageWorkflows(bundle: Bundle, pausedOf: PausedOf): Pr
         })),
         queue: wf.queue ?? null,
         email: wf.email?.to ?? [],
+        protocols: {
+          chat: wf.chat ? { base_url: "/v1", model: name } : null,
+          mcp: wf.mcp ? { url: "/mcp", tool: name } : null,
+        },
         runs_url: `/runs?workflow=${q}`,
         view_url: `/view/runs?workflow=${q}`,
       },
@@ -77,6 +86,8 @@ function triggerLines(w: FrontPageWorkflow): string {
     ),
     ...(w.queue ? [`queue ${w.queue}`] : []),
     ...(w.email.length > 0 ? [`email ${w.email.join(", ")}`] : []),
+    ...(w.protocols.chat ? [`chat model ${w.protocols.chat.model} at ${w.protocols.chat.base_url}`] : []),
+    ...(w.protocols.mcp ? [`MCP tool ${w.protocols.mcp.tool} at ${w.protocols.mcp.url}`] : []),
   ];
   return lines.map((l) => `<div>${esc(l)}</div>`).join("");
 }

@@ -17,6 +17,22 @@ const cli = (args: string[], opts: { cwd?: string; env?: Record<string, string> 
 
 /** What the Worker answers to these requests (`METHOD path`), as it does; anything else below. */
 const ANSWERS: Record<string, { status: number; body: unknown }> = {
+  "GET /": {
+    status: 200,
+    body: {
+      workflows: [
+        {
+          name: "assistant",
+          auth: "bearer",
+          protocols: {
+            chat: { base_url: "/v1", model: "assistant" },
+            mcp: { url: "/mcp", tool: "assistant" },
+          },
+        },
+        { name: "greeter", auth: "none", protocols: { chat: null, mcp: null } },
+      ],
+    },
+  },
   "POST /invoke/greeter": {
     status: 200,
     body: {
@@ -422,6 +438,23 @@ describe("against an HTTP server", () => {
     expect(rec.stdout.trim()).toBe("recovered: 12 failed deliveries attempted again");
     const bad = await cli(["deliveries", "recover", "--workflow", "alerts", "--url", url]);
     expect(bad.code).toBe(2);
+  });
+
+  it("workflows prints how each workflow is called: its invoke URL and its protocols' base URLs, absolute", async () => {
+    const r = await cli(["workflows", "--url", url]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.trimEnd()),
+    ).toEqual([
+      "WORKFLOW   AUTH    CALLED BY",
+      `assistant  bearer  invoke ${url}/invoke/assistant`,
+      `                   chat base URL ${url}/v1 model assistant`,
+      `                   MCP ${url}/mcp tool assistant`,
+      `greeter    none    invoke ${url}/invoke/greeter`,
+    ]);
   });
 
   it("schedules shows each entry's next fire times in UTC and on the zone's own clock", async () => {

@@ -128,6 +128,8 @@ export function shape(text: string, ids: Map<string, string>): string {
       .replace(/\b00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]\b/g, "<traceparent>")
       .replace(/\b[0-9a-f]{32}\b/g, "<trace>")
       .replace(/"duration_ms":\d+/g, '"duration_ms":<duration>')
+      // OpenAI's `created`: epoch seconds.
+      .replace(/"created":\d+/g, '"created":<time>')
       .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, "<time>")
       .replace(/\b\d\d:\d\d:\d\d\.\d{3}\b/g, "<time>")
       .replace(/\b[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\b/g, "<time>")

@@ -72,7 +72,8 @@ export async function startWorker(
     throw new Error(`e2e workflows do not compile:\n${compiled.diagnostics.map((d) => d.text).join("\n")}`);
   }
   const bundlePath = join(dir, "bundle.json");
-  writeFileSync(bundlePath, JSON.stringify(compiled.bundle));
+  // As `npm run build` writes it: with the time it was built (`GET /v1/models`' `created`).
+  writeFileSync(bundlePath, JSON.stringify({ ...compiled.bundle, builtAt: new Date().toISOString() }));
   const configPath = join(dir, "wrangler.toml");
   writeFileSync(configPath, e2eWranglerConfig(readFileSync(join(ROOT, "wrangler.toml"), "utf8"), bundlePath));
 

@@ -94,3 +94,24 @@ describe("OpenAPI of triggers", () => {
     expect(doc.components.schemas.Envelope.required).toContain("request");
   });
 });
+
+describe("OpenAPI of the protocols", () => {
+  it("describes the chat endpoint with the models it serves and their credentials", () => {
+    const chat = doc.paths["/v1/chat/completions"].post;
+    const models = chat.requestBody.content["application/json"].schema.properties.model.enum as string[];
+    expect(models).toEqual(expect.arrayContaining(["chat-transform", "chat-public", "chat-stream"]));
+    expect(models).not.toContain("basic");
+    // chat-transform's bearer token, or nothing for the public ones.
+    expect(chat.security).toEqual(expect.arrayContaining([{ "chat-transform.auth": [] }, {}]));
+    expect(chat.responses["500"].description).toContain("x-should-retry: false");
+    expect(doc.paths["/v1/models"].get.security).toEqual([{}]);
+  });
+
+  it("describes the MCP server with the tools it serves", () => {
+    const mcp = doc.paths["/mcp"].post;
+    expect(mcp.description).toContain("mcp-approve");
+    expect(mcp.description).not.toContain("chat-stream");
+    expect(Object.keys(mcp.responses)).toEqual(expect.arrayContaining(["200", "202", "401"]));
+    expect(mcp.responses["405"]).toBeDefined();
+  });
+});

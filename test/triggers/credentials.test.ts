@@ -61,7 +61,8 @@ describe("comparing a presented value", () => {
   it("reads the token of `Bearer <token>`, the scheme in any case, spaces or tabs after it; no token is none", () => {
     expect(bearerToken("Bearer abc")).toBe("abc");
     expect(bearerToken("  bEaReR \t abc def ")).toBe("abc def");
-    for (const v of [null, "Bearer ", "abc", "Basic abc", "Bearerabc"]) expect(bearerToken(v), String(v)).toBeNull();
+    for (const v of [null, "Bearer ", "abc", "Basic abc", "Bearerabc"])
+      expect(bearerToken(v), String(v)).toBeNull();
   });
 });
 
