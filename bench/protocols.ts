@@ -2,10 +2,11 @@
  * What the protocols cost (`npm run bench:protocols`; docs/protocols.md), on one local workerd
  * (Miniflare) serving bench/entry.ts:
  *
- * - A 10-step transform workflow run three ways, interleaved: `POST /invoke/{name}` with
- *   `Prefer: wait`, `POST /v1/chat/completions`, and MCP `tools/call` on `POST /mcp`. p50 of each,
- *   and what each protocol adds over the invoke (targets: chat ≤ 1 ms, MCP ≤ 2 ms). Rows written
- *   per run, each way (the same run: the same rows).
+ * - A 10-step transform workflow run four ways, interleaved: `POST /invoke/{name}` with
+ *   `Prefer: wait`, `POST /v1/chat/completions`, MCP `tools/call` on `POST /mcp`, and A2A
+ *   `SendMessage` on `POST /a2a/{name}`. p50 of each, and what each protocol adds over the invoke
+ *   (targets: chat ≤ 1 ms, MCP ≤ 2 ms, A2A ≤ 2 ms). Rows written per run, each way (the same run:
+ *   the same rows).
  * - A streamed chat answer (`stream: true`) of a `core/chat` step against a fake OpenAI-compatible
  *   provider on 127.0.0.1 that sends its first chunk of answer text after 300 ms, then 30 more 20 ms
  *   apart: the provider's first chunk to the first content delta at the caller, p50, net of a
@@ -63,6 +64,7 @@ params: { schema: { type: object, properties: { q: { type: string } } } }
 invoke:
   chat: { params: { q: "{{ messages[-1].content }}" } }
   mcp: {}
+  a2a: { params: { q: "{{ text }}" } }
 pipeline:
 ${steps}
 `;
@@ -135,6 +137,20 @@ async function main(): Promise<void> {
         await res.text();
         return res.headers.get("x-run-id") as string;
       },
+      a2a: async (q: string) => {
+        const res = await fetch(`${base}/a2a/bench-ten`, {
+          method: "POST",
+          headers: { ...json, "a2a-version": "1.0" },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "SendMessage",
+            params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: q }] } },
+          }),
+        });
+        const body = (await res.json()) as { result: { task: { id: string } } };
+        return body.result.task.id;
+      },
       mcp: async (q: string) => {
         const res = await fetch(`${base}/mcp`, {
           method: "POST",
@@ -155,7 +171,7 @@ async function main(): Promise<void> {
       await (await fetch(`${base}/health`)).text();
       return now() - t0;
     };
-    const times: Record<keyof typeof ways, number[]> = { invoke: [], chat: [], mcp: [] };
+    const times: Record<keyof typeof ways, number[]> = { invoke: [], chat: [], a2a: [], mcp: [] };
     const lastRun: Record<string, string> = {};
     log(`${SAMPLES} samples of each way, interleaved`);
     for (let i = 0; i < WARMUP + SAMPLES; i++) {
@@ -223,13 +239,15 @@ then ${CHUNKS - 1} more ${GAP_MS} ms apart), ${STREAMS} streamed answers.
 | \`POST /invoke/bench-ten\` with \`Prefer: wait\` | ${f(p("invoke"))} ms | |
 | \`POST /v1/chat/completions\` | ${f(p("chat"))} ms | ${f(p("chat") - p("invoke"))} ms (target ≤ 1) |
 | MCP \`tools/call\` on \`POST /mcp\` | ${f(p("mcp"))} ms | ${f(p("mcp") - p("invoke"))} ms (target ≤ 2) |
+| A2A \`SendMessage\` on \`POST /a2a/bench-ten\` | ${f(p("a2a"))} ms | ${f(p("a2a") - p("invoke"))} ms (target ≤ 2) |
 
 | streamed chat answer | p50 |
 |---|---:|
 | the provider's first chunk of answer text to the first content delta at the caller | ${f(median(toFirst))} ms |
 | the same, net of a \`/health\` round trip (${f(rtt)} ms) | ${f(median(toFirst) - rtt)} ms (target ≤ 5) |
 
-Rows written per run: invoke ${rows.invoke}, chat ${rows.chat}, MCP ${rows.mcp} (the same run each way).
+Rows written per run: invoke ${rows.invoke}, chat ${rows.chat}, MCP ${rows.mcp}, A2A ${rows.a2a} (the same run each
+way; an A2A task without push configs writes nothing for them).
 Machine: ${machineLine()}.
 `;
     writeFileSync(resultsPath("protocols-results.md"), md);

@@ -1,7 +1,8 @@
 /**
  * `workflow-edge workflows` (docs/cli.md): every workflow the deployment serves (`GET /`), with how
  * it is called: its invoke URL, and the base URL and name each protocol that serves it answers at
- * (docs/protocols.md: a chat client's base URL and model, the MCP server's URL and tool), absolute,
+ * (docs/protocols.md: a chat client's base URL and model, the MCP server's URL and tool; docs/a2a.md:
+ * an A2A agent's card), absolute,
  * ready to paste into a client's settings.
  */
 import { type Connection, request } from "./api.ts";
@@ -14,6 +15,7 @@ interface Listed {
   protocols?: {
     chat: { base_url: string; model: string } | null;
     mcp: { url: string; tool: string } | null;
+    a2a?: { url: string; agent_card: string } | null;
   };
 }
 
@@ -28,6 +30,8 @@ export async function workflows(conn: Connection, out: Out, json: boolean): Prom
     const mcp = w.protocols?.mcp;
     if (chat) ways.push(`chat base URL ${at(chat.base_url)} model ${chat.model}`);
     if (mcp) ways.push(`MCP ${at(mcp.url)} tool ${mcp.tool}`);
+    const a2a = w.protocols?.a2a;
+    if (a2a) ways.push(`A2A agent card ${at(a2a.agent_card)}`);
     return { name: w.name, auth: w.auth, ways };
   });
   if (json) {

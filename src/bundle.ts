@@ -10,7 +10,7 @@
 
 import type { CompiledAgent, CompiledGateway } from "./bundle/agents.ts";
 import type { CompiledStep } from "./bundle/steps.ts";
-import type { CompiledChat, CompiledEmail, CompiledMcp } from "./bundle/triggers.ts";
+import type { CompiledA2a, CompiledChat, CompiledEmail, CompiledMcp } from "./bundle/triggers.ts";
 import type { EnvDecl, JsonObject, JsonSchema, Template } from "./bundle/values.ts";
 
 export * from "./bundle/agents.ts";
@@ -63,6 +63,8 @@ export interface CompiledWorkflow {
   chat: CompiledChat | null;
   /** `invoke.mcp`: served as a tool of `POST /mcp` (root workflows only). */
   mcp: CompiledMcp | null;
+  /** `invoke.a2a`: served as an A2A agent at `/a2a/{name}` (root workflows only). */
+  a2a: CompiledA2a | null;
   /**
    * `search:` (root workflows): at most 4 keys, each a template over `params` and `request`,
    * rendered when a run starts and kept in its listing entry (docs/http-api.md, "Search keys").

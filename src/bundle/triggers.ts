@@ -5,7 +5,7 @@ import type { JsonObject, Template } from "./values.ts";
  * (src/triggers/index.ts) is keyed by it, so a kind named here without its entry there does not
  * compile (docs/architecture.md, "Add a trigger").
  */
-export const TRIGGER_KINDS = ["webhook", "cron", "queue", "email", "chat", "mcp"] as const;
+export const TRIGGER_KINDS = ["webhook", "cron", "queue", "email", "chat", "mcp", "a2a"] as const;
 
 export type TriggerKind = (typeof TRIGGER_KINDS)[number];
 
@@ -44,4 +44,12 @@ export interface CompiledMcp {
   description: string | null;
   /** The schema the build derives for the run's output, when it is an object schema (the tool's `outputSchema`). */
   outputSchema: JsonObject | null;
+}
+
+/** `invoke.a2a` (docs/a2a.md): the workflow served as its own A2A agent at `/a2a/{name}`. */
+export interface CompiledA2a {
+  /** The one skill its Agent Card lists. */
+  skill: { name: string; description: string; tags: string[]; examples: string[] };
+  /** Rendered over `{text, data, message, metadata}` of the message; null: its data part, else `{text}`. */
+  params: Template | null;
 }

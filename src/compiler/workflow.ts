@@ -421,6 +421,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     email: triggers.email,
     chat: triggers.chat,
     mcp: triggers.mcp,
+    a2a: triggers.a2a,
     ...(Object.keys(triggers.search).length > 0 ? { search: triggers.search } : {}),
     ...(triggers.notify.length > 0 ? { notify: triggers.notify } : {}),
     ...(triggers.cancelOn.length > 0 ? { cancelOn: triggers.cancelOn } : {}),

@@ -74,7 +74,10 @@ export function buildOpenApi(bundle: Bundle, opts: OpenApiOptions = {}): JsonObj
         name: "deliveries",
         description: "Notifications and approval requests the Worker sends, and their replay.",
       },
-      { name: "protocols", description: "Workflows served as models (OpenAI-compatible) and as MCP tools." },
+      {
+        name: "protocols",
+        description: "Workflows served as models (OpenAI-compatible), MCP tools and A2A agents.",
+      },
       { name: "operations" },
     ],
     paths,

@@ -1,6 +1,6 @@
 /**
- * The protocols' routes in the OpenAPI document (docs/protocols.md): the OpenAI-compatible endpoint
- * with the models it serves, the MCP server with its tools. Each is described only when a workflow
+ * The protocols' routes in the OpenAPI document (docs/protocols.md, docs/a2a.md): the
+ * OpenAI-compatible endpoint with the models it serves, the MCP server with its tools, the A2A agents. Each is described only when a workflow
  * declares it, with the credentials of those workflows; the protocols' own bodies (Chat Completions,
  * JSON-RPC) are their specifications', named here, not repeated.
  */
@@ -45,6 +45,7 @@ export function addProtocolRoutes(bundle: Bundle, names: string[], paths: Record
   });
   const chat = workflows.filter((wf) => wf.chat);
   const mcp = workflows.filter((wf) => wf.mcp);
+  const a2a = workflows.filter((wf) => wf.a2a);
   if (chat.length > 0) {
     const models = chat.map((wf) => wf.name);
     paths["/v1/chat/completions"] = {
@@ -142,6 +143,52 @@ export function addProtocolRoutes(bundle: Bundle, names: string[], paths: Record
         responses: {
           "200": { description: "The model.", content: { "application/json": { schema: model } } },
           "404": openAiError("`workflow_not_found`."),
+        },
+      },
+    };
+  }
+  if (a2a.length > 0) {
+    const agents = a2a.map((wf) => wf.name);
+    const name = { name: "name", in: "path", required: true, schema: { enum: agents } };
+    paths["/a2a/{name}/.well-known/agent-card.json"] = {
+      get: {
+        operationId: "a2aAgentCard",
+        summary: "A workflow's A2A Agent Card (no credential needed)",
+        tags: ["protocols"],
+        security: [{}],
+        parameters: [name],
+        responses: {
+          "200": {
+            description: "The Agent Card (A2A 1.0).",
+            content: { "application/json": { schema: { type: "object" } } },
+          },
+          "404": { description: "`workflow_not_found`: no A2A agent of that name." },
+        },
+      },
+    };
+    paths["/a2a/{name}"] = {
+      post: {
+        operationId: "a2a",
+        summary: "A workflow as an A2A 1.0 agent (JSON-RPC; A2A-Version: 1.0)",
+        description: `Agents: ${agents.join(", ")}. SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push-config methods; errors in A2A's codes.`,
+        tags: ["protocols"],
+        security: securityOf(a2a),
+        parameters: [name, { name: "A2A-Version", in: "header", required: true, schema: { const: "1.0" } }],
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: { type: "object", required: ["jsonrpc", "method"] } } },
+        },
+        responses: {
+          "200": {
+            description: "A JSON-RPC response; the streaming methods answer SSE of JSON-RPC responses.",
+            content: {
+              "application/json": { schema: { type: "object" } },
+              "text/event-stream": { schema: { type: "string" } },
+            },
+          },
+          "401": { description: "`unauthorized` (problem+json, before any JSON-RPC)." },
+          "404": { description: "`workflow_not_found`." },
+          "429": { description: "Over the rate limit or a full queue (a JSON-RPC error; `Retry-After`)." },
         },
       },
     };

@@ -4,8 +4,10 @@
  * RPC carries both (run-rpc.ts), so both sides, and whoever calls a run, read them here alone,
  * without the Worker's types.
  */
+
 import type { CompiledAuth } from "../bundle.ts";
 import type { Envelope } from "./envelope.ts";
+import type { PushConfig } from "./run-doc.ts";
 import type { GraphNode } from "./run-graph.ts";
 import type { DeliverResult } from "./waits/waits.ts";
 
@@ -44,3 +46,14 @@ export interface RateLimitSlot {
 export type CompensateResult =
   | { outcome: "retried"; retried: number }
   | { outcome: "not_found" | "active" | "nothing" };
+
+/** What an A2A task's push configs are asked (docs/a2a.md, "Push notifications"). */
+export type PushOp =
+  | { op: "create"; config: PushConfig }
+  | { op: "get" | "delete"; id: string }
+  | { op: "list" };
+
+/** `configs`: the ones asked for (create: the one made; delete: none). */
+export type PushOutcome =
+  | { outcome: "ok"; configs: PushConfig[] }
+  | { outcome: "not_found" | "config_not_found" | "not_active" | "too_many" };

@@ -62,6 +62,17 @@ export interface RunDoc {
    * "Compensation"): null or absent when nothing was to be undone.
    */
   compensation?: Compensation | null;
+  /** A2A push configs of the task (docs/a2a.md, "Push notifications"); absent: none. */
+  a2a_push?: PushConfig[];
+}
+
+/** One A2A push config of a task (docs/a2a.md): its token and credentials are the caller's, sent as given. */
+export interface PushConfig {
+  id: string;
+  url: string;
+  token: string | null;
+  authentication: { scheme: string; credentials: string | null } | null;
+  created_at: string;
 }
 
 /** A run's compensations, in the order they run (latest completion first). */

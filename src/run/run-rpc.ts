@@ -9,7 +9,15 @@ import type { Envelope } from "./envelope.ts";
 import { namedStub, parseRunId, placed } from "./jurisdiction.ts";
 import type { BeginPayload, FlowKeyRpc } from "./keys/flow-key-rpc.ts";
 import type { ListedRun } from "./listing/listing.ts";
-import type { CancelResult, CompensateResult, RateLimitSlot, RunView, SignalResult } from "./run-calls.ts";
+import type {
+  CancelResult,
+  CompensateResult,
+  PushOp,
+  PushOutcome,
+  RateLimitSlot,
+  RunView,
+  SignalResult,
+} from "./run-calls.ts";
 import type { RunFlow } from "./run-doc.ts";
 import type { ApprovalRecord, DecideResult } from "./waits/approvals.ts";
 
@@ -110,6 +118,8 @@ export interface RunRpc {
   rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active">;
   /** A flow key says the queued run may go on, with a debounce's or batch's params (false: it has ended). */
   begin(payload?: BeginPayload): Promise<boolean>;
+  /** An A2A task's push configs: made, read, listed, deleted (docs/a2a.md). */
+  pushConfigs(op: PushOp): Promise<PushOutcome>;
   /** A signal for the run's wait for `name` (with `key`: only a wait with that key). */
   signal(name: string, body: Json, key?: string | null): Promise<SignalResult>;
   /** Every approval of the run (null: no such run). */

@@ -20,9 +20,10 @@ export interface WorkerTrigger {
 
 export const TRIGGERS: Record<TriggerKind, WorkerTrigger> = {
   webhook: { handlers: "fetch" },
-  // The protocols' routes (docs/protocols.md): POST /v1/chat/completions, POST /mcp.
+  // The protocols' routes (docs/protocols.md, docs/a2a.md): POST /v1/chat/completions, POST /mcp, /a2a/{name}.
   chat: { handlers: "fetch" },
   mcp: { handlers: "fetch" },
+  a2a: { handlers: "fetch" },
   cron: {
     handlers: {
       async scheduled(controller, env) {

@@ -138,3 +138,24 @@ export function awaitedBy(view: RunView): Awaited[] {
   walk(view.envelope.steps, "", null);
   return out;
 }
+
+/** Events after which a run may have started to wait for a person or a signal. */
+const MAY_WAIT = new Set(["step.waiting", "step.pending_approval", "approval.requested"]);
+
+/**
+ * The run's view once it has ended or waits for input (an approval, a signal), following its
+ * events; null when the run cannot be found. A durable sleep is neither: it goes on waiting.
+ */
+export async function settled(env: Env, runId: string, signal?: AbortSignal): Promise<RunView | null> {
+  const stub = runStub(env, runId);
+  if (!stub) return null;
+  const first = await stub.view();
+  if (!first || !isActive(first.envelope) || callerState(first) === "input_required") return first;
+  for await (const ev of runEvents(env, runId, signal)) {
+    if (ev.type === "run.completed") break;
+    if (!MAY_WAIT.has(ev.type)) continue;
+    const view = await stub.view();
+    if (!view || !isActive(view.envelope) || callerState(view) === "input_required") return view;
+  }
+  return stub.view();
+}

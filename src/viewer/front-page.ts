@@ -29,6 +29,7 @@ export interface FrontPageWorkflow {
   protocols: {
     chat: { base_url: string; model: string } | null;
     mcp: { url: string; tool: string } | null;
+    a2a: { url: string; agent_card: string } | null;
   };
   runs_url: string;
   view_url: string;
@@ -68,6 +69,7 @@ export async function frontPageWorkflows(bundle: Bundle, pausedOf: PausedOf): Pr
         protocols: {
           chat: wf.chat ? { base_url: "/v1", model: name } : null,
           mcp: wf.mcp ? { url: "/mcp", tool: name } : null,
+          a2a: wf.a2a ? { url: `/a2a/${q}`, agent_card: `/a2a/${q}/.well-known/agent-card.json` } : null,
         },
         runs_url: `/runs?workflow=${q}`,
         view_url: `/view/runs?workflow=${q}`,
@@ -88,6 +90,7 @@ function triggerLines(w: FrontPageWorkflow): string {
     ...(w.email.length > 0 ? [`email ${w.email.join(", ")}`] : []),
     ...(w.protocols.chat ? [`chat model ${w.protocols.chat.model} at ${w.protocols.chat.base_url}`] : []),
     ...(w.protocols.mcp ? [`MCP tool ${w.protocols.mcp.tool} at ${w.protocols.mcp.url}`] : []),
+    ...(w.protocols.a2a ? [`A2A agent at ${w.protocols.a2a.url}`] : []),
   ];
   return lines.map((l) => `<div>${esc(l)}</div>`).join("");
 }

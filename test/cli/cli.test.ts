@@ -27,9 +27,10 @@ const ANSWERS: Record<string, { status: number; body: unknown }> = {
           protocols: {
             chat: { base_url: "/v1", model: "assistant" },
             mcp: { url: "/mcp", tool: "assistant" },
+            a2a: { url: "/a2a/assistant", agent_card: "/a2a/assistant/.well-known/agent-card.json" },
           },
         },
-        { name: "greeter", auth: "none", protocols: { chat: null, mcp: null } },
+        { name: "greeter", auth: "none", protocols: { chat: null, mcp: null, a2a: null } },
       ],
     },
   },
@@ -453,6 +454,7 @@ describe("against an HTTP server", () => {
       `assistant  bearer  invoke ${url}/invoke/assistant`,
       `                   chat base URL ${url}/v1 model assistant`,
       `                   MCP ${url}/mcp tool assistant`,
+      `                   A2A agent card ${url}/a2a/assistant/.well-known/agent-card.json`,
       `greeter    none    invoke ${url}/invoke/greeter`,
     ]);
   });

@@ -28,6 +28,7 @@ describe("workflows/ examples", () => {
       "order-events",
       "order-fulfilment",
       "order-saga",
+      "refund-request",
       "repo-reindex",
       "slack-app",
       "standup-reminder",
@@ -87,6 +88,15 @@ describe("workflows/ examples", () => {
       maxItems: 100,
       maxWaitMs: 10_000,
     });
+  });
+
+  it("serve hello both as a model and as an MCP tool, and refund-request as an A2A agent that waits for approval", () => {
+    const wf = (name: string) => bundle?.workflows[bundle.invocable[name] as string];
+    expect(wf("hello")?.chat?.reply).toEqual({ t: "expr", e: "output.result.greeting" });
+    expect(wf("hello")?.mcp?.title).toBe("Say hello");
+    const refund = wf("refund-request");
+    expect(refund?.a2a?.skill.name).toBe("Refund requests");
+    expect(refund?.steps[0]).toMatchObject({ kind: "wait", signal: { name: "approval" } });
   });
 
   it("fan out and back in in order-events", () => {

@@ -122,6 +122,8 @@ export function shape(text: string, ids: Map<string, string>): string {
       // curl -i prints the headers with CRLF line ends, as they came.
       .replace(/\r$/gm, "")
       .replace(/\b[0-9a-f]{64}\b/g, label)
+      // A random UUID (an A2A context id).
+      .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, "<uuid>")
       // A run id shortened to 12 characters (`reused from 8511a5656254`).
       .replace(/\b[0-9a-f]{12}\b/g, (p) => [...ids].find(([id]) => id.startsWith(p))?.[1] ?? p)
       // A trace's id, alone (`trace_id`) or in a W3C traceparent header.

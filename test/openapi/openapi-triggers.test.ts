@@ -107,6 +107,15 @@ describe("OpenAPI of the protocols", () => {
     expect(doc.paths["/v1/models"].get.security).toEqual([{}]);
   });
 
+  it("describes each A2A agent's card and endpoint, with the version header", () => {
+    const card = doc.paths["/a2a/{name}/.well-known/agent-card.json"].get;
+    expect(card.parameters[0].schema.enum).toEqual(expect.arrayContaining(["a2a-ten", "a2a-signal"]));
+    expect(card.security).toEqual([{}]);
+    const endpoint = doc.paths["/a2a/{name}"].post;
+    expect(endpoint.parameters[1]).toMatchObject({ name: "A2A-Version", in: "header", required: true });
+    expect(endpoint.security).toEqual(expect.arrayContaining([{ "a2a-ten.auth": [] }, {}]));
+  });
+
   it("describes the MCP server with the tools it serves", () => {
     const mcp = doc.paths["/mcp"].post;
     expect(mcp.description).toContain("mcp-approve");

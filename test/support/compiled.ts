@@ -20,6 +20,7 @@ export function testWorkflow(overrides: Partial<CompiledWorkflow> = {}): Compile
     email: null,
     chat: null,
     mcp: null,
+    a2a: null,
     policy: { costBudgetUsd: null, timeoutS: 300, timeoutSet: false },
     steps: [],
     ...overrides,

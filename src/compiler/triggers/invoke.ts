@@ -7,6 +7,7 @@
  * wrong at the first request is decided here, with the line to fix.
  */
 import type {
+  CompiledA2a,
   CompiledAuth,
   CompiledCancelOn,
   CompiledChat,
@@ -26,6 +27,7 @@ import { checkExpression, rootPaths } from "../expressions.ts";
 import { compileTemplate } from "../templates.ts";
 import { rateLimitBlock } from "../wrangler-config.ts";
 import type { DataPath } from "../yaml-source.ts";
+import { A2A_CONTEXT_KEY, A2A_CONTEXT_TEMPLATE, compileA2a } from "./a2a/invoke-a2a.ts";
 import { compileChat } from "./chat/invoke-chat.ts";
 import { compileSchedules } from "./cron/invoke-schedule.ts";
 import { compileEmail } from "./email/invoke-email.ts";
@@ -51,6 +53,8 @@ export interface CompiledTriggers {
   chat: CompiledChat | null;
   /** `invoke.mcp` (mcp/invoke-mcp.ts). */
   mcp: CompiledMcp | null;
+  /** `invoke.a2a` (a2a/invoke-a2a.ts). */
+  a2a: CompiledA2a | null;
   /** `search:` (invoke-search.ts); empty: none. */
   search: Record<string, Template>;
   /** Checks a `request…` path read by an expression of this workflow, reported at `path`. */
@@ -124,6 +128,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
   const chat = compileChat(invoke, auth, ctx, err);
   const description = typeof d.description === "string" ? d.description : null;
   const mcp = compileMcp(invoke, auth, description, ctx, err);
+  const a2a = compileA2a(invoke, auth, description, ctx, err);
   /**
    * What a run reads besides the headers: a queue message's (src/triggers/queue/queue.ts) and a
    * schedule entry's (`request.schedule`, src/triggers/cron/schedule.ts).
@@ -279,6 +284,8 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
   const schedule = compileSchedules(d, ctx, err);
   const notify = compileNotify(d, ctx, err, template);
   const search = compileSearch(d, ctx, err, template);
+  // An A2A agent's tasks are listed by their context (ListTasks filters on it).
+  if (a2a) search[A2A_CONTEXT_KEY] = A2A_CONTEXT_TEMPLATE;
 
   return {
     auth,
@@ -290,6 +297,7 @@ export function compileTriggers(d: Obj, ctx: InvokeContext): CompiledTriggers {
     email,
     chat,
     mcp,
+    a2a,
     search,
     checkRequestRead,
   };

@@ -22,10 +22,13 @@ import { networkFailure, parseRetryAfter } from "../../engine/retry.ts";
 import { declaredEnv } from "../../engine/secrets.ts";
 import { renderUrl } from "../../engine/substitute.ts";
 import { httpAttributes, httpOutcome, type StepTracer } from "../../engine/trace.ts";
+import type { StepRecord } from "../../engine/types.ts";
 import { parseRunId } from "../jurisdiction.ts";
 import type { RunDoc } from "../run-doc.ts";
 import type { RunStore } from "../run-store.ts";
 import { type ApprovalRecord, decideUrl, publicApproval } from "../waits/approvals.ts";
+import type { WaitRecord } from "../waits/waits.ts";
+import { pushTargets, taskChanges } from "./a2a-push.ts";
 import {
   ATTEMPT_TIMEOUT_MS,
   type AttemptOutcome,
@@ -34,34 +37,13 @@ import {
   type DeliveryAttempt,
   type DeliveryRecord,
   type DeliveryState,
+  type DeliveryTarget,
   grantAttempt,
   isDue,
   newDelivery,
 } from "./delivery-rules.ts";
 
-/** One delivery a run makes, as it follows from the run. */
-export interface DeliveryTarget {
-  id: string;
-  type: string;
-  /** Where it goes (rendered: may hold a secret; shown masked). */
-  url: string;
-  /** The url holds a secret: the API, spans and errors show its origin only (`shownUrl`). */
-  fromSecret: boolean;
-  /** A Standard Webhooks secret (`whsec_…`) to sign with; "" when one is required and unset. */
-  signSecret: string | null;
-  schedule: readonly number[];
-  createdMs: number;
-  body(): string;
-  /** An extra `idempotency-key` header (approval requests kept theirs). */
-  idempotencyKey: string | null;
-  /** A notification's index in `notify:` (null: an approval request). */
-  entry: number | null;
-  /**
-   * An approval request whose approval was decided: it is not sent any more (a reviewer who has
-   * decided needs no request), and one not delivered yet is listed `canceled`.
-   */
-  moot?: boolean;
-}
+export type { DeliveryTarget } from "./delivery-rules.ts";
 
 /** A delivery as the API shows it (docs/http-api.md, `GET /deliveries`). */
 export interface PublicDelivery {
@@ -84,6 +66,8 @@ export interface DeliverySource {
   env: Record<string, unknown>;
   masker: Masker;
   approvals: ApprovalRecord[];
+  /** What A2A push deliveries follow from (read only for a run with push configs). */
+  push?: { records: ReadonlyMap<string, StepRecord>; waits: () => WaitRecord[]; output: () => Json };
 }
 
 const TERMINAL = new Set(["complete", "failed", "canceled"]);
@@ -112,6 +96,11 @@ export function deliveryTargets(s: DeliverySource): DeliveryTarget[] {
       entry: null,
       ...(a.status !== "pending" ? { moot: true } : {}),
     });
+  }
+  if (doc.a2a_push?.length && s.push) {
+    const push = s.push;
+    const changes = taskChanges(doc, push.records, s.approvals, push.waits());
+    out.push(...pushTargets({ doc, changes, output: push.output, masker: s.masker }));
   }
   if (!TERMINAL.has(doc.status)) return out;
   const env = declaredEnv(wf, s.env);
@@ -223,6 +212,7 @@ export async function sendDelivery(
     "content-type": "application/json",
     "user-agent": "workflow-edge",
     "webhook-id": t.id,
+    ...t.headers,
   };
   if (t.idempotencyKey) headers["idempotency-key"] = t.idempotencyKey;
   if (t.signSecret !== null) {
@@ -287,8 +277,14 @@ export class RunDeliveries {
   /** When the next attempt is due (null: nothing pending). */
   nextAttempt(targets: readonly DeliveryTarget[]): number | null {
     let next: number | null = null;
-    for (const [i, r] of this.records(targets).entries())
-      if (r.state === "pending" && r.next !== null && !targets[i]?.moot)
+    const records = this.records(targets);
+    for (const [i, r] of records.entries())
+      if (
+        r.state === "pending" &&
+        r.next !== null &&
+        !targets[i]?.moot &&
+        !waitsForEarlier(targets, records, i)
+      )
         next = next === null ? r.next : Math.min(next, r.next);
     return next;
   }
@@ -298,7 +294,11 @@ export class RunDeliveries {
     const now = this.deps.now();
     const records = this.records(targets);
     const due = targets.filter(
-      (t, i) => !t.moot && !this.sending.has(t.id) && isDue(records[i] as DeliveryRecord, now),
+      (t, i) =>
+        !t.moot &&
+        !this.sending.has(t.id) &&
+        isDue(records[i] as DeliveryRecord, now) &&
+        !waitsForEarlier(targets, records, i),
     );
     await Promise.all(
       due.map(async (t) => {
@@ -407,6 +407,17 @@ export class RunDeliveries {
     }
     return this.rows;
   }
+}
+
+/**
+ * Whether target `i` waits for the delivery before it (an A2A config's deliveries go in order: the
+ * next is attempted once the previous was delivered or given up).
+ */
+function waitsForEarlier(targets: readonly DeliveryTarget[], records: DeliveryRecord[], i: number): boolean {
+  const after = targets[i]?.after;
+  if (!after) return false;
+  const j = targets.findIndex((t) => t.id === after);
+  return j >= 0 && records[j]?.state === "pending";
 }
 
 /** A url that holds a secret, as the API shows it: its origin only, or `***` when it does not parse. */

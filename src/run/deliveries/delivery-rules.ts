@@ -103,3 +103,31 @@ export function grantAttempt(rec: DeliveryRecord, now: number, schedule: readonl
 export function isDue(rec: DeliveryRecord, now: number): boolean {
   return rec.state === "pending" && rec.next !== null && rec.next <= now;
 }
+
+/** One delivery a run makes, as it follows from the run. */
+export interface DeliveryTarget {
+  id: string;
+  type: string;
+  /** Where it goes (rendered: may hold a secret; shown masked). */
+  url: string;
+  /** The url holds a secret: the API, spans and errors show its origin only (`shownUrl`). */
+  fromSecret: boolean;
+  /** A Standard Webhooks secret (`whsec_…`) to sign with; "" when one is required and unset. */
+  signSecret: string | null;
+  schedule: readonly number[];
+  createdMs: number;
+  body(): string;
+  /** An extra `idempotency-key` header (approval requests kept theirs). */
+  idempotencyKey: string | null;
+  /** A notification's index in `notify:` (null: an approval request). */
+  entry: number | null;
+  /**
+   * An approval request whose approval was decided: it is not sent any more (a reviewer who has
+   * decided needs no request), and one not delivered yet is listed `canceled`.
+   */
+  moot?: boolean;
+  /** Headers of its own (an A2A push's token and credentials: a2a-push.ts). */
+  headers?: Record<string, string>;
+  /** The delivery that must be delivered or given up first (an A2A config's previous one); absent: none. */
+  after?: string | null;
+}

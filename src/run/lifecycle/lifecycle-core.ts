@@ -102,11 +102,15 @@ export abstract class RunCore {
       approvalRequested: (rec, created) => {
         if (created) shell.approvalEvent?.("approval.requested", publicApproval(rec));
         options.approvalRequested?.(rec, created);
-        // Its notification is a delivery, made once its row is written.
-        if (created && rec.notify) shell.perform([{ type: "deliver" }]);
+        // Its notification is a delivery, made once its row is written; so is an A2A task's news.
+        if (created && (rec.notify || this.doc?.a2a_push?.length)) shell.perform([{ type: "deliver" }]);
         this.duties.rearm();
       },
-      approvalDecided: (rec) => shell.approvalEvent?.("approval.decided", publicApproval(rec)),
+      approvalDecided: (rec) => {
+        shell.approvalEvent?.("approval.decided", publicApproval(rec));
+        // An A2A task works again: its push configs hear it.
+        if (this.doc?.a2a_push?.length) shell.perform([{ type: "deliver" }]);
+      },
       waitStarted: (rec) => this.waitStarted(rec),
     });
     this.compensator = new Compensator({
@@ -197,9 +201,10 @@ export abstract class RunCore {
     if (!doc || isFinished(doc)) return null;
     const working = () => isWorking(doc, this.rootWorkflow(), this.records);
     const due = this.books.nextDue(doc);
-    const delivery = this.books.hasApprovals
-      ? this.books.deliveries.nextAttempt(this.deliveryTargets())
-      : null;
+    const delivery =
+      this.books.hasApprovals || doc.a2a_push?.length
+        ? this.books.deliveries.nextAttempt(this.deliveryTargets())
+        : null;
     const next = due === null ? delivery : delivery === null ? due : Math.min(due, delivery);
     return nextWakeAt(doc, next, this.options.heartbeatMs, working, now);
   }
@@ -207,7 +212,12 @@ export abstract class RunCore {
   /** The run's deliveries so far (deliveries.ts); most runs have none, and read nothing for them. */
   protected deliveryTargets(): DeliveryTarget[] {
     const doc = this.doc;
-    return doc ? this.books.deliveryTargets(doc, this.rootWorkflow(), this.runtime.env) : [];
+    if (!doc) return [];
+    // An A2A task's push deliveries follow from its records (its output once it is complete).
+    const push = doc.a2a_push?.length
+      ? { records: this.records, output: () => this.envelope().output }
+      : undefined;
+    return this.books.deliveryTargets(doc, this.rootWorkflow(), this.runtime.env, push);
   }
 
   /** How many deliveries the run has and how many failed (null: none). */
@@ -251,6 +261,9 @@ export abstract class RunCore {
     // A keyed wait registers with its key's object, which may hand it a signal kept there.
     if (rec.kind === "signal" && rec.key !== null && rec.name !== null && rec.status === "waiting")
       this.shell.perform([{ type: "register_wait", name: rec.name, key: rec.key }]);
+    // An A2A task that waits for a signal needs input: its push configs hear it.
+    if (rec.kind === "signal" && rec.status === "waiting" && this.doc?.a2a_push?.length)
+      this.shell.perform([{ type: "deliver" }]);
     this.duties.rearm();
   }
 

@@ -14,12 +14,20 @@ import type { Json, JsonObject } from "../../bundle.ts";
 import { RunAbort } from "../../engine/run-host.ts";
 import { restoreInFlight } from "../../engine/step-records.ts";
 import type { Span } from "../../engine/trace.ts";
+import { MAX_PUSH_CONFIGS } from "../deliveries/a2a-push.ts";
 import type { PublicDelivery } from "../deliveries/deliveries.ts";
 import type { BeginPayload } from "../keys/flow-key-rpc.ts";
 import type { AdmitVerdict, TurnVerdict } from "../keys/flow-key-types.ts";
 import { searchValues } from "../keys/invoke-keys.ts";
 import { listKey } from "../listing/listing-layout.ts";
-import type { CancelCode, CancelResult, CompensateResult, SignalResult } from "../run-calls.ts";
+import type {
+  CancelCode,
+  CancelResult,
+  CompensateResult,
+  PushOp,
+  PushOutcome,
+  SignalResult,
+} from "../run-calls.ts";
 import {
   flowKeys,
   flowOf,
@@ -129,7 +137,7 @@ export class RunLifecycle extends RunCore {
     if (this.trace.due(now)) effects.push({ type: "export" });
     // An approval request's delivery whose attempt is due.
     if (
-      this.books.hasApprovals &&
+      (this.books.hasApprovals || doc.a2a_push?.length) &&
       (this.books.deliveries.nextAttempt(this.deliveryTargets()) ?? now + 1) <= now
     )
       effects.push({ type: "deliver" });
@@ -179,6 +187,34 @@ export class RunLifecycle extends RunCore {
     const outcome = this.doc ? noteRerun(this.doc, runId, once) : "not_found";
     if (outcome === "claimed") this.store.saveDoc(this.doc as RunDoc);
     return outcome;
+  }
+
+  /**
+   * An A2A task's push configs (docs/a2a.md): at most MAX_PUSH_CONFIGS, kept in the run's document
+   * (one write when one is made or deleted; none for a run without any). A new config hears the
+   * state the task is in at once.
+   */
+  pushConfigs(op: PushOp): PushOutcome {
+    const doc = this.doc;
+    if (!doc) return { outcome: "not_found" };
+    const configs = doc.a2a_push ?? [];
+    if (op.op === "list") return { outcome: "ok", configs };
+    if (op.op !== "create") {
+      const found = configs.find((c) => c.id === op.id);
+      if (op.op === "get")
+        return found ? { outcome: "ok", configs: [found] } : { outcome: "config_not_found" };
+      if (!found) return { outcome: "ok", configs: [] };
+      doc.a2a_push = configs.filter((c) => c.id !== op.id);
+      this.store.saveDoc(doc);
+      return { outcome: "ok", configs: [] };
+    }
+    if (isFinished(doc)) return { outcome: "not_active" };
+    const others = configs.filter((c) => c.id !== op.config.id);
+    if (others.length >= MAX_PUSH_CONFIGS) return { outcome: "too_many" };
+    doc.a2a_push = [...others, op.config];
+    this.store.saveDoc(doc);
+    this.shell.perform([{ type: "deliver" }]);
+    return { outcome: "ok", configs: [op.config] };
   }
 
   /** Cancels the run (`code`: `canceled` by a caller, `replaced` by a newer run of its key, `canceled_by_signal`). */

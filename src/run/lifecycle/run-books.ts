@@ -8,6 +8,7 @@
 import type { CompiledWorkflow, Json } from "../../bundle.ts";
 import type { Masker } from "../../engine/mask.ts";
 import type { StepTracer } from "../../engine/trace.ts";
+import type { StepRecord } from "../../engine/types.ts";
 import { type DeliveryTarget, deliveryTargets, RunDeliveries } from "../deliveries/deliveries.ts";
 import type { SignalResult } from "../run-calls.ts";
 import type { RunDoc } from "../run-doc.ts";
@@ -54,9 +55,22 @@ export class RunBooks {
   }
 
   /** Every delivery of the run so far (deliveries.ts): a run without any reads nothing for them. */
-  deliveryTargets(doc: RunDoc, workflow: CompiledWorkflow, env: Record<string, unknown>): DeliveryTarget[] {
+  deliveryTargets(
+    doc: RunDoc,
+    workflow: CompiledWorkflow,
+    env: Record<string, unknown>,
+    push?: { records: ReadonlyMap<string, StepRecord>; output: () => Json },
+  ): DeliveryTarget[] {
     const approvals = this.hasApprovals ? [...this.approvalRows.values()] : [];
-    return deliveryTargets({ doc, workflow, env, masker: this.host.masker(), approvals });
+    const waits = () => [...this.waitRows.values()];
+    return deliveryTargets({
+      doc,
+      workflow,
+      env,
+      masker: this.host.masker(),
+      approvals,
+      ...(push && doc.a2a_push?.length ? { push: { ...push, waits } } : {}),
+    });
   }
 
   /** The rows of a run read back from storage. */

@@ -20,7 +20,15 @@ import { RunLifecycle } from "../lifecycle/lifecycle.ts";
 import { HEARTBEAT_MS, type Wake } from "../lifecycle/run-plan.ts";
 import { retentionMs } from "../listing/listing-layout.ts";
 import { ListingWriter } from "../listing/listing-sync.ts";
-import type { CancelCode, CancelResult, CompensateResult, RunView, SignalResult } from "../run-calls.ts";
+import type {
+  CancelCode,
+  CancelResult,
+  CompensateResult,
+  PushOp,
+  PushOutcome,
+  RunView,
+  SignalResult,
+} from "../run-calls.ts";
 import type { RerunSource, StartRequest, StartResult } from "../run-rpc.ts";
 import { flowKeyStub } from "../run-rpc.ts";
 import { RunStore } from "../run-store.ts";
@@ -187,6 +195,12 @@ export class RunObject extends DurableObject<Env> {
   async rerunStarted(runId: string, once: boolean): Promise<"claimed" | "already" | "not_found" | "active"> {
     await this.dropIfExpired();
     return this.run.rerunStarted(runId, once);
+  }
+
+  /** An A2A task's push configs (docs/a2a.md, "Push notifications"). */
+  async pushConfigs(op: PushOp): Promise<PushOutcome> {
+    await this.dropIfExpired();
+    return this.run.pushConfigs(op);
   }
 
   /** POST /runs/{id}/signals/{name}, or a keyed signal handed on by its key's object. */

@@ -202,3 +202,34 @@ describe("invoke.mcp", () => {
     expectOnlyError(p, "w.workflow.yaml", 7, 3, /an MCP host cannot sign requests with `stripe`/);
   });
 });
+
+describe("invoke.a2a", () => {
+  it("compiles the skill (the workflow's description by default) and lists tasks by their context", () => {
+    const w = compiled({
+      "w.workflow.yaml": wf(
+        '  a2a:\n    skill: {name: Triage, tags: [a], examples: [b]}\n    params: {q: "{{ text }}", c: "{{ data.customer }}"}\n',
+      ).replace("name: w", "name: w\ndescription: Does w."),
+    });
+    expect(w.a2a?.skill).toEqual({ name: "Triage", description: "Does w.", tags: ["a"], examples: ["b"] });
+    expect(w.a2a?.params?.t).toBe("obj");
+    expect(w.search).toEqual({ a2a_context: { t: "expr", e: "request.a2a.context_id" } });
+  });
+
+  it("refuses a params template that reads what a message does not have, and a signature scheme", () => {
+    const p = compileFiles({ "w.workflow.yaml": wf('  a2a:\n    params: {q: "{{ messages }}"}\n') });
+    expectOnlyError(
+      p,
+      "w.workflow.yaml",
+      6,
+      17,
+      /may read only `text`, `data`, `message`, `metadata`, not `messages`/,
+    );
+    const signed = compileFiles({
+      "w.workflow.yaml": wf('  auth: {scheme: slack, secret: "{{ env.S }}"}\n  a2a: {}\n').replace(
+        "params:",
+        "env: [{name: S, secret: true}]\nparams:",
+      ),
+    });
+    expectOnlyError(signed, "w.workflow.yaml", 7, 3, /an A2A client cannot sign requests with `slack`/);
+  });
+});
