@@ -15,6 +15,7 @@ import { init } from "./init.ts";
 import { painter, status, table } from "./render.ts";
 import { type Options, runs, showAccepted, showRun, streamInvoke } from "./runs.ts";
 import { schedules } from "./schedules.ts";
+import { scores } from "./scores.ts";
 import { need, type Out, UsageError } from "./usage.ts";
 import { workflows } from "./workflows.ts";
 
@@ -42,6 +43,8 @@ commands:
   schedules backfill NAME INDEX --from T --to T   one run per firing in [T, T)
   validate | build                 the project's npm scripts
   test [FILE|DIR]...               the workflow tests (npm run test:workflows)
+  eval [FILE|DIR]... [--live] [--min SCORER=MEAN]... [--json OUT]   scores the tests' cases (npm run eval)
+  scores NAME [--since T] [--until T]   the workflow's scores per step, scorer, version and arm, and each arm against the first
   init NAME                        writes workflows/NAME.workflow.yaml and its test
 
 --url defaults to $WORKFLOW_EDGE_URL, else http://localhost:8787; --token to $WORKFLOW_EDGE_TOKEN
@@ -96,6 +99,15 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
   const lines: string[] = [];
   let json = false;
   try {
+    // `eval` takes its own options (`--json OUT` is a file there): handed to `npm run eval` as typed.
+    if (argv[0] === "eval") {
+      const cwd = process.env.INIT_CWD ?? process.cwd();
+      const r = spawnSync("npm", ["run", "--silent", "eval", "--", ...argv.slice(1)], {
+        stdio: "inherit",
+        cwd,
+      });
+      return r.status ?? 1;
+    }
     const waited = splitWait(argv);
     const { values, positionals } = parseArgs({
       args: waited.argv,
@@ -121,6 +133,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
         since: { type: "string" },
         count: { type: "string" },
         to: { type: "string" },
+        until: { type: "string" },
         search: { type: "string", multiple: true },
       },
     });
@@ -159,6 +172,7 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       signal: ["data"],
       deliveries: ["workflow", "state", "since", "limit", "all"],
       schedules: ["from", "count", "to"],
+      scores: ["since", "until"],
     };
     const global = new Set(["url", "token", "header", "json", "help"]);
     for (const k of Object.keys(values)) {
@@ -244,6 +258,8 @@ export async function main(argv: string[], io = { tty: Boolean(process.stdout.is
       }
       case "schedules":
         return await schedules(conn, out, args, values, json);
+      case "scores":
+        return await scores(conn, out, args, values as { since?: string; until?: string }, json);
       case "validate":
       case "build":
       case "test": {

@@ -25,6 +25,7 @@ const COMMANDS: Array<[string, string[], Record<string, string>]> = [
   ["bench/traces.ts", [], { BENCH_SAMPLES: "10", BENCH_CPU_ROUNDS: "1" }],
   ["bench/ablate.ts", ["--quick"], {}],
   ["bench/protocols.ts", ["--quick"], { BENCH_SAMPLES: "10" }],
+  ["bench/scores.ts", ["--quick"], { BENCH_SAMPLES: "10" }],
 ];
 for (const [script, args, small] of COMMANDS) {
   const began = performance.now();

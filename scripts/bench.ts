@@ -301,8 +301,8 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${table}\n`);
   writeFileSync(resultsPath("results.md"), markdown);
   log(`\nwritten to bench/results.md (${all.totalS.toFixed(0)} s)`);
-  // What compensation, streaming, queues and operators' controls cost, each on a workerd of its own, with its own results file.
-  for (const phase of ["compensation", "streaming", "queues", "operators"]) {
+  // What compensation, streaming, queues, operators' controls, the protocols and scores cost, each on a workerd of its own, with its own results file.
+  for (const phase of ["compensation", "streaming", "queues", "operators", "protocols", "scores"]) {
     log(`\n${phase} phase (npm run bench:${phase})`);
     const done = spawnSync(
       process.execPath,

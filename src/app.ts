@@ -19,6 +19,7 @@ import { mountProtocolRoutes, waitUntilOf } from "./http/protocol-routes.ts";
 import { bulkCursor, readBulkRerun, readRerunRequest } from "./http/rerun.ts";
 import { runListPage, single, workflowParam } from "./http/run-list.ts";
 import { mountScheduleRoutes } from "./http/schedule-routes.ts";
+import { mountScoreRoutes } from "./http/score-routes.ts";
 import { mountOpenApi } from "./openapi/routes.ts";
 import { deliveryRunId } from "./run/deliveries/deliveries.ts";
 import { residencyOf } from "./run/jurisdiction.ts";
@@ -230,6 +231,9 @@ mountProtocolRoutes(app, deployed);
 
 // A workflow's schedule entries, and what an operator asks of one (run now, pause, resume, backfill).
 mountScheduleRoutes(app, (name) => invocable(name, ""));
+
+// A workflow's scores over a window (docs/http-api.md, "Scores").
+mountScoreRoutes(app, (name) => invocable(name, ""));
 
 /** 404 `unknown_signal`: no wait declares the name (a typo is refused, never kept). */
 function unknownSignal(name: string, known: Iterable<string>): HttpProblem {

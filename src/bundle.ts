@@ -77,6 +77,8 @@ export interface CompiledWorkflow {
     timeoutS: number;
     /** True when the file set timeout_s itself (a child only tightens the parent's deadline then). */
     timeoutSet: boolean;
+    /** `model_policy.score_budget_usd`: what judging one run may cost (absent: 0.05). */
+    scoreBudgetUsd?: number;
   };
   /** In pipeline order. The run's output is the output of the last one. */
   steps: CompiledStep[];

@@ -26,6 +26,37 @@ export interface StepBase {
    * failed or canceled. Only on kinds whose `compensates` trait is set. Absent: nothing.
    */
   compensate?: CompiledCompensation;
+  /** `score:` (docs/file-format.md, "Scores"): scorers run after the step completes; absent: none. */
+  score?: CompiledScorer[];
+}
+
+/**
+ * One scorer of a step: `expr`, JMESPath over `{output, params, step}` (a boolean or a number 0..1),
+ * evaluated as the step completes; or `judge`, an agent whose output says `{score, reason}`, called
+ * after the run has answered, for a `sample` of runs chosen by run id.
+ */
+export interface CompiledScorer {
+  name: string;
+  expr?: string;
+  judge?: { agent: string; params: Template };
+  /** 0..1 (default 1). */
+  sample: number;
+}
+
+/**
+ * `variants:` of an agent step: the step's traffic split between arms by weight, the arm chosen
+ * from a hash of `key` (default the run id) and the step's path; an arm may replace the agent
+ * (same params and output schema) and/or the model group.
+ */
+export interface CompiledVariants {
+  key: Template | null;
+  arms: Array<{
+    name: string;
+    weight: number;
+    agent: string | null;
+    group: string | null;
+    maxTokens: number | null;
+  }>;
 }
 
 /**
@@ -116,6 +147,8 @@ export interface AgentStep extends StepBase {
    * secret unless their host is private and private hosts are allowed.
    */
   callerHostServers?: string[];
+  /** `variants:` (docs/file-format.md, "Variants"); absent: none. */
+  variants?: CompiledVariants;
 }
 
 export interface WorkflowStep extends StepBase {

@@ -6,6 +6,7 @@
  * (is this file used as a sub-workflow, is it under a budget, which agents and groups exist)
  * come in through WorkflowContext.
  */
+
 import {
   type CompiledGateway,
   type CompiledStep,
@@ -38,6 +39,7 @@ import {
   type StepKindCompiler,
   traitRefusal,
 } from "./step-kinds/step-base.ts";
+import { compileScores } from "./step-kinds/step-scores.ts";
 import { stepFieldKinds, stepLabel } from "./structure-check.ts";
 import { compileTemplate } from "./templates.ts";
 import { compileTriggers } from "./triggers/invoke.ts";
@@ -152,6 +154,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     typeof policy.cost_budget_usd === "number" && policy.cost_budget_usd > 0 ? policy.cost_budget_usd : null;
   const timeoutSet = typeof policy.timeout_s === "number";
   const timeoutS = timeoutSet ? (policy.timeout_s as number) : 300;
+  const scoreBudgetUsd = typeof policy.score_budget_usd === "number" ? policy.score_budget_usd : null;
 
   // ---- steps: ids and dependencies -------------------------------------------------------
   const raw = Array.isArray(d.pipeline) ? (d.pipeline as unknown[]) : [];
@@ -386,6 +389,8 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
       condition,
     };
     if (s.on_error === "continue") base.onError = "continue";
+    const score = compileScores(i, s, stepCtx);
+    if (score) base.score = score;
     const compiler: StepKindCompiler<StepKind> = STEP_KIND_COMPILERS[kind];
     const traits = STEP_KIND_TRAITS[kind];
     const compensate =
@@ -425,7 +430,7 @@ export function compileWorkflow(file: SourceFile, ctx: WorkflowContext): Compile
     ...(Object.keys(triggers.search).length > 0 ? { search: triggers.search } : {}),
     ...(triggers.notify.length > 0 ? { notify: triggers.notify } : {}),
     ...(triggers.cancelOn.length > 0 ? { cancelOn: triggers.cancelOn } : {}),
-    policy: { costBudgetUsd, timeoutS, timeoutSet },
+    policy: { costBudgetUsd, timeoutS, timeoutSet, ...(scoreBudgetUsd !== null ? { scoreBudgetUsd } : {}) },
     steps: compiled,
     ...(d.webhooks === "execute" || d.webhooks === "suppress" ? { webhooks: d.webhooks } : {}),
     ...(d.history === "failures" && ctx.invocable ? { history: "failures" as const } : {}),

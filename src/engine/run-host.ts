@@ -77,6 +77,8 @@ export interface RunHost {
   checkpoint?(path: string): StepCheckpoint;
   /** Outbound requests the run may have in flight (fan-out items in flight never exceed it). */
   outboundLimit?: number;
+  /** The arm a re-run keeps for a split step (the run it re-runs chose it; docs/http-api.md, "Re-runs"). */
+  pinnedArm?(path: string): string | null;
   /** Where a streaming step's text goes as it is generated (none: nobody listens for it). */
   outputStream?(path: string): OutputStream | undefined;
 }

@@ -24,6 +24,7 @@ import { evaluate, isTruthy } from "./expressions.ts";
 import { addMetrics, type FanOutItem, type ItemOutcome, runFanOut } from "./fan-out.ts";
 import { type PipelineOptions, RunAbort, type RunHost } from "./run-host.ts";
 import { describeViolations, validateJson } from "./schema.ts";
+import { exprScores, stepWithArm } from "./scores.ts";
 import { stepContext } from "./step-context.ts";
 import {
   checkOutputSchema,
@@ -187,6 +188,12 @@ async function runStep(
   };
 
   const scope = scopeFor(step, opts, outputs);
+  // A split step runs its arm (chosen once, at its start, and recorded on the step).
+  const armed =
+    step.kind === "agent" && step.variants
+      ? stepWithArm(step, path, scope, host.runId, host.pinnedArm?.(path) ?? null)
+      : step;
+  if (armed !== step) rec.variant = (armed as { armName?: string }).armName ?? null;
   if (!signal.aborted) {
     try {
       if (step.kind === "webhook" && !opts.webhooksAllowed) return skip("webhooks_suppressed");
@@ -211,11 +218,21 @@ async function runStep(
       if (forEach) return runFanOutStep(host, wf, step, forEach, scope, opts, path, rec, signal);
       if (step.kind === "workflow") return runWorkflowStep(host, step, scope, opts, path, rec, signal);
       const executor = host.executors[step.kind] as StepExecutor<CompiledStep>;
-      return executor(step, stepContext(host, wf, path, scope, signal, opts, rec));
+      return executor(armed, stepContext(host, wf, path, scope, signal, opts, rec));
     },
     // A transform checks its output.schema on its result, in its executor.
     STEP_KIND_TRAITS[step.kind].output !== "result" && step.outputSchema
       ? (output) => checkOutputSchema(step.outputSchema as JsonSchema, output)
+      : undefined,
+    // Its `expr` scorers, on the output as recorded, before the record is kept.
+    step.score
+      ? (output) => {
+          rec.scores = exprScores(
+            step.score ?? [],
+            { output, params: scope.params, step: scope.step },
+            new Date(host.now()).toISOString(),
+          );
+        }
       : undefined,
   );
   // An agent that skipped itself (ktsu_skip_reason) called its model: that is an effect.
@@ -258,6 +275,7 @@ async function execute(
   effect: boolean,
   body: () => Promise<Json>,
   check?: (output: Json) => void,
+  scored?: (output: Json) => void,
 ): Promise<Executed> {
   try {
     if (signal.aborted) throw signal.reason;
@@ -266,6 +284,7 @@ async function execute(
     check?.(output);
     output = recordable(host, output);
     rec.output = output;
+    scored?.(output);
     finish("complete");
     host.onStepFinished(path, rec, effect);
     return { status: "complete", output };

@@ -157,6 +157,19 @@ export interface StepRecord {
    * id of the run in which the step actually executed. Absent or null on steps that ran.
    */
   reused_from?: string | null;
+  /** The arm of a step with `variants` (docs/file-format.md, "Variants"); absent or null: none. */
+  variant?: string | null;
+  /** The step's `expr` scores, as it completed (docs/file-format.md, "Scores"); absent: none. */
+  scores?: StepScore[];
+}
+
+/** One score of a step, as its record keeps it (docs/file-format.md, "Scores"). */
+export interface StepScore {
+  name: string;
+  value: number | null;
+  reason: string | null;
+  error: string | null;
+  at: string;
 }
 
 /** What `condition`, `{{ }}` and transform `from` see. `step` holds only the step's ancestors. */

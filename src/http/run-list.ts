@@ -187,8 +187,9 @@ export async function runListPage(
 
 /**
  * `search.<key>=<value>` (docs/http-api.md, "Search keys"): only the runs with those values, each
- * key one the workflow declares under `search:` (400 `invalid_query` otherwise); keys sorted, so
- * the same filter makes the same cursor. Null: no search filter.
+ * key one the workflow declares under `search:` (400 `invalid_query` otherwise), and
+ * `score.<name>.lt|gte=<0..1>` (only the runs with a score of that name below, or at least, it);
+ * keys sorted, so the same filter makes the same cursor. Null: no filter.
  */
 export function parseSearch(wf: CompiledWorkflow, query: URLSearchParams): Record<string, string> | null {
   const declared = Object.keys(wf.search ?? {});
@@ -204,7 +205,17 @@ export function parseSearch(wf: CompiledWorkflow, query: URLSearchParams): Recor
     }
     out[key] = single(query, name) as string;
   }
-  return Object.keys(out).length > 0 ? out : null;
+  // `score.<name>.lt=X` / `score.<name>.gte=X` (docs/http-api.md, "Scores"): runs by a score.
+  for (const name of [...new Set(query.keys())].filter((k) => k.startsWith("score.")).sort()) {
+    const m = /^score\.([A-Za-z0-9_]{1,64})\.(lt|gte)$/.exec(name);
+    if (!m) throw bad(`\`${name}\` is not a score filter (score.<scorer>.lt or score.<scorer>.gte)`);
+    const value = single(query, name) as string;
+    if (!/^(0(\.\d+)?|1(\.0+)?)$/.test(value)) throw bad(`\`${name}\` takes a number from 0 to 1`);
+    out[name] = value;
+  }
+  return Object.keys(out).length > 0
+    ? Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)))
+    : null;
 }
 
 /** `compensation=failed` (docs/http-api.md): only runs whose compensation failed. */

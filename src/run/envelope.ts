@@ -30,7 +30,19 @@ export interface Envelope {
     llm_calls: number;
     /** Tool calls made by the run's agent steps (the sum of the steps' `metrics.tool_calls`). */
     tool_calls: number;
+    /** What its judges cost, outside its budget (docs/file-format.md, "Scores"). */
+    scores_cost_usd: number;
   };
+  /** Every score of the run: `expr` scores as their steps completed, judged ones once written. */
+  scores: Array<{
+    step: string;
+    name: string;
+    value: number | null;
+    reason: string | null;
+    variant: string | null;
+    error: string | null;
+    at: string;
+  }>;
   budget_usd: number | null;
   /** How many invokes the run stands for: 1, or its debounce group's or batch's size. */
   coalesced: number;
@@ -83,6 +95,7 @@ function full(rec: StepRecord, steps: StepRecord[]): StepRecord {
     annotations: rec.annotations ?? null,
     steps,
     reused_from: rec.reused_from ?? null,
+    variant: rec.variant ?? null,
   };
 }
 
@@ -95,7 +108,15 @@ export function buildEnvelope(
   const wf = doc.def.workflows[doc.workflow_key];
   if (!wf) throw new Error(`run ${doc.run_id}: workflow ${doc.workflow_key} missing from its definition`);
   const steps = nest(doc.def, wf, "", records);
-  const totals = { duration_ms: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, llm_calls: 0, tool_calls: 0 };
+  const totals = {
+    duration_ms: 0,
+    tokens_in: 0,
+    tokens_out: 0,
+    cost_usd: 0,
+    llm_calls: 0,
+    tool_calls: 0,
+    scores_cost_usd: doc.judged?.cost_usd ?? 0,
+  };
   for (const s of steps) {
     // A reused step's work was paid for by the run it executed in.
     if (s.reused_from) continue;
@@ -122,6 +143,7 @@ export function buildEnvelope(
     // params, definition and a copy of a 1 MiB output could pass the storage row limit).
     output: doc.status === "complete" ? (steps[steps.length - 1]?.output ?? null) : null,
     totals,
+    scores: scoresOf(doc, records),
     budget_usd: wf.policy.costBudgetUsd,
     coalesced: doc.coalesced ?? 1,
     queue: queueOf(doc),
@@ -142,4 +164,13 @@ function queueOf(doc: RunDoc): Envelope["queue"] {
   if (!reason) return null;
   const at = flow?.startsAt ?? null;
   return { reason, starts_at: at === null ? null : new Date(at).toISOString() };
+}
+
+/** The run's scores: each step's `expr` scores (records in path order), then the judged ones. */
+function scoresOf(doc: RunDoc, records: ReadonlyMap<string, StepRecord>): Envelope["scores"] {
+  const out: Envelope["scores"] = [];
+  for (const [step, rec] of records)
+    for (const s of rec.scores ?? []) out.push({ step, ...s, variant: rec.variant ?? null });
+  for (const s of doc.judged?.scores ?? []) out.push({ ...s, variant: records.get(s.step)?.variant ?? null });
+  return out;
 }

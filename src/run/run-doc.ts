@@ -62,8 +62,25 @@ export interface RunDoc {
    * "Compensation"): null or absent when nothing was to be undone.
    */
   compensation?: Compensation | null;
+  /**
+   * Its judged scores (docs/file-format.md, "Scores"), written once its judges have answered (one
+   * write), with what they cost; `done`: every judge due has answered (or failed). Absent: none yet.
+   */
+  judged?: { scores: JudgedScore[]; cost_usd: number; done: boolean };
+  /** The arms a re-run keeps for its split steps, by path (docs/file-format.md, "Variants"); absent: none. */
+  arms?: Record<string, string>;
   /** A2A push configs of the task (docs/a2a.md, "Push notifications"); absent: none. */
   a2a_push?: PushConfig[];
+}
+
+/** A judge's score of a step (its `variant` is the step's, read from its record). */
+export interface JudgedScore {
+  step: string;
+  name: string;
+  value: number | null;
+  reason: string | null;
+  error: string | null;
+  at: string;
 }
 
 /** One A2A push config of a task (docs/a2a.md): its token and credentials are the caller's, sent as given. */
@@ -103,9 +120,16 @@ export function pinDefinition(bundle: Bundle, rootKey: string): Bundle {
       if (s.kind === "workflow") visit(s.workflow);
       // A compensation run as a sub-workflow is part of what the run may need.
       if (s.compensate?.workflow) visit(s.compensate.workflow.key);
-      if (s.kind === "agent") {
-        const a = bundle.agents[s.agent];
-        if (a) agents[s.agent] = a;
+      // The agents it may call: its own, its arms' (variants) and its judges' (scores).
+      const keys = [
+        ...(s.kind === "agent"
+          ? [s.agent, ...(s.variants?.arms ?? []).flatMap((a) => (a.agent ? [a.agent] : []))]
+          : []),
+        ...(s.score ?? []).flatMap((x) => (x.judge ? [x.judge.agent] : [])),
+      ];
+      for (const key of keys) {
+        const a = bundle.agents[key];
+        if (a) agents[key] = a;
       }
     }
   };
@@ -148,7 +172,7 @@ export interface StartRun {
   idempotencyKey: string | null;
   origin: string | null;
   /** A re-run: the run it re-runs, and the records it reuses from it (see start/rerun-plan.ts). */
-  rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
+  rerun?: { of: string; reused: Array<[string, StepRecord]>; arms?: Record<string, string> } | null;
   /** Its flow keys, and how far it got through them at its invoke (`at < gates.length`: queued). */
   flow?: RunFlow | null;
   /** The trace the run belongs to (run-trace.ts, `newTrace`); absent: a new one. */

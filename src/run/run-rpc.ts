@@ -47,7 +47,7 @@ export interface StartRequest {
   /** The definition to pin instead of this deployment's (a re-run of the old run's pinned one). */
   definition?: Bundle | null;
   /** A re-run: the run it re-runs and the records it reuses (src/run/start/rerun-plan.ts). */
-  rerun?: { of: string; reused: Array<[string, StepRecord]> } | null;
+  rerun?: { of: string; reused: Array<[string, StepRecord]>; arms?: Record<string, string> } | null;
   /** Its flow keys and how far its invoke got through them (start-run.ts asked the first). */
   flow?: RunFlow | null;
   /** The invoke's W3C `traceparent` header, as sent (the run object reads it; an invalid one is ignored). */

@@ -54,6 +54,11 @@ export interface MockSetup {
   limiter: OutboundLimiter;
   /** ALLOW_PRIVATE_WEBHOOKS=true in the case's env: tool servers may be private hosts. */
   allowPrivate: boolean;
+  /**
+   * An eval with `--live` (docs/workflow-tests.md, "Evals"): an agent step or judge without a mock
+   * calls its provider through this fetch; webhooks and tools stay mocked.
+   */
+  live?: { fetch: StepContext["fetch"] };
 }
 
 /** Wraps the real executors: webhook and agent steps talk to their mocks, the rest is untouched. */
@@ -124,6 +129,20 @@ export function mockedExecutors(real: Executors, setup: MockSetup, log: MockLog)
       return real.webhook(step, { ...ctx, fetch });
     },
     agent: (step: AgentStep, ctx: StepContext) => {
+      if (setup.live && mockKeyFor(stepKeys, ctx.path) === null) {
+        const agent = ctx.bundle.agents[step.agent];
+        const tools = mockToolHost({
+          path: ctx.path,
+          refs: agent?.builtin === null ? (agent.servers ?? []) : [],
+          scripted: [],
+          toolMocks,
+          allowPrivate: setup.allowPrivate,
+          clock: setup.clock,
+          limiter: setup.limiter,
+          answers,
+        });
+        return real.agent(step, { ...ctx, fetch: setup.live.fetch, tools });
+      }
       const spec = specFor(ctx.path, "agent");
       const agent = ctx.bundle.agents[step.agent];
       let params: Json = null;

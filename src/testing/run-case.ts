@@ -5,6 +5,7 @@
  * timers do here. Steps reach nothing real: executors answer from the case's mocks (mocks.ts,
  * tool-mocks.ts), humans from its `approvals` (approvals.ts).
  */
+
 import { createHash } from "node:crypto";
 import type { Bundle, CompiledWorkflow, Json, JsonObject, Residency } from "../bundle.ts";
 import { HttpProblem } from "../common/problem.ts";
@@ -13,6 +14,7 @@ import type { Masker } from "../engine/mask.ts";
 import { shownUrl } from "../engine/net.ts";
 import { MAX_OUTBOUND, OutboundLimiter } from "../engine/outbound.ts";
 import { declaredEnv, usesAgents } from "../engine/secrets.ts";
+import type { StepContext } from "../engine/types.ts";
 import { StepError, type StepRecord } from "../engine/types.ts";
 import { resetModelRotation } from "../gateway/select.ts";
 import type { Envelope } from "../run/envelope.ts";
@@ -93,6 +95,8 @@ export async function runCase(
   workflowKey: string,
   tc: TestCase,
   runId: string,
+  /** An eval with `--live`: agent steps and judges without a mock call their providers. */
+  live: { fetch: typeof fetch } | null = null,
 ): Promise<CaseRun> {
   const wf = bundle.workflows[workflowKey];
   if (!wf) throw new Error(`workflow ${workflowKey} is not in the bundle`);
@@ -108,6 +112,7 @@ export async function runCase(
     return new StepError("unmocked_step", message);
   };
   const approvals = caseApprovals({ approvals: tc.approvals, runId, clock, unmocked });
+  let judging: Promise<void> | null = null;
   // The object's alarm: one virtual timer, at the time the lifecycle asks to be woken.
   let cancelWake: () => void = () => {};
   const wake = (w: Wake | null) => {
@@ -128,6 +133,8 @@ export async function runCase(
         );
       if (e.type === "release") queueMicrotask(() => run.reported({ type: "release", ok: true }));
       if (e.type === "deliver") queueMicrotask(() => run.reported({ type: "deliver", next: null }));
+      // The judges after the answer (docs/file-format.md, "Scores"), answered by the case's mocks.
+      if (e.type === "judge") judging = run.judge();
       if (e.type === "ask_turn")
         queueMicrotask(() =>
           run.reported({ type: "ask_turn", gate: e.gate.name, verdict: { outcome: "start" } }),
@@ -145,7 +152,14 @@ export async function runCase(
       env,
       executors: mockedExecutors(
         executors,
-        { mocks: tc.mocks, masker, clock, limiter, allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS === "true" },
+        {
+          mocks: tc.mocks,
+          masker,
+          clock,
+          limiter,
+          allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS === "true",
+          ...(live ? { live: { fetch: live.fetch as StepContext["fetch"] } } : {}),
+        },
         log,
       ),
       fetch: (input) => {
@@ -160,6 +174,8 @@ export async function runCase(
     { wake, perform },
     {
       heartbeatMs: null,
+      // A test judges every case: its judges' mocks answer them (an eval reads their scores).
+      judgeEvery: true,
       approvals: (path, inner) => approvals.host(path, inner),
       approvalRequested: (rec, created) => approvals.requested(rec, created, run),
     },
@@ -181,7 +197,15 @@ export async function runCase(
   await clock.run(run.ended(), REAL_LIMIT_MS);
   // A failed or canceled run's compensations follow its end (on the virtual clock too).
   await clock.run(run.compensationSettled(), REAL_LIMIT_MS);
+  // Its judges, after its answer: an eval reads their scores.
+  for (let i = 0; i < 3 && judging !== null; i++) {
+    const pending: Promise<void> = judging;
+    judging = null;
+    await clock.run(pending, REAL_LIMIT_MS);
+  }
   cancelWake();
+  // A judge without a mock is no failure of the case: its score says so (an eval reports it skipped).
+  log.unmocked = log.unmocked.filter((m) => !m.includes("/judge/"));
 
   const doc = run.current;
   if (!doc || run.active) throw new Error("the run ended without an outcome");

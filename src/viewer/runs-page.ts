@@ -7,7 +7,10 @@
  *
  * Elements tests rely on: `#runs tr[data-run]` (with `data-status`) and its link to the viewer,
  * `#status-filter`, `#limit-input`, `#older`, `#newer`, `#page-number`, and the workflow's Run form
- * (`details.run form.run-form`, run-form.ts).
+ * (`details.run form.run-form`, run-form.ts). Its scores (docs/http-api.md, "Scores"): `#scores`
+ * with `#score-table tr[data-scorer][data-arm]`, `#score-comparisons tr[data-arm]` (with
+ * `data-significant`) and one chart per scorer in `#score-charts` (`svg[data-scorer]`, drawn by the
+ * server: score-chart.ts).
  */
 import { RUNS_PAGE_SCRIPT } from "../generated/viewer-scripts.ts";
 import { htmlResponse } from "./page-shell.ts";
@@ -40,7 +43,19 @@ RUN_FORM
   <button type="button" id="newer" disabled>&larr; Newer</button>
   <span id="page-number" class="muted"></span>
   <button type="button" id="older" disabled>Older &rarr;</button>
-</nav>`;
+</nav>
+<section id="scores" hidden>
+  <h2>Scores <span class="muted">over the last 24 hours</span></h2>
+  <table id="score-table">
+    <thead><tr><th>Step</th><th>Scorer</th><th>Version</th><th>Arm</th><th class="num">Runs</th><th class="num">Mean</th><th class="num">p10</th><th class="num">p50</th><th class="num">p90</th></tr></thead>
+    <tbody></tbody>
+  </table>
+  <table id="score-comparisons" hidden>
+    <thead><tr><th>Step</th><th>Scorer</th><th>Arm</th><th>Against</th><th class="num">Difference</th><th>95 % interval</th><th></th></tr></thead>
+    <tbody></tbody>
+  </table>
+  <div id="score-charts"></div>
+</section>`;
 
 /** The page; `runForm`: the Run form of the workflow the query names (run-form.ts), or "". */
 export function runsPage(runForm = ""): Response {

@@ -17,6 +17,47 @@ const cli = (args: string[], opts: { cwd?: string; env?: Record<string, string> 
 
 /** What the Worker answers to these requests (`METHOD path`), as it does; anything else below. */
 const ANSWERS: Record<string, { status: number; body: unknown }> = {
+  "GET /workflows/support-triage/scores?since=2026-11-28T00%3A00%3A00Z": {
+    status: 200,
+    body: {
+      runs: 12,
+      scores: [
+        {
+          step: "classify",
+          scorer: "helpful",
+          version: "1.2.0",
+          arm: "economy",
+          count: 9,
+          mean: 0.71,
+          p10: 0.5,
+          p50: 0.7,
+          p90: 0.9,
+        },
+        {
+          step: "classify",
+          scorer: "helpful",
+          version: "1.2.0",
+          arm: "quality",
+          count: 3,
+          mean: 0.9,
+          p10: 0.85,
+          p50: 0.9,
+          p90: 0.95,
+        },
+      ],
+      comparisons: [
+        {
+          step: "classify",
+          scorer: "helpful",
+          arm: "quality",
+          control: "economy",
+          diff: 0.19,
+          ci95: [0.05, 0.33],
+          significant: true,
+        },
+      ],
+    },
+  },
   "GET /": {
     status: 200,
     body: {
@@ -457,6 +498,40 @@ describe("against an HTTP server", () => {
       `                   A2A agent card ${url}/a2a/assistant/.well-known/agent-card.json`,
       `greeter    none    invoke ${url}/invoke/greeter`,
     ]);
+  });
+
+  it("scores prints each arm's count, mean and percentiles, and each arm against the first", async () => {
+    const r = await cli(["scores", "support-triage", "--since", "2026-11-28T00:00:00Z", "--url", url]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.trimEnd()),
+    ).toEqual(
+      [
+        "STEP      SCORER   VERSION  ARM      COUNT  MEAN  P10   P50   P90",
+        "classify  helpful  1.2.0    economy  9      0.71  0.50  0.70  0.90",
+        "classify  helpful  1.2.0    quality  3      0.90  0.85  0.90  0.95",
+        "",
+        "STEP      SCORER   ARM      AGAINST  DIFF   95 % INTERVAL  ",
+        "classify  helpful  quality  economy  +0.19  [0.05, 0.33]   significant",
+        "12 runs read",
+      ].map((l) => l.trimEnd()),
+    );
+  });
+
+  it("eval scores the tests' cases and exits 1 when a scorer's mean is below its minimum", async () => {
+    const file = join(ROOT, "workflows/tests/support-triage.test.yaml");
+    const met = await cli(["eval", file, "--min", "has_summary=0.9"]);
+    expect(met.code, met.stderr).toBe(0);
+    expect(met.stdout).toMatch(
+      /pages on-call for an urgent ticket and posts the triage\s+classify\s+helpful\s+economy\s+0\.90/,
+    );
+    expect(met.stdout).toMatch(/does not page for a normal ticket\s+classify\s+helpful\s+economy\s+skipped/);
+    const missed = await cli(["eval", file, "--min", "helpful=0.95"]);
+    expect(missed.code).toBe(1);
+    expect(missed.stdout).toMatch(/helpful\s+0\.90\s+1\s+0\.95\s+below the minimum/);
   });
 
   it("schedules shows each entry's next fire times in UTC and on the zone's own clock", async () => {

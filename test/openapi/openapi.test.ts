@@ -134,6 +134,7 @@ describe("OpenAPI document", () => {
         "request",
         "output",
         "totals",
+        "scores",
         "budget_usd",
         "coalesced",
         "queue",

@@ -10,6 +10,7 @@ import { secretReads } from "../caller-host.ts";
 import { unpricedModels } from "../gateway.ts";
 import type { StepKindCompiler } from "./step-base.ts";
 import { stepPath } from "./step-base.ts";
+import { compileVariants } from "./step-scores.ts";
 
 export const agentStep: StepKindCompiler<"agent"> = {
   compile(i, s, base, c) {
@@ -89,6 +90,7 @@ export const agentStep: StepKindCompiler<"agent"> = {
       }
     }
     const maxTokens = typeof model.max_tokens === "number" ? model.max_tokens : (resolved?.maxTokens ?? null);
+    const variants = compileVariants(i, s, c, resolved);
     return {
       ...base,
       kind: "agent",
@@ -98,6 +100,7 @@ export const agentStep: StepKindCompiler<"agent"> = {
       maxTokens,
       ...(typeof s.confidence_threshold === "number" ? { confidenceThreshold: s.confidence_threshold } : {}),
       ...(s.stream === true ? { stream: true } : {}),
+      ...(variants ? { variants } : {}),
     };
   },
 };

@@ -90,6 +90,38 @@ export function compileMocks(
         );
         continue;
       }
+      if (target.call?.kind === "judge") {
+        // A judge is an agent call (docs/workflow-tests.md, "Evals"): its mock is an agent's.
+        const judge = step.score?.find((s) => s.name === (target.call as { scorer: string }).scorer)?.judge;
+        const asAgent = {
+          ...step,
+          kind: "agent",
+          agent: judge?.agent ?? "",
+          params: judge?.params ?? { t: "lit", v: {} },
+          group: null,
+          maxTokens: null,
+        } as CompiledStep;
+        const answers = Array.isArray(value) ? value : [value];
+        if (!answers.every(isObject)) continue;
+        answers.forEach((a, j) => {
+          checkMockAnswer(
+            bundle,
+            asAgent,
+            a as Obj,
+            Array.isArray(value) ? [...path, j] : path,
+            err,
+            warn,
+            expectsRefusal,
+          );
+        });
+        tc.mocks[key] = {
+          kind: "agent",
+          tool: null,
+          answers: answers as MockAnswer[],
+          repeat: !Array.isArray(value),
+        };
+        continue;
+      }
       if (target.call?.kind === "tool" && step.kind === "agent") {
         const rule = toolRule(bundle, step, target.call.tool, false);
         if (!rule.ok) {

@@ -16,7 +16,10 @@ import { hint } from "../../common/did-you-mean.ts";
 import { exactNames, governingEntry, serverFor } from "../../engine/allowlist.ts";
 
 /** What a path names below an agent step: one of its tools, or its review by a human. */
-export type CallTarget = { kind: "tool"; tool: string } | { kind: "needs_human" };
+export type CallTarget =
+  | { kind: "tool"; tool: string }
+  | { kind: "needs_human" }
+  | { kind: "judge"; scorer: string };
 
 /** What a slash path in a test names. */
 export type PathTarget =
@@ -111,6 +114,17 @@ export function resolveStepPath(
         return { ok: false, message: `\`${path}\`: nothing follows \`needs_human\`` };
       }
       return { ok: true, step, item, call: { kind: "needs_human" }, suppressedBy };
+    }
+    if (next === "judge") {
+      const scorer = segs.slice(i + 1).join("/");
+      if (!(step.score ?? []).some((s) => s.judge && s.name === scorer)) {
+        const judges = (step.score ?? []).filter((s) => s.judge).map((s) => s.name);
+        return {
+          ok: false,
+          message: `\`${here}\` has no judge \`${scorer}\`${judges.length > 0 ? ` (its judges: ${judges.join(", ")})` : " (it has no judge scorers)"}`,
+        };
+      }
+      return { ok: true, step, item, call: { kind: "judge", scorer }, suppressedBy };
     }
     if (step.kind === "agent" && next === "tools") {
       const tool = segs.slice(i + 1).join("/");

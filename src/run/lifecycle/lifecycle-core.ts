@@ -13,6 +13,7 @@ import type { RunStatus, StepRecord } from "../../engine/types.ts";
 import type { DeliveryTarget } from "../deliveries/deliveries.ts";
 import type { Envelope } from "../envelope.ts";
 import type { RunEvent } from "../events/events.ts";
+import type { ListedScores } from "../listing/listing-layout.ts";
 import { CANCELED, type CancelCode } from "../run-calls.ts";
 import { flowKeys, flowOf, type RunDoc, type RunError, traceOf, workflowOf } from "../run-doc.ts";
 import { isFinished, type RunStore } from "../run-store.ts";
@@ -26,6 +27,7 @@ import { RunBooks } from "./run-books.ts";
 import { Compensator } from "./run-compensation.ts";
 import { RunDuties } from "./run-duties.ts";
 import { EngineDriver, type EngineEnd, type LifecycleRuntime } from "./run-engine.ts";
+import { judgesDue } from "./run-judges.ts";
 import { isWorking, nextWakeAt, runFacts } from "./run-plan.ts";
 import { completedEventOf, envelopeOf, historyOf } from "./run-view.ts";
 import { deadlineError, failureError, settleRecords } from "./settle.ts";
@@ -81,6 +83,7 @@ export abstract class RunCore {
             this.deliverySummary(),
             this.trace.due(now),
             this.compensator.pending && options.heartbeatMs !== null ? now + options.heartbeatMs : null,
+            judgesDue(doc, this.records, options.judgeEvery === true).length > 0,
           )
         );
       },
@@ -218,6 +221,19 @@ export abstract class RunCore {
       ? { records: this.records, output: () => this.envelope().output }
       : undefined;
     return this.books.deliveryTargets(doc, this.rootWorkflow(), this.runtime.env, push);
+  }
+
+  /** Its scores as its listing entry carries them (docs/file-format.md, "Scores"); null: none. */
+  listedScores(): ListedScores | null {
+    const doc = this.doc;
+    if (!doc) return null;
+    const s: ListedScores["s"] = [];
+    for (const [path, rec] of this.records)
+      for (const x of rec.scores ?? [])
+        if (x.value !== null) s.push([path, x.name, x.value, rec.variant ?? null]);
+    for (const x of doc.judged?.scores ?? [])
+      if (x.value !== null) s.push([x.step, x.name, x.value, this.records.get(x.step)?.variant ?? null]);
+    return s.length > 0 ? { v: this.rootWorkflow().version, s } : null;
   }
 
   /** How many deliveries the run has and how many failed (null: none). */
@@ -370,7 +386,8 @@ export abstract class RunCore {
       this.rootWorkflow().history === "failures" &&
       !this.store.isStored &&
       this.deliveryTargets().length === 0 &&
-      flowKeys(flowOf(doc)).length === 0;
+      flowKeys(flowOf(doc)).length === 0 &&
+      judgesDue(doc, finalRecords, this.options.judgeEvery === true).length === 0;
     if (express) doc.kept = false;
     // A failed or canceled run undoes what its completed steps did (docs/file-format.md,
     // "Compensation"): the plan is set in the run's last write, and runs after the answer.

@@ -43,6 +43,8 @@ export interface LifecycleOptions {
   retentionMs?: number | null;
   /** Wraps a step's approvals host (the test runner decides approvals from the case). */
   approvals?(path: string, inner: ApprovalHost): ApprovalHost;
+  /** Every judge judges, whatever its `sample` (workflow tests and evals: docs/workflow-tests.md). */
+  judgeEvery?: boolean;
   /** An approval started waiting (`created`: it is new). */
   approvalRequested?(rec: ApprovalRecord, created: boolean): void;
 }

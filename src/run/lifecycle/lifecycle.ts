@@ -42,6 +42,7 @@ import { isFinished } from "../run-store.ts";
 import type { DecideResult } from "../waits/approvals.ts";
 import { RunCore } from "./lifecycle-core.ts";
 import { answerOf, askAt, passGate, rekeyAfterGroup } from "./run-flow.ts";
+import { judgesDue, runJudges } from "./run-judges.ts";
 import { type EffectResult, expiresAt, type RunEffect } from "./run-plan.ts";
 
 export class RunLifecycle extends RunCore {
@@ -73,6 +74,7 @@ export class RunLifecycle extends RunCore {
     if (search) doc.search = search;
     this.doc = doc;
     this.store.runStarted(doc);
+    if (req.rerun?.arms && Object.keys(req.rerun.arms).length > 0) doc.arms = req.rerun.arms;
     if (req.rerun) {
       // Reused records are finished: the engine does not run their steps again.
       this.records = new Map(req.rerun.reused);
@@ -313,6 +315,31 @@ export class RunLifecycle extends RunCore {
     // More spans waited meanwhile (or a retry is due at once): they go now.
     if (this.trace.due(now)) this.shell.perform([{ type: "export" }]);
     return { dropped, ended };
+  }
+
+  // ---- judges ------------------------------------------------------------------------------
+
+  /**
+   * The run's judges, after its answer (the shell's `judge` effect; run-judges.ts): what they said
+   * and cost is kept in one write of the document, and its listing entry hears the scores.
+   */
+  async judge(): Promise<void> {
+    const doc = this.doc;
+    const every = this.options.judgeEvery === true;
+    if (!doc || judgesDue(doc, this.records, every).length === 0) {
+      this.reported({ type: "judge", done: true });
+      return;
+    }
+    let done = false;
+    try {
+      const judged = await runJudges(doc, this.records, this.runtime, this.masker, every);
+      doc.judged = { ...judged, done: true };
+      this.store.saveDoc(doc);
+      done = true;
+    } finally {
+      this.reported({ type: "judge", done });
+      if (done) this.duties.relist();
+    }
   }
 
   // ---- deliveries --------------------------------------------------------------------------

@@ -178,6 +178,8 @@ function runEngine(r: EngineRun, signal: AbortSignal, events: EngineEvents): Pro
       save: (state) => store.saveCheckpoint(path, masker.maskJson(state)),
     }),
     trace: r.trace,
+    // A re-run keeps the arms its old run's split steps ran.
+    pinnedArm: (path) => doc.arms?.[path] ?? null,
     restored,
     records: r.records,
     onStepStarted: (path, rec) => {

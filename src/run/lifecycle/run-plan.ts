@@ -61,6 +61,8 @@ export type RunEffect =
   | { type: "export" }
   /** Write the run's one `run.finished` log line. */
   | { type: "log" }
+  /** Ask the run's judges (docs/file-format.md, "Scores"; answer: `judge`). */
+  | { type: "judge" }
   /** The run's retention passed: its storage goes. */
   | { type: "delete" };
 
@@ -74,7 +76,9 @@ export type RunEffect =
  */
 export function effectTiming(e: RunEffect): "now" | "soon" | "answer" {
   if (e.type === "register_wait" || e.type === "ask_turn") return "now";
-  return e.type === "log" || e.type === "list" || e.type === "export" ? "answer" : "soon";
+  return e.type === "log" || e.type === "list" || e.type === "export" || e.type === "judge"
+    ? "answer"
+    : "soon";
 }
 
 export { AFTER_ANSWER_MS, afterAnswerMs } from "../after-answer.ts";
@@ -87,6 +91,8 @@ export type EffectResult =
   | { type: "deliver"; next: number | null }
   /** `next`: when a batch the collector did not take is tried again (null: none waits). */
   | { type: "export"; next: number | null }
+  /** The judges answered, or were given up for now (`done` false: asked again later). */
+  | { type: "judge"; done: boolean }
   | { type: "ask_turn"; gate: string; verdict: AdmitVerdict | TurnVerdict };
 
 /** A wake-up: by the object's alarm (`durable`, in the commit of the run's writes) or, before the run is written, a timer. */
@@ -114,6 +120,8 @@ export interface RunFacts {
   exports: boolean;
   /** While its compensation phase runs: when the heartbeat wakes it (an eviction resumes it); else null. */
   compensatingUntil: number | null;
+  /** Judges are due after its answer (docs/file-format.md, "Scores"). */
+  judges: boolean;
 }
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "failed", "canceled"]);
@@ -131,6 +139,7 @@ export function runFacts(
   deliveries: { total: number; failed: number } | null,
   exports = false,
   compensatingUntil: number | null = null,
+  judges = false,
 ): RunFacts {
   const status = doc.status;
   return {
@@ -144,6 +153,7 @@ export function runFacts(
     listKey: listKey(status, deliveries, doc.compensation?.status ?? null),
     exports,
     compensatingUntil,
+    judges,
   };
 }
 
@@ -175,7 +185,7 @@ export function nextWakeAt(
 }
 
 /** The after-run effects that report back. */
-type Owed = "list" | "deliver" | "release" | "export";
+type Owed = "list" | "deliver" | "release" | "export" | "judge";
 
 export class RunPlan {
   /** What the run listing has acknowledged (`listKey`; memory only: after a wake-up it is sent again). */
@@ -205,7 +215,7 @@ export class RunPlan {
     if (r.type === "list") this.listResult(r.key, r.ok, r.durableAt ?? null);
     else if (r.type === "release") this.releaseResult(r.ok);
     else if (r.type === "export") this.exportNext = r.next;
-    else this.deliverResult(r.next);
+    else if (r.type === "deliver") this.deliverResult(r.next);
   }
 
   listResult(key: string, ok: boolean, durableAt: number | null = null): void {
@@ -276,13 +286,20 @@ export class RunPlan {
     if (f.delivers) out.push({ type: "deliver" });
     if (f.gates.length > 0 && !this.released) out.push({ type: "release", gates: f.gates });
     if (f.exports) out.push({ type: "export" });
+    if (f.judges) out.push({ type: "judge" });
     return out;
   }
 
   /** After-run effects go out; each reports back through its result. False: nothing is owed. */
   owe(effects: readonly RunEffect[]): boolean {
     for (const e of effects)
-      if (e.type === "list" || e.type === "deliver" || e.type === "release" || e.type === "export")
+      if (
+        e.type === "list" ||
+        e.type === "deliver" ||
+        e.type === "release" ||
+        e.type === "export" ||
+        e.type === "judge"
+      )
         this.owed.add(e.type);
     return this.owed.size > 0;
   }
@@ -312,7 +329,8 @@ export class RunPlan {
       const keep = armed?.durable && armed.at >= at && armed.at <= at + LISTING_GUARD_MS;
       next = Math.min(next ?? Number.POSITIVE_INFINITY, keep && armed ? armed.at : at);
     }
-    const stillOwed = (!this.listedAs(f.listKey) && !unwritten) || (f.gates.length > 0 && !this.released);
+    const stillOwed =
+      (!this.listedAs(f.listKey) && !unwritten) || (f.gates.length > 0 && !this.released) || f.judges;
     if (stillOwed) next = Math.min(next ?? Number.POSITIVE_INFINITY, now + this.listingRetryMs());
     return next === null ? null : { at: Math.max(next, now), durable: true };
   }

@@ -92,3 +92,9 @@ export function listKey(
   const key = ENDED.has(status) && deliveries ? `${status} ${deliveries.total} ${deliveries.failed}` : status;
   return ENDED.has(status) && compensation ? `${key} compensation:${compensation}` : key;
 }
+
+/** A run's scores as its listing entry carries them: `[step, scorer, value, arm]`, and the workflow's version. */
+export interface ListedScores {
+  v: string | null;
+  s: Array<[string, string, number, string | null]>;
+}

@@ -23,7 +23,6 @@
 import type { RunStatus } from "../../engine/types.ts";
 import { runStub } from "../run-rpc.ts";
 import {
-  type CompensationStatus,
   directoryStub,
   type EntryFilter,
   entryKey,
@@ -32,6 +31,7 @@ import {
   type RecordAnswer,
 } from "./listing.ts";
 import { bucketExpiresMs, flushWindowMs, MAX_RUN_MS, retentionMs, type ShardRef } from "./listing-layout.ts";
+import { matches, type Packed, pack, unpack } from "./listing-pack.ts";
 
 const REGISTERED_KEY = "registered";
 const SWEEP_KEY = "swept";
@@ -46,40 +46,6 @@ const MAX_BUFFER = 1_000;
 
 const ACTIVE: ReadonlySet<string> = new Set(["queued", "pending", "running"]);
 
-/**
- * One entry as a batch row stores it: [run_id, created_ms, status, finished_ms, deliveries, failed],
- * then the compensation's status when the run has one or search values, then its search values
- * (docs/http-api.md, "Search keys") when it has them: in the same row, no row more (entries written
- * before have six or seven).
- */
-type Packed =
-  | PackedBase
-  | [...PackedBase, CompensationStatus | null]
-  | [...PackedBase, CompensationStatus | null, Record<string, string>];
-type PackedBase = [string, number, string, number | null, number, number];
-
-const pack = (r: IndexRow): Packed => {
-  const p: Packed = [
-    r.run_id,
-    r.created_ms,
-    r.status,
-    r.finished_ms,
-    r.deliveries ?? 0,
-    r.failed_deliveries ?? 0,
-  ];
-  if (r.search) return [...p, r.compensation ?? null, r.search];
-  return r.compensation ? [...p, r.compensation] : p;
-};
-const unpack = (p: Packed): IndexRow => ({
-  run_id: p[0],
-  created_ms: p[1],
-  status: p[2] as RunStatus,
-  finished_ms: p[3],
-  deliveries: p[4],
-  failed_deliveries: p[5],
-  ...(p[6] ? { compensation: p[6] } : {}),
-  ...(p[7] ? { search: p[7] } : {}),
-});
 const versionOf = (r: IndexRow): string => JSON.stringify(pack(r));
 
 /** Which of two versions of a run's entry stands: a tombstone, then a finished status, then `newer`. */
@@ -177,7 +143,7 @@ export class ListingShard {
       (deliveries !== "any" || (r.deliveries ?? 0) > 0) &&
       (deliveries !== "failed" || (r.failed_deliveries ?? 0) > 0) &&
       (deliveries !== "compensation_failed" || r.compensation === "failed") &&
-      (search === null || Object.entries(search).every(([k, v]) => r.search?.[k] === v));
+      (search === null || Object.entries(search).every(([k, v]) => matches(r, k, v)));
     const merged = new Map<string, IndexRow>();
     const take = (r: IndexRow) => merged.set(entryKey(r), mergeEntry(r, merged.get(entryKey(r)) ?? r));
     // What waits is the newest of all; then written rows, newest first.

@@ -9,6 +9,7 @@ import type { RunDoc } from "../run-doc.ts";
 import {
   handOver,
   type ListedRun,
+  type ListedScores,
   type ListingTicket,
   recordRun,
   rodeTicket,
@@ -27,6 +28,8 @@ export interface ListingSubject {
   guarded: boolean;
   /** An express run whose caller carries its entry (listing.ts, `keepListed`): nothing is sent. */
   carried: boolean;
+  /** Its scores (null: none). */
+  scores?: ListedScores | null;
 }
 
 export class ListingWriter {
@@ -102,7 +105,7 @@ export class ListingWriter {
   }
 }
 
-function listedRun({ doc, workflow, deliveries }: ListingSubject): ListedRun {
+function listedRun({ doc, workflow, deliveries, scores }: ListingSubject): ListedRun {
   return {
     run_id: doc.run_id,
     workflow,
@@ -112,5 +115,6 @@ function listedRun({ doc, workflow, deliveries }: ListingSubject): ListedRun {
     ...(deliveries ? { deliveries } : {}),
     ...(doc.compensation ? { compensation: doc.compensation.status } : {}),
     ...(doc.search ? { search: doc.search } : {}),
+    ...(scores ? { scores } : {}),
   };
 }

@@ -16,9 +16,11 @@
  * storage is deleted (finished + RUN_RETENTION_S); a shard deletes itself when the last run it
  * can hold has expired.
  */
+
 import type { Residency } from "../../bundle.ts";
 import type { RunStatus } from "../../engine/types.ts";
 import { namedStub } from "../jurisdiction.ts";
+import type { ListedScores } from "./listing-layout.ts";
 import {
   BUCKET_MS,
   flushWindowMs,
@@ -42,7 +44,11 @@ export interface ListedRun {
   compensation?: CompensationStatus | null;
   /** Its search values (docs/http-api.md, "Search keys"); absent: its workflow declares none. */
   search?: Record<string, string>;
+  /** Its scores (docs/file-format.md, "Scores"), with its workflow's version; absent: none. */
+  scores?: ListedScores;
 }
+
+export type { ListedScores } from "./listing-layout.ts";
 
 export type CompensationStatus = "running" | "complete" | "failed";
 
@@ -91,6 +97,8 @@ export interface IndexRow {
   compensation?: CompensationStatus | null;
   /** Its search values; absent: none. */
   search?: Record<string, string>;
+  /** Its scores; absent: none. */
+  scores?: ListedScores;
 }
 
 /** What a shard answers a write: durable now, or by `durableAt` (ask again then). */
@@ -158,6 +166,7 @@ function rowOf(run: ListedRun): IndexRow {
     failed_deliveries: run.deliveries?.failed ?? 0,
     ...(run.compensation ? { compensation: run.compensation } : {}),
     ...(run.search ? { search: run.search } : {}),
+    ...(run.scores ? { scores: run.scores } : {}),
   };
 }
 
@@ -351,6 +360,7 @@ function listed(workflow: string, r: IndexRow): ListedRun {
     finished_at: r.finished_ms === null ? null : new Date(r.finished_ms).toISOString(),
     compensation: r.compensation ?? null,
     ...(r.search ? { search: r.search } : {}),
+    ...(r.scores ? { scores: r.scores } : {}),
   };
 }
 

@@ -101,6 +101,8 @@ export class RunEffects {
         return this.exportSpans();
       case "log":
         return this.logFinished();
+      case "judge":
+        return run.judge();
       case "delete":
         return this.host.deleteRun();
     }

@@ -70,7 +70,14 @@ export class RunObject extends DurableObject<Env> {
       // A finished run that is kept has an alarm that guards what its shard has not written yet.
       const guarded = !this.run.active && doc.kept !== false;
       const carried = this.carried && doc.kept === false;
-      return { doc, workflow, deliveries: this.run.deliverySummary(), guarded, carried };
+      return {
+        doc,
+        workflow,
+        deliveries: this.run.deliverySummary(),
+        guarded,
+        carried,
+        scores: this.run.listedScores(),
+      };
     };
     this.listing = new ListingWriter(
       () => this.env,

@@ -6,8 +6,9 @@
  * once) and the new run starts in its own object with the reused records. Refusals are
  * RunRefusal codes; the HTTP face parses requests and answers.
  */
+
 import type { Bundle, CompiledWorkflow, JsonObject, Residency } from "../../bundle.ts";
-import type { RunStatus } from "../../engine/types.ts";
+import type { RunStatus, StepRecord } from "../../engine/types.ts";
 import { placed, residencyOf, runIdOf } from "../jurisdiction.ts";
 import { listRuns, type Position } from "../listing/listing.ts";
 import { RunRefusal } from "../refusal.ts";
@@ -95,7 +96,7 @@ export async function rerun(
     waitS: o.waitS,
     origin: o.origin,
     definition: req.definition === "pinned" ? source.def : null,
-    rerun: { of: oldRunId, reused: plan.reused },
+    rerun: { of: oldRunId, reused: plan.reused, arms: armsOf(source.records) },
     // A re-run takes its place in its flow keys like an invoke, but joins no group or batch.
     coalesce: false,
   });
@@ -164,4 +165,11 @@ export async function rerunMany(
     runs: outcomes.filter((x): x is { rerun_of: string; run_id: string } => x !== null),
     next: more ? page.next : null,
   };
+}
+
+/** The arms the old run's split steps ran (docs/file-format.md, "Variants"): a re-run keeps them. */
+function armsOf(records: Array<[string, StepRecord]>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [path, rec] of records) if (rec.variant) out[path] = rec.variant;
+  return out;
 }

@@ -120,5 +120,77 @@ async function loadRuns() {
   );
 }
 
-if (workflowInput.value)
+/** The workflow's scores over the last day (GET /workflows/{name}/scores), its table, comparisons and charts. */
+async function loadScores(name: string) {
+  const section = byId("scores");
+  const res = await apiFetch(`/workflows/${encodeURIComponent(name)}/scores`);
+  if (!res.ok) {
+    section.hidden = true;
+    return;
+  }
+  const report = await res.json();
+  section.hidden = report.scores.length === 0;
+  const f = (n) => Number(n).toFixed(2);
+  document
+    .querySelector("#score-table tbody")
+    .replaceChildren(
+      ...report.scores.map((s) =>
+        el(
+          "tr",
+          { "data-step": s.step, "data-scorer": s.scorer, "data-arm": s.arm ?? "" },
+          el("td", { class: "mono" }, s.step),
+          el("td", null, s.scorer),
+          el("td", null, s.version ?? ""),
+          el("td", null, s.arm ?? ""),
+          el("td", { class: "num" }, String(s.count)),
+          el("td", { class: "num" }, f(s.mean)),
+          el("td", { class: "num" }, f(s.p10)),
+          el("td", { class: "num" }, f(s.p50)),
+          el("td", { class: "num" }, f(s.p90)),
+        ),
+      ),
+    );
+  const comparisons = byId("score-comparisons");
+  comparisons.hidden = report.comparisons.length === 0;
+  comparisons
+    .querySelector("tbody")
+    .replaceChildren(
+      ...report.comparisons.map((c) =>
+        el(
+          "tr",
+          { "data-scorer": c.scorer, "data-arm": c.arm, "data-significant": String(c.significant) },
+          el("td", { class: "mono" }, c.step),
+          el("td", null, c.scorer),
+          el("td", null, c.arm),
+          el("td", null, c.control),
+          el("td", { class: "num" }, `${c.diff >= 0 ? "+" : ""}${f(c.diff)}`),
+          el("td", null, `[${f(c.ci95[0])}, ${f(c.ci95[1])}]`),
+          el("td", null, c.significant ? "significant" : "not significant"),
+        ),
+      ),
+    );
+  const charts = byId("score-charts");
+  const scorers = [...new Set(report.scores.map((s) => s.scorer))];
+  const svgs = await Promise.all(
+    scorers.map(async (scorer) => {
+      const r = await apiFetch(
+        `/workflows/${encodeURIComponent(name)}/scores?chart=${encodeURIComponent(String(scorer))}`,
+      );
+      if (!r.ok) return null;
+      // Drawn by the server (src/viewer/score-chart.ts): parsed as SVG, never as HTML.
+      const doc = new DOMParser().parseFromString(await r.text(), "image/svg+xml");
+      return el(
+        "figure",
+        null,
+        el("figcaption", null, `${scorer}: daily mean by arm`),
+        document.importNode(doc.documentElement, true),
+      );
+    }),
+  );
+  charts.replaceChildren(...svgs.filter((x) => x !== null));
+}
+
+if (workflowInput.value) {
   loadRuns().catch((err) => showNotice(String(err?.message ? err.message : err), "error"));
+  loadScores(workflowInput.value.trim()).catch(() => {});
+}

@@ -28,6 +28,7 @@ function facts(over: Partial<RunFacts> = {}): RunFacts {
     delivers: false,
     listKey: status,
     exports: false,
+    judges: false,
     compensatingUntil: null,
     ...over,
   };
@@ -44,7 +45,8 @@ describe("when an effect starts", () => {
     expect(effectTiming({ type: "ask_turn", gate, admit: false, priority: 0, params: {} })).toBe("now");
     expect(effectTiming({ type: "release", gates: ["k"] })).toBe("soon");
     expect(effectTiming({ type: "deliver" })).toBe("soon");
-    for (const type of ["log", "list", "export"] as const) expect(effectTiming({ type })).toBe("answer");
+    for (const type of ["log", "list", "export", "judge"] as const)
+      expect(effectTiming({ type })).toBe("answer");
   });
 });
 
@@ -133,6 +135,20 @@ describe("a finished run", () => {
     expect(plan.paidFor("deliver")).toBe(true);
     expect(plan.afterRunWake(f, T0)).toBeNull();
     expect(plan.owedAfterRun(f, false).map((e) => e.type)).toEqual(["deliver"]);
+  });
+
+  it("owes its judges after the answer, and comes back soon until they have answered", () => {
+    const plan = new RunPlan();
+    const f = facts({ status: "complete", judges: true });
+    const owed = plan.owedAfterRun(f, false);
+    expect(owed.map((e) => e.type)).toEqual(["list", "judge"]);
+    plan.owe(owed);
+    plan.listResult("complete", true);
+    expect(plan.paidFor("list")).toBe(false);
+    expect(plan.paidFor("judge")).toBe(true);
+    // Still due (an eviction cut them short): a wake-up soon asks them again.
+    expect(plan.afterRunWake(f, T0)).toEqual({ at: T0 + LISTING_RETRY_MS, durable: true });
+    expect(plan.afterRunWake({ ...f, judges: false }, T0)).toBeNull();
   });
 
   it("keeps its alarm for the next delivery attempt, and comes back soon while the listing or the slot is owed", () => {

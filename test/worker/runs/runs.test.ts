@@ -26,6 +26,7 @@ describe("envelope", () => {
         "request",
         "output",
         "totals",
+        "scores",
         "budget_usd",
         "coalesced",
         "queue",
@@ -58,6 +59,7 @@ describe("envelope", () => {
           "metrics",
           "tool_calls",
           "annotations",
+          "variant",
           "steps",
           "reused_from",
         ].sort(),
@@ -68,6 +70,7 @@ describe("envelope", () => {
       expect(s.tool_calls).toEqual([]);
       expect(s.annotations).toBeNull();
       expect(s.reused_from).toBeNull();
+      expect(s.variant).toBeNull();
     }
     expect(e.rerun_of).toBeNull();
     expect(e.steps[0].output).toEqual({
@@ -83,10 +86,13 @@ describe("envelope", () => {
       "cost_usd",
       "duration_ms",
       "llm_calls",
+      "scores_cost_usd",
       "tokens_in",
       "tokens_out",
       "tool_calls",
     ]);
+    expect(e.scores).toEqual([]);
+    expect(e.totals.scores_cost_usd).toBe(0);
     expect(Date.parse(e.created_at)).toBeLessThanOrEqual(Date.parse(e.finished_at));
     expect(Date.parse(e.deadline) - Date.parse(e.created_at)).toBe(300_000);
     expect(e.budget_usd).toBeNull();

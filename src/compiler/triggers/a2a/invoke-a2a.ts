@@ -8,8 +8,8 @@
  */
 import type { CompiledA2a, CompiledAuth, Template } from "../../../bundle.ts";
 import { isObject } from "../../../common/guards.ts";
+import { refuseNotInvocable, refuseSignature, scopedTemplate } from "../../scoped-templates.ts";
 import type { InvokeContext, Report } from "../invoke-context.ts";
-import { protocolTemplate, refuseNotInvocable, refuseSignature } from "../protocol-templates.ts";
 
 export const A2A_PARAMS_ROOTS = ["text", "data", "message", "metadata"] as const;
 /** The search key a task's context id is listed under. */
@@ -40,7 +40,7 @@ export function compileA2a(
     params:
       block.params === undefined
         ? null
-        : protocolTemplate(
+        : scopedTemplate(
             block.params,
             ["invoke", "a2a", "params"],
             "`invoke.a2a.params`",

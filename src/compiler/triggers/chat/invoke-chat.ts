@@ -16,8 +16,8 @@ import {
 } from "../../../bundle.ts";
 import { isObject } from "../../../common/guards.ts";
 import type { AstNode } from "../../expressions.ts";
+import { refuseNotInvocable, refuseSignature, scopedTemplate } from "../../scoped-templates.ts";
 import type { InvokeContext, Report } from "../invoke-context.ts";
-import { protocolTemplate, refuseNotInvocable, refuseSignature } from "../protocol-templates.ts";
 
 export const CHAT_PARAMS_ROOTS = ["messages", "user", "metadata"] as const;
 export const CHAT_REPLY_ROOTS = ["output", "step", "params"] as const;
@@ -35,7 +35,7 @@ export function compileChat(
   const params =
     block.params === undefined
       ? null
-      : protocolTemplate(
+      : scopedTemplate(
           block.params,
           ["invoke", "chat", "params"],
           "`invoke.chat.params`",
@@ -46,7 +46,7 @@ export function compileChat(
   const reply =
     block.reply === undefined
       ? null
-      : protocolTemplate(
+      : scopedTemplate(
           block.reply,
           ["invoke", "chat", "reply"],
           "`invoke.chat.reply`",

@@ -7,8 +7,8 @@
  */
 import type { CompiledAuth, CompiledMcp } from "../../../bundle.ts";
 import { isObject } from "../../../common/guards.ts";
+import { refuseNotInvocable, refuseSignature } from "../../scoped-templates.ts";
 import type { InvokeContext, Report } from "../invoke-context.ts";
-import { refuseNotInvocable, refuseSignature } from "../protocol-templates.ts";
 
 export function compileMcp(
   invoke: Record<string, unknown>,
