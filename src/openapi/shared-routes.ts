@@ -97,7 +97,7 @@ export function addSharedRoutes(
     get: runOp("streamRunEvents", "Run events as Server-Sent Events", {
       "200": {
         description:
-          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, step.waiting, approval.requested, approval.decided (data: `{approval}`), run.completed, then for a failed or canceled run with steps to undo compensation.started, compensation.completed, compensation.failed (data: the compensation's progress), after which the stream closes; each `data:` is one JSON object.",
+          "History first, then live events until the run ends. Event types: step.started, step.completed, step.skipped, step.failed, step.canceled, step.pending_approval, step.waiting, step.scored (data: `{step, variant, scores}`), approval.requested, approval.decided (data: `{approval}`), run.completed, then for a failed or canceled run with steps to undo compensation.started, compensation.completed, compensation.failed (data: the compensation's progress), after which the stream closes; each `data:` is one JSON object.",
         content: { "text/event-stream": { schema: { type: "string" } } },
       },
     }),

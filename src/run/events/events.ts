@@ -17,6 +17,7 @@ export type RunEventType =
   | "step.canceled"
   | "step.pending_approval"
   | "step.waiting"
+  | "step.scored"
   | "approval.requested"
   | "approval.decided"
   | "run.completed"
@@ -68,10 +69,38 @@ export function stepEvent(path: string, rec: StepRecord, fallbackTime: string): 
 }
 
 /**
- * The history of a run as events, in time order (records given in pipeline order). Steps that
- * never started and were skipped when the run ended carry no time of their own: `fallbackTime`
- * (the run's end) stands in.
+ * `step.scored` (docs/file-format.md, "Scores"): a step's scores, `expr` ones right after its
+ * `step.completed`, judged ones once written (after the answer). Null when there are none.
  */
+export function scoredEvent(
+  path: string,
+  scores: ReadonlyArray<{
+    name: string;
+    value: number | null;
+    reason: string | null;
+    error: string | null;
+    at: string;
+  }>,
+  variant: string | null,
+): RunEvent | null {
+  if (scores.length === 0) return null;
+  return {
+    type: "step.scored",
+    time: scores[scores.length - 1]?.at as string,
+    data: {
+      step: path,
+      variant,
+      scores: scores.map((s) => ({
+        name: s.name,
+        value: s.value,
+        reason: s.reason,
+        error: s.error,
+        at: s.at,
+      })),
+    },
+  };
+}
+
 /** `approval.requested` / `approval.decided`: the approval record (masked) is the event's data. */
 export function approvalEvent(
   type: "approval.requested" | "approval.decided",
@@ -84,6 +113,11 @@ export function approvalEvent(
   };
 }
 
+/**
+ * The history of a run as events, in time order (records given in pipeline order). Steps that
+ * never started and were skipped when the run ended carry no time of their own: `fallbackTime`
+ * (the run's end) stands in.
+ */
 export function replayEvents(
   records: Array<[string, StepRecord]>,
   fallbackTime: string,
@@ -107,6 +141,9 @@ export function replayEvents(
     } else if (rec.status !== "running" && rec.status !== "pending") {
       const done = stepEvent(path, rec, fallbackTime);
       if (done) events.push(done);
+      const scored =
+        rec.status === "complete" ? scoredEvent(path, rec.scores ?? [], rec.variant ?? null) : null;
+      if (scored) events.push({ ...scored, time: done?.time ?? scored.time });
     }
   }
   // Stable: events at the same instant keep pipeline order.
@@ -184,6 +221,10 @@ export class EventHub {
         if (!this.listening) return;
         const ev = stepEvent(path, rec, finishedAt() ?? new Date().toISOString());
         if (ev) this.publish(ev);
+        // Its `expr` scores, taken as it completed, follow its completion.
+        const scored =
+          rec.status === "complete" ? scoredEvent(path, rec.scores ?? [], rec.variant ?? null) : null;
+        if (scored && ev) this.publish({ ...scored, time: ev.time });
       },
       output: (path: string, text: string | null) => {
         const time = new Date().toISOString();

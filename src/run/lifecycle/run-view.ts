@@ -8,8 +8,8 @@ import type { Masker } from "../../engine/mask.ts";
 import { heldRecords } from "../../engine/step-status.ts";
 import type { StepRecord } from "../../engine/types.ts";
 import { buildEnvelope, type Envelope } from "../envelope.ts";
-import { compensationEvent, type RunEvent, replayEvents } from "../events/events.ts";
-import type { RunDoc } from "../run-doc.ts";
+import { compensationEvent, type RunEvent, replayEvents, scoredEvent } from "../events/events.ts";
+import type { JudgedScore, RunDoc } from "../run-doc.ts";
 import { forEachRecordPath } from "../run-graph.ts";
 import { isFinished } from "../run-store.ts";
 import { publicApproval } from "../waits/approvals.ts";
@@ -52,6 +52,13 @@ export function historyOf(
     doc.finished_at ?? new Date(now).toISOString(),
     books.approvals(doc).list().map(publicApproval),
   );
+  // Judged scores, once written (after the answer), per step: before the end, where a reader stops.
+  const judged = new Map<string, JudgedScore[]>();
+  for (const s of doc.judged?.scores ?? []) judged.set(s.step, [...(judged.get(s.step) ?? []), s]);
+  for (const [path, scores] of judged) {
+    const ev = scoredEvent(path, scores, records.get(path)?.variant ?? null);
+    if (ev) history.push(ev);
+  }
   if (isFinished(doc)) history.push(completedEventOf(envelopeOf(doc, records, books, masker, now), now));
   // Then its compensations, as they were sent live (run-compensation.ts).
   for (const st of doc.compensation?.steps ?? []) {

@@ -1,34 +1,13 @@
 /** GET /runs/{id}/events: Server-Sent Events that replay, follow, and close when the run ends. */
 import { describe, expect, it } from "vitest";
+import { readAllEvents, type Sse } from "../../support/sse.ts";
 import { call, invoke, run } from "../../worker/harness.ts";
-
-interface Sse {
-  id: string;
-  event: string;
-  data: Record<string, unknown>;
-}
-
-async function readAll(res: Response): Promise<Sse[]> {
-  expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-  const text = await res.text(); // resolves only when the server closes the stream
-  return text
-    .split("\n\n")
-    .filter((b) => b.trim() !== "")
-    .map((block) => {
-      const fields = Object.fromEntries(
-        block
-          .split("\n")
-          .map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 2)]),
-      );
-      return { id: fields.id, event: fields.event, data: JSON.parse(fields.data ?? "null") } as Sse;
-    });
-}
 
 describe("run events", () => {
   it("streams a running run's events in order and closes at the end", async () => {
     const res = await invoke("parallel-webhooks");
     const { run_id } = (await res.json()) as { run_id: string };
-    const events = await readAll(await call(`/runs/${run_id}/events`));
+    const events = await readAllEvents(await call(`/runs/${run_id}/events`));
     const seen = events.map((e) => `${e.event} ${e.data.step ?? ""}`.trim());
     expect(seen.slice(0, 2).sort()).toEqual(["step.started left", "step.started right"]);
     expect(seen.slice(2, 4).sort()).toEqual(["step.completed left", "step.completed right"]);
@@ -40,8 +19,8 @@ describe("run events", () => {
   it("replays exactly the events that were sent live", async () => {
     const res = await invoke("fail-fast");
     const { run_id } = (await res.json()) as { run_id: string };
-    const live = await readAll(await call(`/runs/${run_id}/events`));
-    const replay = await readAll(await call(`/runs/${run_id}/events`));
+    const live = await readAllEvents(await call(`/runs/${run_id}/events`));
+    const replay = await readAllEvents(await call(`/runs/${run_id}/events`));
     const key = (e: Sse) => `${e.event} ${String(e.data.step ?? "")}`;
     // Same events with the same data; only the order of events at the same instant may differ.
     expect([...replay].sort((a, b) => key(a).localeCompare(key(b)))).toEqual(
@@ -53,7 +32,7 @@ describe("run events", () => {
 
   it("replays a finished run's history, with skips, and closes", async () => {
     const e = await run("basic", { items: [{ name: "a", price: 1 }] });
-    const events = await readAll(await call(`/runs/${e.run_id}/events`));
+    const events = await readAllEvents(await call(`/runs/${e.run_id}/events`));
     const seen = events.map((ev) => `${ev.event} ${ev.data.step ?? ""}`.trim());
     expect(seen).toContain("step.skipped vip-only");
     expect(seen.at(-1)).toBe("run.completed");
@@ -62,7 +41,7 @@ describe("run events", () => {
 
   it("reports failure, cancellation and skips caused by it", async () => {
     const e = await run("fail-fast");
-    const events = await readAll(await call(`/runs/${e.run_id}/events`));
+    const events = await readAllEvents(await call(`/runs/${e.run_id}/events`));
     const seen = events.map((ev) => `${ev.event} ${ev.data.step ?? ""}`.trim());
     expect(seen).toEqual(
       expect.arrayContaining(["step.failed bad", "step.canceled slow", "step.skipped never"]),

@@ -9,6 +9,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { poll } from "../../support/poll.ts";
+import { readAllEvents } from "../../support/sse.ts";
 import { call, type Envelope, invoke, run, uniqueKey, waitForRun } from "../../worker/harness.ts";
 
 const reply = (title: string) => `REPLY=${JSON.stringify({ title, priority: "low" })}`;
@@ -35,6 +36,31 @@ describe("scores", () => {
     expect(byName.length.value).toBeNull();
     expect(byName.length.error).toBe("score 21 is outside 0..1");
     expect(e.status).toBe("complete");
+  });
+
+  it("tells a run's listeners its scores: expression scores after the step's completion, judged ones before the end", async () => {
+    const e = await run("score-answer", {
+      text: reply("Refund for order A-17"),
+      must: "A-17",
+      judge_reply: JSON.stringify({ score: 0.5, reason: "fine" }),
+    });
+    await judged(e.run_id, ["helpful"]);
+    const events = await readAllEvents(await call(`/runs/${e.run_id}/events`));
+    const seen = events.map((ev) => `${ev.event} ${String(ev.data.step ?? "")}`.trim());
+    const scored = events.filter((ev) => ev.event === "step.scored");
+    expect(scored).toHaveLength(2);
+    // The expression scores right after the step completed, with its arm.
+    expect(seen.indexOf("step.scored answer")).toBe(seen.indexOf("step.completed answer") + 1);
+    expect(scored[0]?.data).toMatchObject({ step: "answer", variant: e.steps[0].variant });
+    expect(((scored[0]?.data.scores ?? []) as Envelope[]).map((s) => s.name).sort()).toEqual([
+      "cites",
+      "length",
+    ]);
+    // The judge's, written after the answer, just before the end where a reader stops.
+    expect(seen.at(-2)).toBe("step.scored answer");
+    expect(scored[1]?.data.scores).toEqual([
+      expect.objectContaining({ name: "helpful", value: 0.5, reason: "fine", error: null }),
+    ]);
   });
 
   it("judges after the answer, with the judge's own answer, and counts its cost outside the run's", async () => {

@@ -107,6 +107,9 @@ export function renderDetails() {
     ["LLM calls", String(m.llm_calls || 0)],
     ["Attempts", String(m.attempts || 0)],
     ...(rec.reused_from ? [["Reused from", rec.reused_from]] : []),
+    // Its arm and its scores (docs/file-format.md, "Variants" and "Scores").
+    ...(rec.variant ? [["Variant", rec.variant]] : []),
+    ...scoreRows(selected),
     ...(n?.wait
       ? [
           [
@@ -125,4 +128,14 @@ export function renderDetails() {
   const form = byId("signal-form");
   form.hidden = !(n?.wait?.signal && rec.status === "waiting");
   if (!form.hidden) byId("signal-title").textContent = `Send ${n.wait.signal}`;
+}
+
+/** One "Score name" row per score of the step: its value (or error) and the judge's reason. */
+function scoreRows(path) {
+  return (envelope.scores || [])
+    .filter((s) => s.step === path)
+    .map((s) => [
+      `Score ${s.name}`,
+      s.error ? `error: ${s.error}` : `${s.value}${s.reason ? ` (${s.reason})` : ""}`,
+    ]);
 }

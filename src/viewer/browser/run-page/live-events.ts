@@ -34,7 +34,16 @@ function applyEvent(ev) {
     loadApprovals();
     return;
   }
+  if (ev.type === "step.scored") {
+    // A step's scores (docs/file-format.md, "Scores"): kept beside the run's others, once each.
+    const others = (envelope.scores || []).filter(
+      (s) => s.step !== ev.step || !ev.scores.some((n) => n.name === s.name),
+    );
+    envelope.scores = [...others, ...ev.scores.map((s) => ({ step: ev.step, variant: ev.variant, ...s }))];
+    return;
+  }
   if (ev.type === "run.completed") {
+    if (ev.scores) envelope.scores = ev.scores;
     envelope.status = ev.status;
     envelope.error = ev.error === undefined ? envelope.error : ev.error;
     envelope.output = ev.output === undefined ? envelope.output : ev.output;
