@@ -53,8 +53,9 @@ export interface StartRequest {
   /** The invoke's W3C `traceparent` header, as sent (the run object reads it; an invalid one is ignored). */
   traceparent?: string | null;
   /**
-   * The caller carries an express run's listing entry (listing.ts, `keepListed`): the run's
-   * object sends none and answers it as `listing`.
+   * The caller carries the listing entry of a run that ends before its answer (an express run,
+   * or any run that owes nothing else: listing.ts, `keepListed`): the run's object sends none,
+   * arms no guard for it, and answers it as `listing`.
    */
   carried?: boolean;
 }
@@ -79,7 +80,7 @@ export type StartResult =
       runId: string;
       envelope: Envelope | null;
       queued?: boolean;
-      /** An express run's listing entry, for the caller that carries it (`carried`). */
+      /** The entry of a run that ended before this answer, for the caller that carries it (`carried`). */
       listing?: ListedRun;
     }
   | { outcome: "conflict"; runId: string }

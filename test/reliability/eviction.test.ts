@@ -13,7 +13,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { poll } from "../support/poll.ts";
-import { call, run, targetLog, uniqueKey, waitForRun } from "../worker/harness.ts";
+import { call, invoke, run, targetLog, uniqueKey, waitForRun } from "../worker/harness.ts";
 import { logUntil, requestsOf, runStub, sleep, startRun } from "./run-helpers.ts";
 
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -113,10 +113,12 @@ describe("eviction mid-run", () => {
 
 describe("retention", () => {
   it("does not delete a finished run when its alarm runs before expiry", async () => {
-    const e = await run("rel-open", { a: 1 });
-    // Its alarm (the guard of its listing entry), run early, must leave the run alone.
-    expect(await runDurableObjectAlarm(runStub(e.run_id))).toBe(true);
-    const res = await call(`/runs/${e.run_id}`);
+    // Answered before it ends, the run guards its own listing entry with an alarm.
+    const { run_id } = (await (await invoke("rel-open", { a: 1 })).json()) as { run_id: string };
+    await waitForRun(run_id);
+    // That alarm, run early, must leave the run alone.
+    expect(await runDurableObjectAlarm(runStub(run_id))).toBe(true);
+    const res = await call(`/runs/${run_id}`);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { output: unknown }).output).toEqual({ result: 1 });
   });

@@ -5,7 +5,10 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { placeRun } from "../../src/run/listing/listing-layout.ts";
+import { expect } from "vitest";
+import { placeRun, SHARDS_PER_BUCKET } from "../../src/run/listing/listing-layout.ts";
+import { poll } from "../support/poll.ts";
+import { call, type Envelope } from "./harness.ts";
 
 /** The listing shard a run of `workflow` started now goes to. */
 export function shardStubOf(runId: string, workflow: string): DurableObjectStub {
@@ -32,4 +35,65 @@ export function shardHolds(
         .some((row) => (JSON.parse(row.entries) as Array<[string]>).some((p) => p[0] === runId));
     return { buffered, written };
   });
+}
+
+/** The run's status in the listing, once it is listed (the listing lags up to ~10 s). */
+export async function listedStatus(runId: string, workflow: string): Promise<string> {
+  const found = await poll(
+    `run ${runId} in the listing`,
+    async () =>
+      (
+        (await (await call(`/runs?workflow=${workflow}&limit=100`)).json()) as {
+          runs: Array<{ run_id: string; status: string }>;
+        }
+      ).runs.find((r) => r.run_id === runId),
+    (r) => r !== undefined,
+    { timeoutMs: 12_000, intervalMs: 100 },
+  );
+  return (found as { status: string }).status;
+}
+
+/**
+ * A run whose entry its Worker carries (started by `start`, a run of `workflow` that ends before
+ * its answer): its shard is reset while it holds the entry unwritten, and the entry is listed all
+ * the same, written by the next incarnation; another reset then loses nothing.
+ */
+export async function staysListedThroughShardReset(
+  workflow: string,
+  start: () => Promise<Envelope>,
+): Promise<void> {
+  // Every shard of this hour holds what it takes unwritten for 2 s (not 300 ms): long enough to
+  // be reset with the entry on a loaded machine.
+  const bucket = placeRun(workflow, "x", Date.now()).bucket;
+  for (let s = 0; s < SHARDS_PER_BUCKET; s++) {
+    const stub = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`${workflow}\n${bucket}\n${s}`));
+    await runInDurableObject(stub, (instance) => {
+      const shard = (instance as unknown as { shard: { env: Env } }).shard;
+      shard.env = { ...shard.env, LISTING_FLUSH_MS: "2000" } as Env;
+    });
+  }
+  const e = await start();
+  const ref = placeRun(workflow, e.run_id, Date.parse(e.created_at));
+  expect(ref.bucket).toBe(bucket);
+  const shard = env.RUN_INDEX.get(env.RUN_INDEX.idFromName(`${workflow}\n${ref.bucket}\n${ref.shard}`));
+  // The entry reached the shard (listed from its memory), unwritten; the shard is reset,
+  // losing what it has not written.
+  await poll(
+    `the shard to take ${e.run_id}'s entry`,
+    () => shardHolds(e.run_id, workflow),
+    (h) => h.buffered,
+  );
+  expect(await shardHolds(e.run_id, workflow)).toEqual({ buffered: true, written: false });
+  await runInDurableObject(shard, (_o, state) => state.abort("shard reset before its flush")).catch(() => {});
+  // The Worker that answered the run is told the shard went, and sends the entry to the next
+  // incarnation, which writes it.
+  await poll(
+    `${e.run_id}'s entry written again`,
+    () => shardHolds(e.run_id, workflow),
+    (h) => h.written,
+  );
+  expect(await listedStatus(e.run_id, workflow)).toBe(e.status);
+  // That one wrote it: another reset loses nothing.
+  await runInDurableObject(shard, (_o, state) => state.abort("shard reset after its flush")).catch(() => {});
+  expect(await listedStatus(e.run_id, workflow)).toBe(e.status);
 }

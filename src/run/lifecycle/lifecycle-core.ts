@@ -43,6 +43,10 @@ export abstract class RunCore {
   protected endWaiters = new Set<() => void>();
   protected readonly duties: RunDuties;
   protected cancelCode: CancelCode = "canceled";
+  /** Its caller carries its listing entry if it ends before the answer (run-rpc.ts, `carried`). */
+  protected answerCarries = false;
+  /** The run ended before its answer, its entry carried by its caller: it arms no guard. */
+  endCarried = false;
   /** The run's trace: spans built at checkpoints and at the end, exported after the answer. */
   readonly trace: RunTrace;
   /** What a run that ended failed or canceled undoes, after its answer (run-compensation.ts). */
@@ -379,16 +383,6 @@ export abstract class RunCore {
       this.trace.steps(doc, wf, finalRecords, now);
       this.trace.root(doc, wf);
     });
-    // An express run (`history: failures`) that completed before anything of it was written, and
-    // owes nothing that needs it (a delivery, a flow key's slot), keeps no record of its own.
-    const express =
-      status === "complete" &&
-      this.rootWorkflow().history === "failures" &&
-      !this.store.isStored &&
-      this.deliveryTargets().length === 0 &&
-      flowKeys(flowOf(doc)).length === 0 &&
-      judgesDue(doc, finalRecords, this.options.judgeEvery === true).length === 0;
-    if (express) doc.kept = false;
     // A failed or canceled run undoes what its completed steps did (docs/file-format.md,
     // "Compensation"): the plan is set in the run's last write, and runs after the answer.
     if (status !== "complete") {
@@ -401,6 +395,23 @@ export abstract class RunCore {
         }),
       );
     }
+    // Owes nothing after its answer but its listing entry (no compensation, delivery, slot, judge).
+    const owesOnlyItsEntry =
+      !doc.compensation &&
+      this.deliveryTargets().length === 0 &&
+      flowKeys(flowOf(doc)).length === 0 &&
+      judgesDue(doc, finalRecords, this.options.judgeEvery === true).length === 0;
+    // An express run (`history: failures`) that completed before anything of it was written, and
+    // owes nothing else, keeps no record of its own.
+    const express =
+      status === "complete" &&
+      this.rootWorkflow().history === "failures" &&
+      !this.store.isStored &&
+      owesOnlyItsEntry;
+    if (express) doc.kept = false;
+    // Any other run that ended before its answer and owes nothing else: the caller that answers it
+    // carries its entry, so its object arms no guard (docs/decisions.md, "A default run at the floor").
+    this.endCarried = !express && this.answerCarries && owesOnlyItsEntry;
     // Steps settled here (canceled, skipped) are news to listeners.
     for (const path of express ? [] : this.store.runFinished(doc, finalRecords)) {
       const rec = finalRecords.get(path);
@@ -414,7 +425,7 @@ export abstract class RunCore {
     this.engine.stop();
     this.shell.ended?.(() => completedEventOf(this.envelope(), now), this.compensator.pending);
     // What the run owes after its answer, guarded by one alarm that rides in its last write's commit.
-    this.duties.ended(now, !express);
+    this.duties.ended(now, !express && !this.endCarried);
     for (const w of this.endWaiters) w();
     this.endWaiters.clear();
     this.compensator.start();

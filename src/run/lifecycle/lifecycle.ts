@@ -63,8 +63,13 @@ export class RunLifecycle extends RunCore {
     else this.compensator.start();
   }
 
-  /** Starts a new run, pinned to its own slice of `req.bundle`, as admission decided (queued or not). */
-  start(req: StartRun): void {
+  /**
+   * Starts a new run, pinned to its own slice of `req.bundle`, as admission decided (queued or
+   * not). `carries`: its caller waits for the answer and carries the listing entry of a run that
+   * ends before it.
+   */
+  start(req: StartRun, carries = false): void {
+    this.answerCarries = carries;
     const doc = newRunDoc(req, this.runtime.clock.now());
     this.masker = this.makeMasker(doc);
     doc.params = this.masker.maskJson(doc.params);
@@ -103,7 +108,10 @@ export class RunLifecycle extends RunCore {
    * after an eviction, and its deadline holds.
    */
   answering(): void {
-    if (this.active) this.store.persist();
+    if (!this.active) return;
+    this.store.persist();
+    // The answer leaves before the end: the run guards its own entry.
+    this.answerCarries = false;
   }
 
   /**

@@ -46,8 +46,10 @@ export class RunObject extends DurableObject<Env> {
   private readonly listing: ListingWriter;
   /** The wake-up of a run not written yet (it has no alarm). */
   private timer: ReturnType<typeof setTimeout> | null = null;
+  /** An alarm may be set (a stored run's, or one this incarnation set): only then is one deleted. */
+  private alarmSet = false;
   private readonly effects: RunEffects;
-  /** Its caller carries the entry of an express run (run-rpc.ts, `StartRequest.carried`). */
+  /** Its caller carries the entry of a run that ends before its answer (run-rpc.ts, `StartRequest.carried`). */
   private carried = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -69,7 +71,7 @@ export class RunObject extends DurableObject<Env> {
       const workflow = this.run.rootWorkflow().name;
       // A finished run that is kept has an alarm that guards what its shard has not written yet.
       const guarded = !this.run.active && doc.kept !== false;
-      const carried = this.carried && doc.kept === false;
+      const carried = this.carried && (doc.kept === false || this.run.endCarried);
       return {
         doc,
         workflow,
@@ -96,6 +98,7 @@ export class RunObject extends DurableObject<Env> {
     // was the largest fixed cost per run). Loading is synchronous: no event reaches the object
     // before it.
     this.run.load();
+    this.alarmSet = this.run.current !== null;
   }
 
   // ---- RPC used by the Worker -------------------------------------------------------------
@@ -120,24 +123,28 @@ export class RunObject extends DurableObject<Env> {
     if (verdict === "rate_limited") return { outcome: "rate_limited", runId };
     this.carried = req.carried === true;
     // The run is pinned to this deployment's definition (this module's own copy of the bundle).
-    this.run.start({
-      runId,
-      bundle: req.definition ?? workflowBundle,
-      workflowKey: req.workflowKey,
-      params: req.params,
-      request: req.request,
-      bodyHash: req.bodyHash,
-      idempotencyKey: req.idempotencyKey,
-      origin: req.origin ?? null,
-      rerun: req.rerun ?? null,
-      flow: req.flow ?? null,
-      // The caller's trace (a valid W3C traceparent), or a new one; a re-run's is always new.
-      trace: newTrace(req.rerun ? null : parseTraceparent(req.traceparent)),
-    });
+    this.run.start(
+      {
+        runId,
+        bundle: req.definition ?? workflowBundle,
+        workflowKey: req.workflowKey,
+        params: req.params,
+        request: req.request,
+        bodyHash: req.bodyHash,
+        idempotencyKey: req.idempotencyKey,
+        origin: req.origin ?? null,
+        rerun: req.rerun ?? null,
+        flow: req.flow ?? null,
+        // The caller's trace (a valid W3C traceparent), or a new one; a re-run's is always new.
+        trace: newTrace(req.rerun ? null : parseTraceparent(req.traceparent)),
+      },
+      this.carried && req.waitMs > 0,
+    );
     const envelope = await this.waitFinished(req.waitMs);
     const queued = (this.run.current as { status: string } | null)?.status === "queued";
     const kept = (this.run.current as { kept?: false } | null)?.kept;
-    const listing = this.carried && kept === false ? this.listing.entry() : null;
+    // Ended before this answer, owing nothing else: the caller carries its entry (express or not).
+    const listing = this.carried && (kept === false || this.run.endCarried) ? this.listing.entry() : null;
     return { outcome: "started", runId, envelope, queued, ...(listing ? { listing } : {}) };
   }
 
@@ -282,8 +289,11 @@ export class RunObject extends DurableObject<Env> {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     if (w === null) {
-      this.ctx.storage.deleteAlarm().catch(() => {});
+      // A run that never set one (ended before anything of it outlived a timer) deletes none.
+      if (this.alarmSet) this.ctx.storage.deleteAlarm().catch(() => {});
+      this.alarmSet = false;
     } else if (w.durable) {
+      this.alarmSet = true;
       this.ctx.storage.setAlarm(w.at).catch(() => {});
     } else {
       this.timer = setTimeout(
@@ -313,6 +323,7 @@ export class RunObject extends DurableObject<Env> {
 
   private async deleteRun(): Promise<void> {
     await this.ctx.storage.deleteAll();
+    this.alarmSet = false;
     this.run.forget();
   }
 }

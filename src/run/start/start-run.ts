@@ -165,7 +165,7 @@ export async function startRun(
   return carryListing(env, o, await stub.start({ ...req, flow }));
 }
 
-/** An express run's entry goes to the listing from here, after the answer (`StartOptions.carry`). */
+/** A run that ended before its answer: its entry goes to the listing from here, after the answer (`StartOptions.carry`). */
 function carryListing(env: Env, o: StartOptions, result: StartResult): StartResult {
   if ("listing" in result && result.listing && o.carry) {
     const runId = result.runId;

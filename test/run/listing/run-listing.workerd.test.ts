@@ -216,10 +216,11 @@ describe("the invoke path", () => {
     return { status: res.status, calls };
   }
 
-  it("makes exactly one Durable Object request: the run's own (sync invoke)", async () => {
+  it("makes one Durable Object request before the answer, the run's own, then carries its entry to its shard (sync invoke)", async () => {
     const { status, calls } = await invokeCounting({ prefer: "wait=10" });
     expect(status).toBe(200);
-    expect(calls).toEqual(["RUNS.get", "RUNS stub.start"]);
+    // The run ended before its answer: the Worker sends its entry (its object arms no guard).
+    expect(calls).toEqual(["RUNS.get", "RUNS stub.start", "RUN_INDEX.get", "RUN_INDEX stub.recordWritten"]);
   });
 
   it("makes exactly one Durable Object request: the run's own (async invoke)", async () => {

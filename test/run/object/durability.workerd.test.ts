@@ -69,13 +69,3 @@ describe("eviction", () => {
     expect(ranNow || Date.parse(e.finished_at) < askedAt).toBe(true);
   });
 });
-
-describe("retention", () => {
-  it("keeps a finished run until RUN_RETENTION_S has passed", async () => {
-    const res = await invoke("basic", { items: [] }, { wait: 10 });
-    const { run_id } = (await res.json()) as { run_id: string };
-    // Running its alarm (the guard of its listing entry), early, must not delete the run.
-    expect(await runDurableObjectAlarm(stubOf(run_id))).toBe(true);
-    expect((await call(`/runs/${run_id}`)).status).toBe(200);
-  });
-});
