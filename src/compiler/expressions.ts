@@ -4,7 +4,8 @@
  * reads (from the syntax tree, so `'step.x'` in a string literal or `items[?step]` over an item
  * are not mistaken for references).
  */
-import { compile } from "@jmespath-community/jmespath";
+import { compile, getRegisteredFunctions, isRegistered } from "@jmespath-community/jmespath";
+import { hint } from "../common/did-you-mean.ts";
 
 export type AstNode = { type: string; [k: string]: unknown };
 
@@ -100,11 +101,42 @@ export function quoteHyphenated(expr: string): string {
 /** Quotes step ids and other hyphenated names, then parses. `text` is what goes into the bundle. */
 export function checkExpression(expr: string, stepIds: Iterable<string>): CheckedExpression {
   const text = quoteHyphenated(quoteStepIds(expr, stepIds));
+  let ast: AstNode;
   try {
-    return { ok: true, text, ast: compile(text) as unknown as AstNode };
+    ast = compile(text) as unknown as AstNode;
   } catch (e) {
     return { ok: false, text, error: e instanceof Error ? e.message : String(e) };
   }
+  // The parser takes any name as a function: one the runtime does not have would fail every run.
+  const unknown = unknownFunction(ast);
+  if (unknown !== null)
+    return {
+      ok: false,
+      text,
+      error: `unknown function ${unknown}()${hint(unknown, getRegisteredFunctions())}`,
+    };
+  return { ok: true, text, ast };
+}
+
+/** The first function the expression calls that JMESPath does not have (null: none). */
+function unknownFunction(node: unknown): string | null {
+  if (Array.isArray(node)) {
+    for (const c of node) {
+      const found = unknownFunction(c);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (!node || typeof node !== "object") return null;
+  const n = node as AstNode;
+  if (n.type === "Function" && typeof n.name === "string" && !isRegistered(n.name)) return n.name;
+  // A literal's JSON is data, not syntax.
+  if (n.type === "Literal") return null;
+  for (const v of Object.values(n)) {
+    const found = unknownFunction(v);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 /**

@@ -88,3 +88,29 @@ describe("template splitting", () => {
     expect(() => splitTemplate("a {{ }} b")).toThrow("empty `{{ }}`");
   });
 });
+
+describe("functions", () => {
+  it("refuses a function JMESPath does not have, wherever it is called, naming the closest one", () => {
+    for (const expr of [
+      "multiply(a, `2`)",
+      "{n: a, twice: multiply(a, `2`)}",
+      "items[?contians(name, 'x')]",
+    ]) {
+      const c = checkExpression(expr, []);
+      expect(c.ok).toBe(false);
+      if (!c.ok) expect(c.error).toMatch(/^unknown function (multiply|contians)\(\)/);
+    }
+    const typo = checkExpression("lenght(a)", []);
+    expect(!typo.ok && typo.error).toBe("unknown function lenght(); did you mean `length`?");
+  });
+
+  it("accepts every function JMESPath has, and a function's name inside a literal", () => {
+    for (const expr of [
+      "length(a)",
+      "sum([a, b])",
+      "contains(a, 'multiply(x)')",
+      '`{"type": "Function", "name": "nope"}`',
+    ])
+      expect(checkExpression(expr, []).ok).toBe(true);
+  });
+});
