@@ -152,6 +152,7 @@ export async function startBenchServer(
       BARE_RUNS: { className: "BareRunObject", useSQLite: true },
       FLOW_KEYS: { className: "CountingFlowKey", useSQLite: true },
       SIGNAL_KEYS: { className: "SignalKey", useSQLite: true },
+      DEFINITIONS: { className: "DefinitionStore", useSQLite: true },
     },
     workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
     bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "false", ...vars },

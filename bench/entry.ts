@@ -39,6 +39,7 @@ interface BenchEnv {
   BENCH_QUEUE?: Queue<unknown>;
 }
 
+export { DefinitionStore } from "../src/run/definitions/definition-store.ts";
 /** The payload every pipeline transforms: a few order lines, each step bumps `n`. */
 // Keyed signals as deployed; flow keys counted (npm run bench:bursts reads what they write).
 export { SignalKey } from "../src/run/keys/signal-keys.ts";

@@ -54,6 +54,7 @@ export async function startOwnWorker(
       RUNS: { className: "CountingRunObject", useSQLite: true },
       RUN_INDEX: { className: "CountingRunIndex", useSQLite: true },
       BARE_RUNS: { className: "BareRunObject", useSQLite: true },
+      DEFINITIONS: { className: "DefinitionStore", useSQLite: true },
     },
     workflows: { BENCH_WF: { name: "bench-workflow", className: "BenchWorkflow" } },
     bindings: { RUN_RETENTION_S: "604800", ALLOW_PRIVATE_WEBHOOKS: "true", ...bindings },

@@ -6,6 +6,7 @@
 import { app } from "./app.ts";
 import { triggerHandlers } from "./triggers/index.ts";
 
+export { DefinitionStore } from "./run/definitions/definition-store.ts";
 export { FlowKey } from "./run/keys/flow-keys.ts";
 export { SignalKey } from "./run/keys/signal-keys.ts";
 export { RunIndex } from "./run/listing/run-index.ts";

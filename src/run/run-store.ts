@@ -7,9 +7,11 @@
  * - nothing when the run starts: a run is first written by whatever must outlive this
  *   incarnation (its first checkpoint, the answer of a run still active, the end); until then
  *   it lives in memory only, and an object lost before that write takes a run nobody can see.
- * - `def`: the pinned definition, written once, with the run's first write, unless that write
- *   is the run's end: then it rides inside that one `run` row (a finished run is rarely written
- *   again, and then that row is rewritten whole: a re-run's claim).
+ * - the pinned definition: kept once per deployed version by the definition store
+ *   (src/run/definitions/), the run keeping only its version (`def_ref` in its `run` row). Until
+ *   the store has answered for a version (the first runs an isolate starts of it), a run keeps
+ *   it as before: a `def` row written once, with its first write, unless that write is the run's
+ *   end: then it rides inside that one `run` row.
  * - `run`: the run document with the records of recomputable steps (transforms, skips, the
  *   records of workflow and fan-out steps, steps settled at the end) riding along. Written with
  *   the run's first write, at each checkpoint that has riders to carry, when the ledger changes,
@@ -22,13 +24,14 @@
  *   (a wait step's wait) and `signal/<name>` (a signal kept for a wait not reached yet).
  * - `delivery/<id>`: a delivery's state and attempts, written once per attempt, never on the
  *   answer's path (deliveries.ts); read only by a run that has deliveries.
- * A 10- or 50-step transform run that finishes before its answer leaves writes 1 row, `run`
- * with its definition inside, at the end; answered while still active, 3 (`def` and `run` then,
- * `run` at the end). After an eviction, recomputable steps finished since the last `run` write
+ * A 10- or 50-step transform run that finishes before its answer writes 1 row, `run`, at the
+ * end; answered while still active, 2 (`run` then and at the end; a run that keeps its definition
+ * inline: `def` too). After an eviction, recomputable steps finished since the last `run` write
  * run again; a step with an effect never does.
  */
 import type { Bundle, Json } from "../bundle.ts";
 import type { StepRecord } from "../engine/types.ts";
+import { type DefinitionPort, INLINE_DEFINITIONS } from "./definitions/definition-port.ts";
 import type { DeliveryRecord } from "./deliveries/delivery-rules.ts";
 import { StepNews } from "./events/step-news.ts";
 import type { KvPort } from "./kv-port.ts";
@@ -65,9 +68,12 @@ const RIDER_MAX_CHARS = 64 * 1024;
 /** The `run` row stays under this (riders move to their own rows, largest first). */
 const RUN_ROW_MAX_CHARS = 1024 * 1024;
 
-/** The `run` row: the document (its definition only when there is no `def` row), and the riders. */
+/**
+ * The `run` row: the document, and the riders. Its definition is its version (`def_ref`, the
+ * definition store has it), or inside (`def`), or in the `def` row when neither is here.
+ */
 interface RunRow {
-  doc: Omit<RunDoc, "def"> & { def?: Bundle };
+  doc: Omit<RunDoc, "def"> & { def?: Bundle; def_ref?: string };
   riders: Array<[string, StepRecord]>;
   /** When each step in flight at this write started (a step resumed after an eviction keeps it). */
   started?: Array<[string, string]>;
@@ -90,13 +96,39 @@ export class RunStore {
   private stored = false;
   /** The definition rides inside the `run` row (the run's first write was its end): no `def` row. */
   private defInRun = false;
+  /** The run keeps only its definition's version (the definition store keeps the definition). */
+  private defRef = false;
+  /** The `run` row as read (parsed once: `definitionNeeded` reads it before `load`). */
+  private read: RunRow | null = null;
+  private readonly definitions: DefinitionPort;
   /** Told once, at the run's first write (the lifecycle arms the run's alarm in the same commit). */
   private firstWrite: () => void = () => {};
   /** The steps in flight now, with their starts (ride with every `run` write of an active run). */
   private inFlight: () => Array<[string, string]> = () => [];
 
-  constructor(kv: KvPort) {
+  constructor(kv: KvPort, definitions: DefinitionPort = INLINE_DEFINITIONS) {
     this.kv = kv;
+    this.definitions = definitions;
+  }
+
+  /** The stored row, parsed once (runs stored before checkpoints kept the whole document in `run`). */
+  private row(): RunRow | null {
+    if (this.read) return this.read;
+    const text = this.kv.get(RUN_KEY);
+    if (text === undefined) return null;
+    const parsed = JSON.parse(text) as RunRow | RunDoc;
+    this.read = "riders" in parsed ? parsed : { doc: parsed, riders: [] };
+    return this.read;
+  }
+
+  /**
+   * The stored run's definition when this isolate must read it before `load` (its version is
+   * not the code's and was not read before): its version, workflow key and run id. Null: none needed.
+   */
+  definitionNeeded(): { hash: string; key: string; runId: string } | null {
+    const doc = this.row()?.doc;
+    if (!doc?.def_ref || this.definitions.held(doc.def_ref, doc.workflow_key)) return null;
+    return { hash: doc.def_ref, key: doc.workflow_key, runId: doc.run_id };
   }
 
   /** `fn` says which steps are in flight and since when, at each `run` write of an active run. */
@@ -116,16 +148,20 @@ export class RunStore {
 
   /** The run kept in storage, or null when there is none. */
   load(): StoredRun | null {
-    const text = this.kv.get(RUN_KEY);
-    if (text === undefined) return null;
-    const parsed = JSON.parse(text) as RunRow | RunDoc;
-    // Runs stored before checkpoints kept the whole document (definition included) in `run`.
-    const row: RunRow = "riders" in parsed ? parsed : { doc: parsed, riders: [] };
-    const def = row.doc.def ?? (JSON.parse(this.kv.get(DEF_KEY) ?? "null") as Bundle);
-    const doc = { ...row.doc, def } as RunDoc;
+    const row = this.row();
+    this.read = null;
+    if (!row) return null;
+    const { def_ref: ref, ...stored } = row.doc;
+    const def = ref
+      ? this.definitions.held(ref, row.doc.workflow_key)
+      : (row.doc.def ?? (JSON.parse(this.kv.get(DEF_KEY) ?? "null") as Bundle));
+    // `definitionNeeded` says when to read it first: a run is never loaded without its definition.
+    if (!def) throw new Error(`run ${row.doc.run_id}: its definition ${ref} was not read before loading`);
+    const doc = { ...stored, def } as RunDoc;
     this.doc = doc;
     this.stored = true;
     this.defInRun = row.doc.def !== undefined;
+    this.defRef = ref !== undefined;
     const records = new Map<string, StepRecord>(row.riders);
     for (const [path, rec] of row.riders) this.riders.set(path, rec);
     for (const [key, json] of this.kv.list(STEP_PREFIX)) {
@@ -296,6 +332,8 @@ export class RunStore {
     this.checkpoints = new Set();
     this.stored = false;
     this.defInRun = false;
+    this.defRef = false;
+    this.read = null;
   }
 
   private writeOwnRow(path: string, json: string): void {
@@ -312,14 +350,21 @@ export class RunStore {
     const first = !this.stored;
     if (first) {
       this.stored = true;
-      // A run first written at its end keeps its definition in its one row; any other gets a
-      // `def` row now, so that no later write of `run` carries the definition again.
-      const defJson = JSON.stringify(doc.def);
-      if (isFinished(doc) && defJson.length <= RIDER_MAX_CHARS) this.defInRun = true;
-      else this.kv.put(DEF_KEY, defJson);
+      if (this.definitions.kept(doc.def.hash, doc.workflow_key)) this.defRef = true;
+      else {
+        // Kept inline: a run first written at its end keeps its definition in its one row; any
+        // other gets a `def` row now, so that no later write of `run` carries it again.
+        const defJson = JSON.stringify(doc.def);
+        if (isFinished(doc) && defJson.length <= RIDER_MAX_CHARS) this.defInRun = true;
+        else this.kv.put(DEF_KEY, defJson);
+      }
     }
     const { def, ...withoutDef } = doc;
-    const rest: RunRow["doc"] = this.defInRun ? { ...withoutDef, def } : withoutDef;
+    const rest: RunRow["doc"] = this.defRef
+      ? { ...withoutDef, def_ref: def.hash }
+      : this.defInRun
+        ? { ...withoutDef, def }
+        : withoutDef;
     let riders = [...this.riders];
     const started = isFinished(doc) ? [] : this.inFlight();
     const extra = started.length > 0 ? { started } : {};

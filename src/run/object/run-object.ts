@@ -10,6 +10,7 @@ import { DurableObject } from "cloudflare:workers";
 import workflowBundle from "workflow-bundle";
 import type { Json, Residency } from "../../bundle.ts";
 import { parseTraceparent } from "../../engine/trace.ts";
+import { Definitions } from "../definitions/definitions.ts";
 import type { PublicDelivery } from "../deliveries/deliveries.ts";
 import type { Envelope } from "../envelope.ts";
 import { EventHub } from "../events/events.ts";
@@ -40,6 +41,9 @@ import { RunEffects } from "./run-effects.ts";
 import { openingEvent, rerunSourceOf, viewOf, withGroup } from "./run-reads.ts";
 import { workerRuntime } from "./worker-runtime.ts";
 
+/** This isolate's definitions (docs/operations.md, "Definitions"): the code's own, and those read from the store. */
+const DEFINITIONS = new Definitions(workflowBundle);
+
 export class RunObject extends DurableObject<Env> {
   private readonly run: RunLifecycle;
   private readonly hub = new EventHub();
@@ -55,8 +59,12 @@ export class RunObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const runtime = workerRuntime(env);
+    const store = new RunStore(
+      objectKv(ctx.storage),
+      DEFINITIONS.portFor(() => this.residency),
+    );
     this.run = new RunLifecycle(
-      new RunStore(objectKv(ctx.storage)),
+      store,
       runtime,
       {
         wake: (w) => this.arm(w),
@@ -96,7 +104,22 @@ export class RunObject extends DurableObject<Env> {
     });
     // No schema to create: the synchronous KV API keeps one row per key (DDL on a fresh database
     // was the largest fixed cost per run). Loading is synchronous: no event reaches the object
-    // before it.
+    // before it. A run pinned to a version the code no longer holds reads its definition from the
+    // store first, and no event reaches the object before that either.
+    const need = store.definitionNeeded();
+    if (need === null) this.load();
+    else
+      ctx.blockConcurrencyWhile(async () => {
+        await DEFINITIONS.definitionOf(env, {
+          hash: need.hash,
+          key: need.key,
+          residency: residencyOfRun(need.runId),
+        });
+        this.load();
+      });
+  }
+
+  private load(): void {
     this.run.load();
     this.alarmSet = this.run.current !== null;
   }
@@ -122,7 +145,14 @@ export class RunObject extends DurableObject<Env> {
     });
     if (verdict === "rate_limited") return { outcome: "rate_limited", runId };
     this.carried = req.carried === true;
-    // The run is pinned to this deployment's definition (this module's own copy of the bundle).
+    // The run is pinned to this deployment's definition (this module's own copy of the bundle), or
+    // a re-run's; the store is asked to keep it, so that the run can keep only its version.
+    DEFINITIONS.keep(
+      env,
+      parseRunId(runId)?.residency ?? null,
+      req.definition ?? DEFINITIONS.ofCode(req.workflowKey),
+      req.workflowKey,
+    );
     this.run.start(
       {
         runId,

@@ -6,11 +6,11 @@
  * missed; nothing of the deltas is stored.
  */
 
-import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { runStub } from "../../reliability/run-helpers.ts";
 import { readUntil } from "../../support/read-stream.ts";
 import { call, type Envelope, waitForRun } from "../../worker/harness.ts";
+import { storedRows } from "../../worker/stored-rows.ts";
 
 interface Ev {
   id: number;
@@ -211,9 +211,7 @@ describe("live listeners of a streaming run", () => {
       });
       const e = (await res.json()) as Envelope;
       expect(e.status).toBe("complete");
-      return runInDurableObject(runStub(e.run_id), (_o, state) =>
-        [...state.storage.kv.list()].map(([k]) => k).sort(),
-      );
+      return (await storedRows(runStub(e.run_id))).keys;
     };
     expect(await keysOf("stream-agent")).toEqual(await keysOf("stream-agent-plain"));
   });

@@ -16,6 +16,7 @@ import { logUntil } from "../../reliability/run-helpers.ts";
 import { poll } from "../../support/poll.ts";
 import { call, invoke, targetLog, uniqueKey, waitForRun } from "../../worker/harness.ts";
 import { shardHolds } from "../../worker/listing-shard.ts";
+import { storedRows } from "../../worker/stored-rows.ts";
 
 /** Starts `name` in a fresh run object whose KV writes are counted, and waits for its end. */
 async function countedRun(name: string, params: JsonObject = {}) {
@@ -44,11 +45,12 @@ async function countedRun(name: string, params: JsonObject = {}) {
 }
 
 describe("rows a run writes", () => {
-  it("a 10-step transform run that finishes before its answer writes 1 row at the end, its definition inside", async () => {
-    const { envelope, puts } = await countedRun("rows-ten");
+  it("a 10-step transform run that finishes before its answer writes 1 row at the end, its definition in it or kept by its version", async () => {
+    const { stub, envelope, puts } = await countedRun("rows-ten");
     expect(envelope?.status).toBe("complete");
     expect(envelope?.steps).toHaveLength(10);
     expect(puts).toEqual(["run"]);
+    expect(["inside", "version"]).toContain((await storedRows(stub)).definition);
   });
 
   it("a finished 50-step transform run writes 1 row too", async () => {
@@ -102,12 +104,10 @@ describe("rows a run writes", () => {
     expect(res.status).toBe(202);
     const { run_id } = (await res.json()) as { run_id: string };
     const stub = env.RUNS.get(env.RUNS.idFromString(run_id));
-    const stored = await runInDurableObject(stub, async (_o, state) => ({
-      keys: [...state.storage.kv.list<string>()].map(([k]) => k),
-      alarm: await state.storage.getAlarm(),
-    }));
-    expect(stored.keys).toEqual(expect.arrayContaining(["def", "run"]));
-    expect(stored.alarm).not.toBeNull();
+    const stored = await storedRows(stub);
+    expect(stored.keys).toContain("run");
+    expect(stored.definition).not.toBe("none");
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).not.toBeNull();
     await evictDurableObject(stub);
     const e = await waitForRun(run_id);
     expect(e.status).toBe("complete");
