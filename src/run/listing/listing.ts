@@ -269,11 +269,8 @@ export async function handOver(
   run: ListedRun,
 ): Promise<{ durableAt: number | null; ticket: ListingTicket | null }> {
   const now = Date.now();
-  handedAt.push(now);
-  if (handedAt.length > RIDE_BUSY) handedAt.shift();
   const window = rideWindowMs(env);
-  const busy = handedAt.length === RIDE_BUSY && now - (handedAt[0] as number) < 1_000;
-  if (window === 0 || !busy) return recordRun(env, run);
+  if (!handedOverBusy(now) || window === 0) return recordRun(env, run);
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
   const shard = shardKey(ref);
@@ -286,12 +283,7 @@ export async function handOver(
   // This run carries what is left until the window ends, or until runs stop finishing.
   const due = now + window;
   carrierDue = due;
-  for (;;) {
-    const wait = Math.min(RIDE_QUIET_MS, due - Date.now());
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const t = Date.now();
-    if (t >= due || t - (handedAt[handedAt.length - 1] as number) >= RIDE_QUIET_MS) break;
-  }
+  await untilDueOrQuiet(due);
   const shares = [...riding.values()];
   riding.clear();
   carrierDue = null;
@@ -317,22 +309,70 @@ export async function handOver(
   return own;
 }
 
+/** Records a hand-over at `now`: whether the isolate is busy (RIDE_BUSY of them within a second). */
+function handedOverBusy(now: number): boolean {
+  handedAt.push(now);
+  if (handedAt.length > RIDE_BUSY) handedAt.shift();
+  return handedAt.length === RIDE_BUSY && now - (handedAt[0] as number) < 1_000;
+}
+
+/** Until `due`, or until no entry has been handed over for RIDE_QUIET_MS (a burst has ended). */
+async function untilDueOrQuiet(due: number): Promise<void> {
+  for (;;) {
+    const wait = Math.min(RIDE_QUIET_MS, due - Date.now());
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const t = Date.now();
+    if (t >= due || t - (handedAt[handedAt.length - 1] as number) >= RIDE_QUIET_MS) return;
+  }
+}
+
 /** Tries of `keepListed`: each waits at most a flush window, all within a `waitUntil`'s 30 s. */
 const KEEP_TRIES = 3;
 
+/** Carried entries waiting for this isolate's Worker carrier, by shard (see `keepListed`). */
+const carried = new Map<string, { ref: ShardRef; rows: Map<string, IndexRow> }>();
+/** When the carrier collecting now sends (null: none is collecting). */
+let carrierOfCarriedDue: number | null = null;
+
 /**
- * An express run's entry (docs/operations.md, "Express runs"), carried by the Worker that answered
- * the run, in its `waitUntil`: the shard answers once a written row holds the entry, and a reset of
- * the shard before that (a deploy, a crash) fails the call, so the entry goes to its next
- * incarnation. The run's object sends nothing and waits for nothing (it would be billed the
- * seconds); the Worker's wait is billed no CPU time; the shard hears one write per run, as before.
+ * The entry of a run that ended before its answer (an express run, or any run owing nothing else:
+ * docs/operations.md, "Express runs"), carried by the Worker that answered the run, in its
+ * `waitUntil`: the shard answers once a written row holds the entry, and a reset of the shard
+ * before that (a deploy, a crash) fails the call, so the entry goes to its next incarnation. The
+ * run's object sends nothing and waits for nothing (it would be billed the seconds); the Worker's
+ * wait is billed no CPU time. When the isolate is busy the Worker's entries ride together as the
+ * objects' do (`handOver`): one request, the carrier, collects them for a window (or until they
+ * stop coming) and sends each shard its share in one write, waiting until it is written; the
+ * others hand over plain data and return (no request waits on another's promise). A carrier whose
+ * request ended before it sent costs its riders time: the next carried entry after
+ * CARRIER_LOST_MS sends what was left.
  */
 export async function keepListed(env: Env, run: ListedRun): Promise<void> {
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
+  const now = Date.now();
+  const window = rideWindowMs(env);
+  if (!handedOverBusy(now) || window === 0) return keepWritten(env, ref, [row]);
+  const key = shardKey(ref);
+  const share = carried.get(key) ?? { ref, rows: new Map<string, IndexRow>() };
+  share.rows.set(entryKey(row), row);
+  carried.set(key, share);
+  if (carrierOfCarriedDue !== null && now < carrierOfCarriedDue + CARRIER_LOST_MS) return;
+  const due = now + window;
+  carrierOfCarriedDue = due;
+  await untilDueOrQuiet(due);
+  const shares = [...carried.values()];
+  carried.clear();
+  carrierOfCarriedDue = null;
+  const sent = await Promise.allSettled(shares.map((s) => keepWritten(env, s.ref, [...s.rows.values()])));
+  if (sent.some((r) => r.status === "rejected")) throw new Error("a listing shard did not take its entries");
+}
+
+/** `rows` to their shard, answered once written; a shard reset meanwhile: sent to its next incarnation. */
+async function keepWritten(env: Env, ref: ShardRef, rows: IndexRow[]): Promise<void> {
   for (let tried = 1; ; tried++) {
     try {
-      return await shardStub(env, ref).recordWritten(ref, [row]);
+      return await shardStub(env, ref).recordWritten(ref, rows);
     } catch (e) {
       if (tried >= KEEP_TRIES) throw e;
     }

@@ -229,6 +229,45 @@ describe("the invoke path", () => {
     expect(calls).toEqual(["RUNS.get", "RUNS stub.start"]);
   });
 
+  it("carries a busy Worker's entries to their shard together: fewer shard writes than runs, each run listed once", async () => {
+    // Idempotency keys whose runs all go to one shard (a run's id is named by workflow and key).
+    const keys: string[] = [];
+    const shard = shardOf(env.RUNS.idFromName(`listing-quick\nride-${crypto.randomUUID()}`).toString());
+    while (keys.length < 30) {
+      const key = `ride-${crypto.randomUUID()}`;
+      if (shardOf(env.RUNS.idFromName(`listing-quick\n${key}`).toString()) === shard) keys.push(key);
+    }
+    const calls: string[] = [];
+    const wrapped = {
+      ...env,
+      LISTING_RIDE_MS: "250",
+      RUN_INDEX: counting(env.RUN_INDEX, "RUN_INDEX", calls),
+    };
+    const ctxs = keys.map(() => createExecutionContext());
+    const runIds = await Promise.all(
+      keys.map(async (key, n) => {
+        const res = await app.fetch(
+          new Request("http://workflow.test/invoke/listing-quick", {
+            method: "POST",
+            headers: { "content-type": "application/json", prefer: "wait=10", "idempotency-key": key },
+            body: JSON.stringify({ n }),
+          }),
+          wrapped,
+          ctxs[n] as ExecutionContext,
+        );
+        expect(res.status).toBe(200);
+        return ((await res.json()) as { run_id: string }).run_id;
+      }),
+    );
+    await Promise.all(ctxs.map((ctx) => waitOnExecutionContext(ctx)));
+    // The first ten of a burst write on their own (the isolate is not busy yet); then one write
+    // per window carries the entries of every run that ended in it.
+    const writes = calls.filter((c) => c === "RUN_INDEX stub.recordWritten").length;
+    expect(writes).toBeLessThanOrEqual(10 + 4);
+    const runs = await listingUntil("workflow=listing-quick", (rs) => runIds.every((id) => statusOf(rs, id)));
+    for (const id of runIds) expect(runs.filter((r) => r.run_id === id)).toHaveLength(1);
+  });
+
   it("still lists the run: the run object writes its own entry after answering", async () => {
     const e = await run("listing-quick", { n: 2 });
     const runs = await listingUntil("workflow=listing-quick", (rs) => statusOf(rs, e.run_id) === "complete");
