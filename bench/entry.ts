@@ -119,10 +119,15 @@ export class CountingRunObject extends RunObject {
     super(ctx, env);
     this.writes = writes;
   }
-  /** What the run wrote, and what its object stores now (bytes of its SQLite database; 0: nothing). */
-  async benchWrites(): Promise<WriteCount & { bytes: number }> {
-    const stored = [...this.ctx.storage.kv.list()].length > 0;
-    return { ...this.writes, bytes: stored ? this.ctx.storage.sql.databaseSize : 0 };
+  /** What the run wrote, and what its object stores now: its SQLite database, and its rows' keys and values (0: nothing). */
+  async benchWrites(): Promise<WriteCount & { bytes: number; dataBytes: number }> {
+    const rows = [...this.ctx.storage.kv.list<string>()];
+    const encoder = new TextEncoder();
+    const dataBytes = rows.reduce(
+      (n, [k, v]) => n + encoder.encode(k).length + encoder.encode(typeof v === "string" ? v : "").length,
+      0,
+    );
+    return { ...this.writes, bytes: rows.length > 0 ? this.ctx.storage.sql.databaseSize : 0, dataBytes };
   }
 }
 

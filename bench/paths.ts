@@ -5,14 +5,14 @@
  * parts of ours that could cost more under `wrangler dev` switched off one at a time (the listing
  * write, the `run.finished` log line). Writes bench/paths-results.md.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
-import { freePort, ROOT, resultsPath, startBenchServer, WRANGLER_ENV } from "./dev-server.ts";
+import { ROOT, resultsPath, startBenchServer } from "./dev-server.ts";
 import { baselineRunner, interleaved, oursRunner, type Runner } from "./latency.ts";
 import { buildBenchBundle, EXPRESS_PIPELINE } from "./pipelines.ts";
+import { healthRunner, startWranglerDev } from "./wrangler-dev.ts";
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const WARMUP = 30;
@@ -21,61 +21,9 @@ mkdirSync(tmp, { recursive: true });
 buildBenchBundle(tmp);
 await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
 
-/** `wrangler dev` on the bench Worker (bench/wrangler.bench.toml), as `npm start` serves ours. */
-async function startWranglerDev(): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const args = [
-    join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
-    "dev",
-    "--config",
-    join(ROOT, "bench/wrangler.bench.toml"),
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--inspector-port",
-    String(await freePort()),
-    "--persist-to",
-    join(tmp, "wrangler-state"),
-    "--show-interactive-dev-session=false",
-  ];
-  const child: ChildProcess = spawn(process.execPath, args, {
-    cwd: ROOT,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: WRANGLER_ENV,
-  });
-  // Read (and drop) what it prints, as a terminal would: a full pipe would stall it.
-  child.stdout?.on("data", () => {});
-  child.stderr?.on("data", () => {});
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    const ok = await fetch(`${url}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url,
-    stop: async () => {
-      if (child.pid !== undefined && child.exitCode === null) {
-        process.kill(-child.pid, "SIGTERM");
-        await new Promise((r) => child.once("exit", r));
-      }
-    },
-  };
-}
-
 function series(base: string): Array<readonly [string, Runner]> {
   return [
-    [
-      "health",
-      async () => {
-        await (await fetch(`${base}/health`)).text();
-      },
-    ],
+    ["health", healthRunner(base)],
     ["ours", oursRunner(base, 10)],
     ["express", oursRunner(base, 10, undefined, "", EXPRESS_PIPELINE)],
     ["listing off", oursRunner(base, 10, undefined, "/bench/unlisted")],
@@ -85,7 +33,7 @@ function series(base: string): Array<readonly [string, Runner]> {
 }
 
 const miniflare = await startBenchServer(tmp);
-const wrangler = await startWranglerDev();
+const wrangler = await startWranglerDev(tmp);
 try {
   const results: Array<[string, Map<string, { p50: number; p99: number }>]> = [];
   for (const [path, base] of [

@@ -16,6 +16,8 @@ export interface WriteCounts {
   byStatement: Record<string, number>;
   /** Bytes the run's object stores once it has finished (its SQLite database; 0 when it keeps nothing). */
   bytes?: number;
+  /** What those rows hold: the bytes of their keys and values (0 when it keeps nothing). */
+  dataBytes?: number;
 }
 
 export interface MachineInfo {
@@ -76,6 +78,10 @@ export interface Results {
   samples: number;
   bundle: BundleSize;
   startup: Startup;
+  /** The 10-step run and the bare DO through `wrangler dev` (what `npm start` serves), p50s (bench/wrangler-dev.ts). */
+  wranglerDev: { health: number; ours: number; bare: number } | null;
+  /** What a default 10-step run costs per million (bench/cost.ts, from this run's counts). */
+  defaultUsdPerMillion?: number;
   engine: EngineProfile;
   machine: MachineInfo;
   totalS: number;

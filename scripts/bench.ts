@@ -39,6 +39,7 @@ import {
   type WriteCounts,
 } from "../bench/report.ts";
 import { profileWorkerd } from "../bench/workerd-profile.ts";
+import { throughWranglerDev } from "../bench/wrangler-dev.ts";
 import { FLUSH_WINDOW_MS } from "../src/run/listing/listing-layout.ts";
 
 const quick = process.argv.includes("--quick");
@@ -103,7 +104,10 @@ async function main(): Promise<void> {
     process.once(sig, () => void stopServer().finally(() => process.exit(130)));
   }
 
-  let results: Omit<Results, "bundle" | "startup" | "engine" | "machine" | "totalS" | "quick">;
+  let results: Omit<
+    Results,
+    "bundle" | "startup" | "wranglerDev" | "engine" | "machine" | "totalS" | "quick"
+  >;
   try {
     const base = server.url;
     // Every run of ours with the listing on, by id: the listing must show each of them once.
@@ -282,6 +286,8 @@ async function main(): Promise<void> {
   const bundleSize = measureBundleSize(join(tmp, "fifty"));
   log("startup: fresh workerd (Miniflare) to first /health, ours vs an empty Worker");
   const startup = await measureStartup(bundleSize.scriptPath, join(tmp, "fifty"), quick ? 3 : 9);
+  log("through wrangler dev (npm start): the 10-step run and the bare DO, net of /health");
+  const wranglerDev = await throughWranglerDev(join(tmp, "wrangler-dev"), quick ? 20 : 150, quick ? 10 : 30);
   log("engine alone in Node: runPipeline with an in-memory host, CPU profile");
   const engine = await profileEngine(bundle);
 
@@ -292,6 +298,7 @@ async function main(): Promise<void> {
     ...results,
     bundle: bundleSize,
     startup,
+    wranglerDev,
     engine,
     machine,
     totalS: (performance.now() - t0) / 1000,
