@@ -35,6 +35,7 @@ import { type DefinitionPort, INLINE_DEFINITIONS } from "./definitions/definitio
 import type { DeliveryRecord } from "./deliveries/delivery-rules.ts";
 import { StepNews } from "./events/step-news.ts";
 import type { KvPort } from "./kv-port.ts";
+import { type PackedRecord, packRecord, unpackRecord } from "./record-pack.ts";
 import type { RunDoc } from "./run-doc.ts";
 import type { ApprovalRecord } from "./waits/approvals.ts";
 import type { WaitRecord } from "./waits/waits.ts";
@@ -74,7 +75,8 @@ const RUN_ROW_MAX_CHARS = 1024 * 1024;
  */
 interface RunRow {
   doc: Omit<RunDoc, "def"> & { def?: Bundle; def_ref?: string };
-  riders: Array<[string, StepRecord]>;
+  /** Recomputable records, each with its usual values left out (record-pack.ts). */
+  riders: Array<[string, PackedRecord | StepRecord]>;
   /** When each step in flight at this write started (a step resumed after an eviction keeps it). */
   started?: Array<[string, string]>;
 }
@@ -162,8 +164,9 @@ export class RunStore {
     this.stored = true;
     this.defInRun = row.doc.def !== undefined;
     this.defRef = ref !== undefined;
-    const records = new Map<string, StepRecord>(row.riders);
-    for (const [path, rec] of row.riders) this.riders.set(path, rec);
+    const riders = row.riders.map(([path, r]): [string, StepRecord] => [path, unpackRecord(path, r)]);
+    const records = new Map<string, StepRecord>(riders);
+    for (const [path, rec] of riders) this.riders.set(path, rec);
     for (const [key, json] of this.kv.list(STEP_PREFIX)) {
       const path = key.slice(STEP_PREFIX.length);
       records.set(path, JSON.parse(json) as StepRecord);
@@ -365,12 +368,15 @@ export class RunStore {
       : this.defInRun
         ? { ...withoutDef, def }
         : withoutDef;
-    let riders = [...this.riders];
+    const packed = () =>
+      [...this.riders].map(([path, r]): [string, PackedRecord] => [path, packRecord(path, r)]);
+    let riders = packed();
     const started = isFinished(doc) ? [] : this.inFlight();
     const extra = started.length > 0 ? { started } : {};
     let text = JSON.stringify({ doc: rest, riders, ...extra } satisfies RunRow);
     if (text.length > RUN_ROW_MAX_CHARS) {
-      const sized = riders
+      // A rider that moves out is written whole (a record's own row is read as it is).
+      const sized = [...this.riders]
         .map(([path, rec]) => ({ path, json: JSON.stringify(rec) }))
         .sort((a, b) => b.json.length - a.json.length);
       let size = text.length;
@@ -381,7 +387,7 @@ export class RunStore {
         this.riders.delete(r.path);
         size -= r.json.length;
       }
-      riders = [...this.riders];
+      riders = packed();
       text = JSON.stringify({ doc: rest, riders, ...extra } satisfies RunRow);
     }
     this.kv.put(RUN_KEY, text);
