@@ -26,3 +26,19 @@ export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boo
   }
   return false;
 }
+
+/**
+ * The same for a value already parsed (a queue message sent as a structured clone): whether its
+ * arrays and objects nest deeper than `max`, walked with a stack of its own (never the call stack).
+ */
+export function valueNestsDeeperThan(value: unknown, max: number = MAX_JSON_DEPTH): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== "object") continue;
+    if (depth + 1 > max) return true;
+    const children = Array.isArray(v) ? v : v instanceof Map ? [...v.values()] : Object.values(v);
+    for (const c of children) stack.push([c, depth + 1]);
+  }
+  return false;
+}

@@ -15,6 +15,7 @@
 import workflowBundle from "workflow-bundle";
 import type { Bundle, JsonObject } from "../../bundle.ts";
 import { isObject } from "../../common/guards.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan, valueNestsDeeperThan } from "../../common/json-depth.ts";
 import { HttpProblem } from "../../common/problem.ts";
 import { RunRefusal } from "../../run/refusal.ts";
 import { recordRequest } from "../../run/start/run-request.ts";
@@ -84,6 +85,9 @@ async function settleMessage(
   if (!target) return rejected("no_workflow", `no workflow has \`invoke.queue: ${queue}\``);
   const { key, wf } = target;
   const params = bodyParams(msg.body);
+  if (params === "too_deep") {
+    return rejected("invalid_json", `the message body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   if (params === null) {
     return rejected("invalid_json", "the message body is not a JSON object");
   }
@@ -127,9 +131,9 @@ async function settleMessage(
 /**
  * The message body as params: an object sent as JSON or structured clone, or JSON text (sent as
  * `text` or `bytes`). Anything else (an array, a number, a Date, a Map, text that is not JSON) is
- * null.
+ * null; one nested deeper than MAX_JSON_DEPTH is `too_deep` (walking it would overflow the stack).
  */
-function bodyParams(body: unknown): JsonObject | null {
+function bodyParams(body: unknown): JsonObject | null | "too_deep" {
   let value = body;
   if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) {
     const bytes =
@@ -139,12 +143,14 @@ function bodyParams(body: unknown): JsonObject | null {
     value = new TextDecoder().decode(bytes);
   }
   if (typeof value === "string") {
+    // Deep documents are refused before they are parsed (docs/errors-and-limits.md).
+    if (nestsDeeperThan(value)) return "too_deep";
     try {
       value = JSON.parse(value);
     } catch {
       return null;
     }
-  }
+  } else if (valueNestsDeeperThan(value)) return "too_deep";
   return isObject(value) && isPlainJson(value) ? (value as JsonObject) : null;
 }
 

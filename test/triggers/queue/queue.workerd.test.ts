@@ -161,6 +161,24 @@ describe("queue trigger: each message settled on its own", () => {
     expect((await waitForRun(runOf("trig-queue", "fixture-orders", good))).status).toBe("complete");
   });
 
+  it("refuses a body nested deeper than 128 levels on its own, as a value or as text (found by test/props: a 20,000-deep body overflowed the stack and failed its whole batch)", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const key = uniqueKey("queue-deep");
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = { k: deep };
+    // Written as text without JSON.stringify, which would overflow the stack itself.
+    const deepText = `{"key":${JSON.stringify(key)},"order":3,"deep":${'{"k":'.repeat(20_000)}1${"}".repeat(20_000)}}`;
+    const good = `good-${key}`;
+    const result = await deliver("fixture-orders", [
+      { id: good, body: { key, order: 1 } },
+      { id: `value-${key}`, body: { key, order: 2, deep } },
+      { id: `text-${key}`, body: deepText },
+    ]);
+    expect(result.explicitAcks).toEqual([good]);
+    expect(result.retryMessages.map((m) => m.msgId).sort()).toEqual([`text-${key}`, `value-${key}`]);
+    expect(result.retryBatch.retry).toBe(false);
+  });
+
   it("takes JSON sent as text or bytes as params", async () => {
     const key = uniqueKey("queue-text");
     const text = JSON.stringify({ key, order: 3 });
