@@ -7,15 +7,14 @@
 
 import type { RunDoc } from "../run-doc.ts";
 import {
-  handOver,
   type ListedRun,
   type ListedScores,
   type ListingTicket,
   recordRun,
-  rodeTicket,
   ticketWritten,
 } from "./listing.ts";
 import { listKey } from "./listing-layout.ts";
+import { handOver, rodeTicket } from "./listing-ride.ts";
 
 /** The run as the listing should show it now. */
 export interface ListingSubject {

@@ -16,7 +16,7 @@ import { afterAnswerMs } from "../after-answer.ts";
 import type { Envelope } from "../envelope.ts";
 import { parseRunId, placed, residencyOf, runIdOf } from "../jurisdiction.ts";
 import { flowPlan } from "../keys/flow-gates.ts";
-import { keepListed } from "../listing/listing.ts";
+import { keepListed } from "../listing/listing-ride.ts";
 import { RunRefusal } from "../refusal.ts";
 import type { RunFlow } from "../run-doc.ts";
 import { flowKeyStub, type RunRpc, runStub, type StartRequest, type StartResult } from "../run-rpc.ts";
