@@ -14,7 +14,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { cpus, totalmem } from "node:os";
 import { basename, join } from "node:path";
-import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
+import { writeGeneratedSources } from "../scripts/generated-sources.ts";
 import { workerdPids } from "./cpu.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
@@ -129,7 +129,7 @@ export async function startBenchServer(
 ): Promise<BenchServer> {
   const before = workerdPids();
   // The Worker imports the viewer's bundled scripts (written by the build, which the bench skips).
-  await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
+  await writeGeneratedSources(join(ROOT, "src/generated"));
   const { scriptPath } = bundleWorker(
     join(ROOT, "bench/wrangler.bench.toml"),
     join(tmp, "bench-out"),

@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import { bundleViewerScripts } from "../scripts/viewer-scripts.ts";
+import { writeGeneratedSources } from "../scripts/generated-sources.ts";
 import { ROOT, resultsPath, startBenchServer } from "./dev-server.ts";
 import { baselineRunner, interleaved, oursRunner, type Runner } from "./latency.ts";
 import { buildBenchBundle, EXPRESS_PIPELINE } from "./pipelines.ts";
@@ -19,7 +19,7 @@ const WARMUP = 30;
 const tmp = join(ROOT, "bench/tmp");
 mkdirSync(tmp, { recursive: true });
 buildBenchBundle(tmp);
-await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
+await writeGeneratedSources(join(ROOT, "src/generated"));
 
 function series(base: string): Array<readonly [string, Runner]> {
   return [

@@ -15,7 +15,7 @@ import { dirname, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileProject } from "../src/compiler/index.ts";
 import { buildOpenApi } from "../src/openapi/build.ts";
-import { bundleViewerScripts } from "./viewer-scripts.ts";
+import { writeGeneratedSources } from "./generated-sources.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const args = process.argv.slice(2);
@@ -48,7 +48,7 @@ writeFileSync(
   resolve(dirname(out), "openapi.json"),
   `${JSON.stringify(buildOpenApi(result.bundle), null, 2)}\n`,
 );
-await bundleViewerScripts(resolve(root, "src/generated/viewer-scripts.ts"));
+await writeGeneratedSources(resolve(root, "src/generated"));
 const { workflows, steps, agents, ms } = result.stats;
 const rel = relative(process.cwd(), out);
 const shown = rel === "" || rel.startsWith("..") ? out : rel;

@@ -6,7 +6,7 @@
  * returns is what Miniflare needs to serve it: the script, and the Durable Object classes the
  * release's wrangler.toml binds.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parse } from "smol-toml";
@@ -25,22 +25,39 @@ interface CompileModule {
   ): { bundle: unknown | null; diagnostics: Array<{ text: string; severity?: string }> };
 }
 
-/** Builds the Worker of the tree at `root` serving `workflows`, into `out` (emptied first). */
-export async function buildRelease(root: string, workflows: string, out: string): Promise<ReleaseBuild> {
+/**
+ * Builds the Worker of the tree at `root` serving `workflows`, into `out` (emptied first).
+ * `extraToml`: lines appended to the release's wrangler.toml (the chaos run's queue consumers).
+ */
+export async function buildRelease(
+  root: string,
+  workflows: string,
+  out: string,
+  extraToml = "",
+): Promise<ReleaseBuild> {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  const toml = join(root, "wrangler.toml");
+  const toml = join(out, "release.wrangler.toml");
+  writeFileSync(toml, `${readFileSync(join(root, "wrangler.toml"), "utf8")}\n${extraToml}\n`);
   const compiler = (await import(pathToFileURL(join(root, "src/compiler/index.ts")).href)) as CompileModule;
   const compiled = compiler.compileProject(resolve(workflows), { wranglerConfig: toml });
   if (!compiled.bundle)
     throw new Error(`${workflows} does not compile:\n${compiled.diagnostics.map((d) => d.text).join("\n")}`);
   const bundlePath = join(out, "bundle.json");
   writeFileSync(bundlePath, JSON.stringify(compiled.bundle));
-  // The Worker imports the viewer's bundled scripts, which that tree's build writes.
-  const viewer = (await import(pathToFileURL(join(root, "scripts/viewer-scripts.ts")).href)) as {
-    bundleViewerScripts(out: string): Promise<void>;
-  };
-  await viewer.bundleViewerScripts(join(root, "src/generated/viewer-scripts.ts"));
+  // The Worker imports what that tree's build writes into src/generated/ (a release before the
+  // vendored MIME parser wrote only the viewer's scripts).
+  if (existsSync(join(root, "scripts/generated-sources.ts"))) {
+    const generated = (await import(pathToFileURL(join(root, "scripts/generated-sources.ts")).href)) as {
+      writeGeneratedSources(dir: string): Promise<void>;
+    };
+    await generated.writeGeneratedSources(join(root, "src/generated"));
+  } else {
+    const viewer = (await import(pathToFileURL(join(root, "scripts/viewer-scripts.ts")).href)) as {
+      bundleViewerScripts(out: string): Promise<void>;
+    };
+    await viewer.bundleViewerScripts(join(root, "src/generated/viewer-scripts.ts"));
+  }
   const config = join(out, "wrangler.toml");
   writeFileSync(config, releaseConfig(readFileSync(toml, "utf8"), root, bundlePath));
   const { scriptPath } = bundleWorker(config, join(out, "dist"), "index.ts");

@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleViewerScripts } from "../../scripts/viewer-scripts.ts";
+import { writeGeneratedSources } from "../../scripts/generated-sources.ts";
 import { compileProject } from "../../src/compiler/index.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -63,7 +63,7 @@ export async function startWorker(
   workflowsDir = "test/e2e/workflows",
 ): Promise<WorkerProcess> {
   // The Worker imports the viewer's bundled scripts, which `[build]` would write (removed here).
-  await bundleViewerScripts(join(ROOT, "src/generated/viewer-scripts.ts"));
+  await writeGeneratedSources(join(ROOT, "src/generated"));
   const dir = mkdtempSync(join(tmpdir(), "workflow-edge-e2e-"));
   const compiled = compileProject(resolvePath(ROOT, workflowsDir), {
     wranglerConfig: join(ROOT, "wrangler.toml"),

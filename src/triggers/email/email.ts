@@ -16,12 +16,13 @@
  * `no_workflow`, `sender_not_allowed`, `unreadable` (the MIME parser gave up on it),
  * `invalid_params`, and, as for an invoke, `rate_limited`, `queue_full` and `server_misconfigured`.
  */
-import PostalMime from "postal-mime";
+
 import workflowBundle from "workflow-bundle";
 import type { Bundle, JsonObject } from "../../bundle.ts";
 import { matchesAddress } from "../../common/email-address.ts";
 import { HttpProblem } from "../../common/problem.ts";
 import { sha256Hex } from "../../common/sha256.ts";
+import PostalMime from "../../generated/postal-mime.js";
 import { RunRefusal } from "../../run/refusal.ts";
 import { recordRequest } from "../../run/start/run-request.ts";
 import type { StartOutcome } from "../../run/start/start-run.ts";
