@@ -170,6 +170,9 @@ export default defineConfig({
                 OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${inject<number>("collectorPort")}`,
                 TRACE_RETRY_MS: "100",
                 ...inject<Record<string, string>>("testSecrets"),
+                // npm run test:props -- --runs N --seed S (test/props/fc-settings.ts).
+                ...(process.env.PROPS_RUNS ? { PROPS_RUNS: process.env.PROPS_RUNS } : {}),
+                ...(process.env.PROPS_SEED ? { PROPS_SEED: process.env.PROPS_SEED } : {}),
               },
             },
           })),

@@ -6,13 +6,14 @@
  * env var is unset on purpose). The workflows targeted run transforms only, so each accepted run
  * finishes at once and the properties stay fast.
  */
+import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { call, TOKEN } from "../worker/harness.ts";
 import { SECRETS, sign } from "../worker/signed.ts";
+import { fcSettings, propTimeoutMs } from "./fc-settings.ts";
 
 const MIB = 1024 * 1024;
-const RUNS = 150;
 
 const NAMES = [
   "rel-open",
@@ -212,76 +213,92 @@ function expectWellFormed(name: string, a: Answer): void {
 }
 
 describe("POST /invoke/{name} under random input", () => {
-  it("answers 2xx or problem+json with a code, never an unexpected 5xx", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...NAMES), body, headers, query, async (name, b, h, q) => {
-        expectWellFormed(name, await send(name, b, h, q));
-      }),
-      { numRuns: RUNS },
-    );
-  }, 120_000);
+  it(
+    "answers 2xx or problem+json with a code, never an unexpected 5xx",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...NAMES), body, headers, query, async (name, b, h, q) => {
+          expectWellFormed(name, await send(name, b, h, q));
+        }),
+        fcSettings(env),
+      );
+    },
+    propTimeoutMs(300, env),
+  );
 
-  it("answers any workflow name, even odd ones, with 404 workflow_not_found or a run", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.string({ minLength: 1, maxLength: 80 }), async (name) => {
-        const a = await send(name, "{}", { "content-type": "application/json" }, "");
-        expectWellFormed(name, a);
-        if (!NAMES.includes(name)) {
-          expect([404, 405]).toContain(a.status);
-        }
-      }),
-      { numRuns: RUNS },
-    );
-  }, 60_000);
-
-  it("answers a replayed Idempotency-Key without Prefer with 202 and the same run, or 409 for another body", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        headerText(40).filter((k) => k.trim().length > 0),
-        fc.jsonValue({ maxDepth: 2 }),
-        fc.jsonValue({ maxDepth: 2 }),
-        async (key, first, second) => {
-          const h = {
-            "content-type": "application/json",
-            "idempotency-key": `prop-${crypto.randomUUID()}-${key}`,
-          };
-          const a = await send("rel-open", JSON.stringify({ v: first }), h, "");
-          const b = await send("rel-open", JSON.stringify({ v: second }), h, "");
-          expect(a.status).toBe(202);
-          if (b.status === 409) {
-            expect(JSON.parse(b.text).code).toBe("idempotency_conflict");
-          } else {
-            expect(b.status).toBe(202);
-            expect(JSON.parse(b.text).run_id).toBe(JSON.parse(a.text).run_id);
+  it(
+    "answers any workflow name, even odd ones, with 404 workflow_not_found or a run",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.string({ minLength: 1, maxLength: 80 }), async (name) => {
+          const a = await send(name, "{}", { "content-type": "application/json" }, "");
+          expectWellFormed(name, a);
+          if (!NAMES.includes(name)) {
+            expect([404, 405]).toContain(a.status);
           }
-        },
-      ),
-      { numRuns: 100 },
-    );
-  }, 60_000);
+        }),
+        fcSettings(env),
+      );
+    },
+    propTimeoutMs(300, env),
+  );
 
-  it("accepts any form body its sender signed (Twilio's sorting, repeated keys, any characters)", async () => {
-    const field = fc.string({ unit: "binary", minLength: 1, maxLength: 6 });
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.tuple(field, fc.string({ unit: "binary", maxLength: 12 })), { maxLength: 6 }),
-        async (pairs) => {
-          const form = new URLSearchParams(pairs).toString();
-          if (form.trimStart().startsWith("%7B") || pairs.some(([k]) => k === "payload")) return;
-          const url = "http://workflow.test/invoke/trig-twilio";
-          const type = "application/x-www-form-urlencoded";
-          const headers = await sign({
-            scheme: "twilio",
-            secret: SECRETS.TWILIO_SECRET as string,
-            body: form,
-            url,
-            contentType: type,
-          });
-          const a = await send("trig-twilio", form, { ...headers, "content-type": type }, "");
-          expect(a.status, a.text).toBe(202);
-        },
-      ),
-      { numRuns: 40 },
-    );
-  }, 60_000);
+  it(
+    "answers a replayed Idempotency-Key without Prefer with 202 and the same run, or 409 for another body",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          headerText(40).filter((k) => k.trim().length > 0),
+          fc.jsonValue({ maxDepth: 2 }),
+          fc.jsonValue({ maxDepth: 2 }),
+          async (key, first, second) => {
+            const h = {
+              "content-type": "application/json",
+              "idempotency-key": `prop-${crypto.randomUUID()}-${key}`,
+            };
+            const a = await send("rel-open", JSON.stringify({ v: first }), h, "");
+            const b = await send("rel-open", JSON.stringify({ v: second }), h, "");
+            expect(a.status).toBe(202);
+            if (b.status === 409) {
+              expect(JSON.parse(b.text).code).toBe("idempotency_conflict");
+            } else {
+              expect(b.status).toBe(202);
+              expect(JSON.parse(b.text).run_id).toBe(JSON.parse(a.text).run_id);
+            }
+          },
+        ),
+        fcSettings(env),
+      );
+    },
+    propTimeoutMs(300, env),
+  );
+
+  it(
+    "accepts any form body its sender signed (Twilio's sorting, repeated keys, any characters)",
+    async () => {
+      const field = fc.string({ unit: "binary", minLength: 1, maxLength: 6 });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.tuple(field, fc.string({ unit: "binary", maxLength: 12 })), { maxLength: 6 }),
+          async (pairs) => {
+            const form = new URLSearchParams(pairs).toString();
+            if (form.trimStart().startsWith("%7B") || pairs.some(([k]) => k === "payload")) return;
+            const url = "http://workflow.test/invoke/trig-twilio";
+            const type = "application/x-www-form-urlencoded";
+            const headers = await sign({
+              scheme: "twilio",
+              secret: SECRETS.TWILIO_SECRET as string,
+              body: form,
+              url,
+              contentType: type,
+            });
+            const a = await send("trig-twilio", form, { ...headers, "content-type": type }, "");
+            expect(a.status, a.text).toBe(202);
+          },
+        ),
+        fcSettings(env),
+      );
+    },
+    propTimeoutMs(300, env),
+  );
 });
