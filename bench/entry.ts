@@ -155,14 +155,15 @@ export class CountingFlowKey extends FlowKey {
  */
 export class UnlistedRunObject extends CountingRunObject {
   constructor(ctx: DurableObjectState, env: Env) {
-    const nowhere = { record: async () => {}, forget: async () => {} };
-    const index = {
-      idFromName: (name: string) => name,
-      get: () => nowhere,
-    } as unknown as Env["RUN_INDEX"];
-    super(ctx, { ...env, RUN_INDEX: index });
+    super(ctx, { ...env, RUN_INDEX: NOWHERE_INDEX });
   }
 }
+
+/** A RUN_INDEX whose shards take every write and keep nothing: the listing switched off. */
+const NOWHERE_INDEX = (() => {
+  const nowhere = { record: async () => {}, recordWritten: async () => {}, forget: async () => {} };
+  return { idFromName: (name: string) => name, get: () => nowhere } as unknown as Env["RUN_INDEX"];
+})();
 
 /** Ablations for `npm run bench:ablate` (bench only): one part of a run switched off each. */
 export class NoAlarmRunObject extends UnlistedRunObject {
@@ -402,15 +403,21 @@ export default {
   fetch(req: Request, env: BenchEnv, ctx: ExecutionContext): Response | Promise<Response> {
     const url = new URL(req.url);
     if (url.pathname.startsWith("/bench/unlisted/")) {
-      // The real app, with its runs in UnlistedRunObject: same routing, no listing writes.
+      // The real app, with its runs in UnlistedRunObject: same routing, no listing writes (the
+      // Worker carries none either).
       const inner = new Request(new URL(url.pathname.slice("/bench/unlisted".length), url), req);
-      return app.fetch(inner, { ...env, RUNS: env.RUNS_UNLISTED } as unknown as Env, ctx);
+      return app.fetch(
+        inner,
+        { ...env, RUNS: env.RUNS_UNLISTED, RUN_INDEX: NOWHERE_INDEX } as unknown as Env,
+        ctx,
+      );
     }
     const v = /^\/bench\/v\/(\w+)(\/.*)$/.exec(url.pathname);
     if (v) {
+      // The ablation's variants of ours are unlisted too (bench/ablation.ts).
       const inner = new Request(new URL(v[2] as string, url), req);
       const ns = (env as unknown as Record<string, unknown>)[`RUNS_${v[1]}`];
-      return app.fetch(inner, { ...env, RUNS: ns } as unknown as Env, ctx);
+      return app.fetch(inner, { ...env, RUNS: ns, RUN_INDEX: NOWHERE_INDEX } as unknown as Env, ctx);
     }
     if (url.pathname.startsWith("/bench/")) return benchRoute(req, env, url);
     return app.fetch(req, env as unknown as Env, ctx);

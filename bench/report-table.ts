@@ -12,15 +12,15 @@ export const MAX_RATIO_TO_BARE = 1.25;
 export const MIN_SPEEDUP_OVER_WORKFLOWS = 6;
 export const MIN_THROUGHPUT_RATIO = 0.8;
 export const MAX_ENGINE_US_PER_STEP = 50;
-/** SPEC 29: the 50-workflow bundle no larger than it was before (bench/results.md of 2026-11-28). */
+/** A default run at the floor (docs/decisions.md): the 50-workflow bundle no larger than it was before (bench/results.md of 2026-11-28). */
 export const MAX_GZIP_KIB = 177.1;
-/** SPEC 29: loading and evaluating the Worker's module, locally. */
+/** A default run at the floor (docs/decisions.md): loading and evaluating the Worker's module, locally. */
 export const MAX_STARTUP_MS = 60;
-/** SPEC 29: what a finished default 10-step run keeps (its rows' keys and values). */
+/** A default run at the floor (docs/decisions.md): what a finished default 10-step run keeps (its rows' keys and values). */
 export const MAX_STORED_KIB = 4;
-/** SPEC 29: a default 10-step run, per million, at list prices. */
+/** A default run at the floor (docs/decisions.md): a default 10-step run, per million, at list prices. */
 export const MAX_USD_PER_MILLION = 2;
-/** SPEC 29: the 10-step run's p50 net through `wrangler dev`, against the bare DO's. */
+/** A default run at the floor (docs/decisions.md): the 10-step run's p50 net through `wrangler dev`, against the bare DO's. */
 export const MAX_RATIO_TO_BARE_DEV = 1;
 /** docs/operations.md: a finished transform run writes at most 3 rows to its own object, whatever its length. */
 export const MAX_ROWS_PER_RUN = 3;
@@ -31,7 +31,7 @@ export const MAX_LISTING_ROWS_PER_RUN = 0.1;
 /** At any load (the whole bench, sequential phases included) a run costs the listing at most this. */
 export const MAX_LISTING_ROWS_PER_RUN_ANY = 1.2;
 export const MAX_LISTING_WRITES_PER_RUN = 2;
-/** SPEC 29: workerd CPU per 10-step run (default and express) at most this multiple of the bare Durable Object's. */
+/** A default run at the floor (docs/decisions.md): workerd CPU per 10-step run (default and express) at most this multiple of the bare Durable Object's. */
 export const MAX_CPU_RATIO_TO_BARE = 1.3;
 export const SHARD_LOAD_AT_SCALE = (INVOKES_PER_S * MAX_LISTING_WRITES_PER_RUN) / SHARDS_PER_BUCKET;
 
@@ -379,7 +379,7 @@ export function table(r: Results, d: Derived): string {
       "storage per finished 10-step run: its rows (keys + values); its SQLite database",
       r.writes[10] ? `${kib(r.writes[10].dataBytes ?? 0)}; ${kib(r.writes[10].bytes ?? 0)}` : "—",
       "",
-      r.bareWrites[10] ? `; ${kib(r.bareWrites[10].bytes ?? 0)}` : "",
+      r.bareWrites[10]?.bytes ? `; ${kib(r.bareWrites[10].bytes)}` : "",
       "",
       `≤ ${MAX_STORED_KIB} KiB (rows)`,
       verdict(
