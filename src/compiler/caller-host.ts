@@ -56,9 +56,12 @@ export function hostSource(url: Template): string | null {
       acc += part;
       continue;
     }
-    // The authority ends at the first `/`, `?` or `#` after the scheme.
-    const rest = acc.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
-    if (!/[/?#]/.test(rest)) {
+    // The authority ends at the first `/`, `\`, `?` or `#` after the scheme and the slashes that
+    // follow it, read as the URL parser reads it: tabs and newlines dropped anywhere, spaces and
+    // controls before the scheme skipped, and `https:x`, `https:/x`, `https:\\x` and `https:///x`
+    // all have the host x.
+    const rest = acc.replace(/[\t\n\r]/g, "").replace(/^[\u0001-\u0020]*(?:[a-z][a-z0-9+.-]*:)?[/\\]*/i, "");
+    if (!/[/\\?#]/.test(rest)) {
       const src = callerData(part.e);
       if (src) return src;
     }

@@ -26,6 +26,19 @@ describe("the secrets a template can read", () => {
     }
   });
 
+  it("reads no secret from a param or a step output that shares a secret's name", () => {
+    expect(secretReads(expr("params.TOKEN"), SECRETS)).toEqual([]);
+    expect(secretReads(expr("params"), SECRETS)).toEqual([]);
+    expect(secretReads(expr("step.TOKEN.result"), SECRETS)).toEqual([]);
+  });
+
+  it("names the secrets sorted whatever order the template reads them in", () => {
+    expect(secretReads(concat({ e: "env.TOKEN" }, "/", { e: "env.OTHER" }), SECRETS)).toEqual([
+      "OTHER",
+      "TOKEN",
+    ]);
+  });
+
   it("reads secrets inside objects and arrays, and none from literals", () => {
     const t: Template = {
       t: "obj",
@@ -63,6 +76,34 @@ describe("where a URL's host comes from", () => {
     expect(hostSource(concat("https://api.", { e: "request.headers.x_tenant" }, ".example.com/"))).toBe(
       "request.headers",
     );
+  });
+
+  it("is the caller's wherever the URL parser reads the host: after one slash, a backslash, three slashes, a space or a tab", () => {
+    for (const prefix of [
+      "https:/",
+      "https:\\",
+      "https:///",
+      "https:",
+      " https://",
+      "\thttps://",
+      "ht\ttps://",
+      "HTTPS://",
+    ]) {
+      // The parser's own reading first: what follows the prefix is the host.
+      expect(new URL(`${prefix}evil.example/x`).host, JSON.stringify(prefix)).toBe("evil.example");
+      expect(hostSource(concat(prefix, { e: "params.host" }, "/x")), JSON.stringify(prefix)).toBe(
+        "params.host",
+      );
+    }
+    for (const prefix of [
+      "https://a.example/",
+      "https://a.example\\",
+      "https:/a.example/",
+      "https:///a.example?",
+    ]) {
+      expect(new URL(`${prefix}evil.example`).host, prefix).toBe("a.example");
+      expect(hostSource(concat(prefix, { e: "params.path" })), prefix).toBeNull();
+    }
   });
 
   it("names a fan-out item's host as the caller's only when the items are", () => {

@@ -45,6 +45,10 @@ const CALLER_HOSTS: Array<[string, string]> = [
   ["join over params", "{{ join('', [params.scheme, '://', params.host]) }}"],
   ["a host built from params", "https://{{ params.host }}/hook"],
   ["a host after an env prefix", "{{ env.BASE }}{{ params.rest }}"],
+  // The URL parser takes these as `https://host` too (found by mutation testing).
+  ["a host after one slash", "https:/{{ params.host }}/hook"],
+  ["a host after a backslash", "https:\\{{ params.host }}"],
+  ["a host after three slashes", "https:///{{ params.host }}"],
   ["the whole scope", "{{ @ }}"],
 ];
 
