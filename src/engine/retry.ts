@@ -95,6 +95,7 @@ export function redactUrls(text: string, fromSecret = false): string {
     try {
       return shownUrl(new URL(raw), fromSecret);
     } catch {
+      // Stryker disable next-line Regex: the URL matched has no line break, so `.*` runs to its end either way
       return raw.replace(/\/\/[^/@\s]*@/, "//").replace(/[?#].*$/, "");
     }
   });
@@ -172,6 +173,7 @@ export async function retryHttp(
       timeoutMs,
     );
     const onRunAbort = () => attemptAbort.abort(opts.signal.reason);
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: the listener is removed after the attempt either way (finally, or once its body is read)
     opts.signal.addEventListener("abort", onRunAbort, { once: true });
 
     let retryAfterMs: number | null = null;
@@ -208,6 +210,7 @@ export async function retryHttp(
     }
 
     const delay = retryAfterMs ?? backoffDelay(attempt, base, opts.maxBackoffMs);
+    // Stryker disable next-line EqualityOperator: a back-off ending at the deadline itself leaves no time for an attempt either (the loop's next turn gives up)
     if (clock.now() + delay >= opts.deadline) {
       // Waiting out the back-off is all that is left, and it outlasts the run: wait until the
       // deadline (which then ends the run as a timeout) rather than fail the step early.

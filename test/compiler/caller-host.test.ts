@@ -59,6 +59,8 @@ describe("where a URL's host comes from", () => {
     expect(hostSource({ t: "lit", v: "https://a.example/x" })).toBeNull();
     expect(hostSource(expr("env.BASE"))).toBeNull();
     expect(hostSource(concat({ e: "env.BASE" }, "/items/", { e: "params.id" }))).toBeNull();
+    expect(hostSource(concat({ e: "env.BASE" }, "//", { e: "params.id" }))).toBeNull();
+    expect(hostSource(concat({ e: "env.BASE" }, "?next=https://", { e: "params.id" }))).toBeNull();
     expect(hostSource(concat("https://a.example/", { e: "params.path" }))).toBeNull();
     expect(hostSource(concat("https://a.example?q=", { e: "params.q" }))).toBeNull();
     expect(hostSource(concat("https://a.example#", { e: "params.f" }))).toBeNull();
@@ -73,6 +75,8 @@ describe("where a URL's host comes from", () => {
     expect(hostSource(expr("((("))).toBe("@");
     expect(hostSource(concat("https://", { e: "params.host" }, "/x"))).toBe("params.host");
     expect(hostSource(concat({ e: "env.BASE" }, { e: "params.rest" }))).toBe("params.rest");
+    // A URL without a scheme is refused when sent; if it were sent, the host would be the caller's.
+    expect(hostSource(concat("//", { e: "params.host" }))).toBe("params.host");
     expect(hostSource(concat("https://api.", { e: "request.headers.x_tenant" }, ".example.com/"))).toBe(
       "request.headers",
     );
@@ -111,6 +115,8 @@ describe("where a URL's host comes from", () => {
     expect(callerHost(expr("item.url"), "env.TARGETS")).toBeNull();
     expect(callerHost(expr("item"), null)).toBeNull();
     expect(callerHost(expr("params.url"), null)).toBe("`params.url`");
+    expect(callerHost(expr("params.item"), null)).toBe("`params.item`");
+    expect(callerHost(expr("step.item_index.url"), null)).toBe("`step.item_index`");
     expect(callerHost(expr("env.URL"), "params.x")).toBeNull();
   });
 });

@@ -46,6 +46,12 @@ describe("what an expression reads", () => {
     ["sort_by(params.items, &name)", ["params.items"]],
     ["params.items[?url == $.env.X]", ["env.X", "params.items"]],
     ["params.items | [0].url", ["params.items"]],
+    ["params.items | @", ["params.items"]],
+    ["params[0].url", ["params"]],
+    ["env[0].TOKEN", ["env"]],
+    ["sort_by(params.items, &$.env.X)", ["env.X", "params.items"]],
+    ["params.x.{a: $.env.X}", ["env.X", "params.x"]],
+    ["params.x.[$.env.X]", ["env.X", "params.x"]],
     ["'literal'", []],
     ['`{"a": 1}`', []],
   ])("%s reads %j", (expr, paths) => {

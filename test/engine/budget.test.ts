@@ -2,6 +2,7 @@
  * The budget ledger: a run's `cost_budget_usd` is a hard cap, also when several LLM calls
  * reserve at the same time and when sub-workflows spend from the same run.
  */
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { addUsd, createLedger, type LedgerState } from "../../src/engine/budget.ts";
 import { StepError } from "../../src/engine/types.ts";
@@ -98,6 +99,14 @@ describe("budget ledger", () => {
     const waiting = codeOf(ledger.reserve(0.5, never));
     first.settle(1);
     expect(await waiting).toBe("budget_exceeded");
+  });
+
+  it("leaves no listener on the run's signal once a reservation is granted or refused", async () => {
+    const run = new AbortController();
+    const ledger = createLedger(1);
+    (await ledger.reserve(0.5, run.signal)).settle(0.5);
+    await expect(ledger.reserve(2, run.signal)).rejects.toMatchObject({ code: "budget_exceeded" });
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
   });
 
   it("stops waiting with the abort reason when the run is aborted", async () => {
@@ -248,7 +257,23 @@ describe("child ledger (sub-workflow)", () => {
     });
   });
 
-  it("gives back a child's reservation that its parent refused", async () => {
+  it("gives back a child's reservation that its parent refused, and saves it given back", async () => {
+    const states: LedgerState[] = [];
+    const parent = createLedger(1, undefined, (s) => states.push(JSON.parse(JSON.stringify(s))));
+    const child = parent.child(1, "notify");
+    // The child has room; the parent has too until a sibling's call settles at its worst case.
+    const sibling = await parent.reserve(0.8, never);
+    const refused = codeOf(child.reserve(0.5, never));
+    await flush();
+    sibling.settle(0.8);
+    expect(await refused).toBe("budget_exceeded");
+    expect(child.snapshot().outstanding).toEqual({});
+    expect(states.at(-1)?.children?.notify?.outstanding).toEqual({});
+    (await child.reserve(0.2, never)).settle(0.2);
+    expect(parent.spentUsd()).toBe(1);
+  });
+
+  it("refuses a child's reservation over its own cap without asking its parent", async () => {
     const parent = createLedger(0.5);
     const child = parent.child(1);
     await expect(child.reserve(0.6, never)).rejects.toMatchObject({ code: "budget_exceeded" });

@@ -4,6 +4,7 @@
  * passes, what a step's own retry (`retryWork`) does with each failure, and how a failed
  * connection is described. Every wait is read from the timers the code sets, never slept.
  */
+import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Clock } from "../../src/engine/clock.ts";
 import {
@@ -80,6 +81,10 @@ describe("Retry-After", () => {
     expect(parseRetryAfter("in 5", now)).toBeNull();
     expect(parseRetryAfter("-5", now)).toBeNull();
     expect(parseRetryAfter("Sun, 29 Nov 2026 10:00:30", now)).toBeNull();
+    // Only the whole IMF-fixdate: JavaScript's parser would read each of these as some time.
+    expect(parseRetryAfter("x Sun, 29 Nov 2026 10:00:30 GMT", now)).toBeNull();
+    expect(parseRetryAfter("Sun, 29 Nov 2026 10:00:30 GMT+0100", now)).toBeNull();
+    expect(parseRetryAfter("Sun, 99 Foo 2026 99:99:99 GMT", now)).toBeNull();
     expect(parseRetryAfter(null, now)).toBeNull();
   });
 });
@@ -140,6 +145,110 @@ describe("retryHttp on a clock moved by hand", () => {
     expect(bodies.map((b) => b.canceled)).toEqual([true, true, false]);
     // Every attempt's own timer is cancelled once its answer is in (the last once its body is read).
     expect(m.timers.filter((t) => t.ms === 10_000).every((t) => t.cancelled && !t.fired)).toBe(true);
+  });
+
+  it("returns the last attempt's retryable answer at once, with no wait after it", async () => {
+    const m = manualClock();
+    const { send, bodies } = answers(503);
+    const done = retryHttp(send, {
+      attempts: 2,
+      perAttemptTimeoutMs: 10_000,
+      deadline: m.now() + 60_000,
+      signal: new AbortController().signal,
+      clock: m.clock,
+    });
+    while (send.mock.calls.length < 2 && (await m.next()));
+    await m.settle();
+    const res = await done;
+    expect(res.status).toBe(503);
+    expect(await res.text()).toBe("answer 2");
+    expect(m.timers.filter((t) => t.ms !== 10_000).map((t) => t.ms)).toEqual([2000]);
+    expect(bodies.map((b) => b.canceled)).toEqual([true, false]);
+  });
+
+  it("frees a retryable answer when the next attempt fails to connect", async () => {
+    const m = manualClock();
+    const track = { canceled: false };
+    const send = vi.fn(async (_signal: AbortSignal, attempt: number) => {
+      if (attempt === 2) throw new Error("Network connection lost.");
+      const body = new ReadableStream({
+        cancel() {
+          track.canceled = true;
+        },
+      });
+      return new Response(body, { status: 503, headers: { "retry-after": "1" } });
+    });
+    const done = retryHttp(send, {
+      attempts: 2,
+      perAttemptTimeoutMs: 10_000,
+      deadline: m.now() + 60_000,
+      signal: new AbortController().signal,
+      clock: m.clock,
+    });
+    const failed = expect(done).rejects.toThrow("Network connection lost.");
+    while (send.mock.calls.length < 2 && (await m.next()));
+    await failed;
+    expect(track.canceled).toBe(true);
+  });
+
+  it("goes on past a retryable answer that has no body", async () => {
+    const m = manualClock();
+    const send = vi.fn(async (_signal: AbortSignal, attempt: number) =>
+      attempt === 1
+        ? new Response(null, { status: 503, headers: { "retry-after": "1" } })
+        : new Response("ok", { status: 200 }),
+    );
+    const done = retryHttp(send, {
+      attempts: 3,
+      perAttemptTimeoutMs: 10_000,
+      deadline: m.now() + 60_000,
+      signal: new AbortController().signal,
+      clock: m.clock,
+    });
+    while (send.mock.calls.length < 2 && (await m.next()));
+    const res = await done;
+    expect(res.status).toBe(200);
+    expect(send).toHaveBeenCalledTimes(2);
+  });
+
+  it("leaves no listener on the run's signal once the answer's body is read", async () => {
+    const m = manualClock();
+    const run = new AbortController();
+    const { send } = answers(503, 200);
+    const done = retryHttp(send, {
+      attempts: 3,
+      perAttemptTimeoutMs: 10_000,
+      deadline: m.now() + 60_000,
+      signal: run.signal,
+      clock: m.clock,
+    });
+    while (send.mock.calls.length < 2 && (await m.next()));
+    const res = await done;
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(1);
+    await res.text();
+    await m.settle();
+    expect(getEventListeners(run.signal, "abort")).toHaveLength(0);
+  });
+
+  it("throws the run's own reason when the run is aborted during its only attempt", async () => {
+    const m = manualClock();
+    const run = new AbortController();
+    const reason = new Error("run canceled");
+    const done = retryHttp(
+      (signal) =>
+        new Promise<Response>((_, reject) => {
+          signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError")));
+          run.abort(reason);
+        }),
+      {
+        attempts: 1,
+        perAttemptTimeoutMs: 10_000,
+        deadline: m.now() + 60_000,
+        signal: run.signal,
+        clock: m.clock,
+      },
+    );
+    await expect(done).rejects.toBe(reason);
   });
 
   it("cancels the attempt's timer at once for an answer without a body", async () => {
@@ -327,6 +436,9 @@ describe("retryWork: a step's own retry", () => {
       throw new Error("failure");
     };
     await expect(retryWork(options(m, { signal: ctl.signal }), work)).rejects.toThrow("canceled");
+    await expect(retryWork(options(m, { signal: ctl.signal, attempts: 1 }), work)).rejects.toThrow(
+      "canceled",
+    );
     const bare = new AbortController();
     bare.abort();
     Object.defineProperty(bare.signal, "reason", { value: undefined });
@@ -352,6 +464,13 @@ describe("how a failed connection is told", () => {
     );
     expect(networkFailure(new Error("proxy said: Network connection lost. try later"))).toBe(
       "proxy said: Network connection lost. try later",
+    );
+    // workerd's message only when it is the whole message.
+    expect(networkFailure(new Error("Network connection lost. Then: retry"))).toBe(
+      "Network connection lost. Then: retry",
+    );
+    expect(networkFailure(new Error("proxy: Network connection lost."))).toBe(
+      "proxy: Network connection lost.",
     );
     expect(networkFailure(new Error("see internal error; reference = x"))).toBe(
       "see internal error; reference = x",

@@ -85,6 +85,21 @@ describe("what a stream lets out at once", () => {
     expect(stream.push("bb")).toBe("***bbbb");
   });
 
+  it("looks again after moving a cut: a secret overlapping the one it moved past stays whole too", () => {
+    // Moving the cut before `1111BBBB` puts it inside `AAAA1111`, checked before it.
+    const m = createMasker(["AAAA1111", "1111BBBB", "BBBBCCCC"]);
+    const s = createStreamMasker(m);
+    const out = [s.push("x"), s.push("AAAA1111BBBB"), s.push("CCCCy"), s.flush()];
+    expect(out.join("")).toBe(m.maskText("xAAAA1111BBBBCCCCy"));
+    for (const piece of out) expect(piece).not.toMatch(/AAAA|1111|BBBB|CCCC/);
+  });
+
+  it("lets every chunk out at once through a masker that searches no form", () => {
+    const s = createStreamMasker({ maskText: (t) => t, maskJson: (v) => v });
+    expect(s.push("Stryker ")).toBe("Stryker ");
+    expect(s.push("was here")).toBe("was here");
+  });
+
   it("starts afresh after flush", () => {
     const stream = createStreamMasker(createMasker(["secretXY"]));
     expect(stream.push("ab secr")).toBe("ab ");

@@ -278,6 +278,18 @@ describe("discord", () => {
       message: "a discord public key is 64 hex digits",
     });
     expect(schemeKeys(auth("discord", { secretEnvs: [], publicKey: { hex } }), {})).toEqual([hex]);
+    // No key named at all: nothing to check against, so every delivery is refused.
+    expect(schemeKeys(auth("discord", { secretEnvs: [], publicKey: null }), {})).toEqual([]);
+  });
+
+  it("names an unset signing secret of any other scheme as the signing secret", async () => {
+    const a = auth("github", { secretEnvs: ["GH_SECRET"] });
+    await expect(verifySignature(a, delivery("{}", {}), {})).rejects.toMatchObject({
+      code: "server_misconfigured",
+      message: expect.stringContaining(
+        "the signing secret of this workflow is not configured (set GH_SECRET",
+      ),
+    });
   });
 });
 
