@@ -133,6 +133,11 @@ export class FlowKeyRules {
       this.shared.gate = req.gate;
       this.saveShared();
     }
+    // The same run asking again: its invoke sent again (same idempotency key, same run id) after a
+    // kill took the first one between this admission and its run's creation. It is answered as it
+    // stands, so its run gets made; it never joins its own group or takes a second slot.
+    const standing = this.standing(req.runId, now);
+    if (standing) return standing;
     if (req.cancelOn.length > 0) this.watch(req.runId, req.cancelOn);
     const grouping = s.debounce ? "debounce" : s.batch ? "batch" : null;
     if (grouping) {
@@ -163,6 +168,17 @@ export class FlowKeyRules {
     }
     const q = this.enqueue(req.runId, req.priority, now, this.blockedBy(now));
     return { outcome: "queued", runId: req.runId, reason: q.reason, startsAt: this.startsAt(q, now) };
+  }
+
+  /** Where a run this key admitted already stands (an open group it leads, the queue, a slot), or null. */
+  private standing(runId: string, now: number): AdmitVerdict | null {
+    // A group it leads, open or closed (its run's heartbeat then takes the group's params).
+    const g = this.groups.get(runId);
+    if (g) return { outcome: "queued", runId, reason: g.kind, startsAt: g.due };
+    const q = this.queue.find((x) => x.runId === runId);
+    if (q) return { outcome: "queued", runId, reason: q.reason, startsAt: this.startsAt(q, now) };
+    if (this.shared.active.some(([id]) => id === runId)) return { outcome: "start", runId };
+    return null;
   }
 
   /** A run that waits asks whether its turn came (its heartbeat: a begin that never arrived is not lost). */

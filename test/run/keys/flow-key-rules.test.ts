@@ -276,3 +276,38 @@ describe("cancel_on", () => {
     expect(k.cancelFor("order_canceled")).toEqual(["r4"]);
   });
 });
+
+describe("an invoke admitted again (a kill between the key's answer and the run's creation)", () => {
+  it("answers a debounce group's first invoke sent again as its group's run, not as a join of itself", () => {
+    const k = key({ debounce: { periodMs: 5000, maxWaitMs: 60_000 } });
+    const first = k.admit(T0, { runId: "a", params: { n: 1 } }).v;
+    expect(first).toMatchObject({ outcome: "queued", runId: "a", reason: "debounce" });
+    k.admit(T0 + 1000, { runId: "b", params: { n: 2 } });
+    // "a" again: still its group's run, due where the group is; the group keeps b's params and two invokes.
+    expect(k.admit(T0 + 2000, { runId: "a", params: { n: 1 } }).v).toEqual({
+      outcome: "queued",
+      runId: "a",
+      reason: "debounce",
+      startsAt: T0 + 6000,
+    });
+    expect(k.turn("a", T0 + 6000)).toEqual({ outcome: "start", params: { n: 2 }, coalesced: 2 });
+  });
+
+  it("answers a run that holds a slot as started, without taking a second slot", () => {
+    const k = key({ concurrency: { limit: 1, onFull: "queue" } });
+    expect(k.admit(T0, { runId: "a" }).v).toEqual({ outcome: "start", runId: "a" });
+    expect(k.admit(T0 + 1, { runId: "a" }).v).toEqual({ outcome: "start", runId: "a" });
+    expect(k.admit(T0 + 2, { runId: "b" }).v.outcome).toBe("queued");
+    // One release of "a" frees its one slot: "b" begins.
+    k.release("a", T0 + 3);
+    expect(k.begun).toEqual(["b"]);
+  });
+
+  it("answers a queued run where it waits, without queueing it twice", () => {
+    const k = key({ concurrency: { limit: 1, onFull: "queue" } });
+    k.admit(T0, { runId: "a" });
+    const queued = k.admit(T0 + 1, { runId: "b" }).v;
+    expect(k.admit(T0 + 2, { runId: "b" }).v).toEqual(queued);
+    expect(k.queued).toBe(1);
+  });
+});

@@ -3,7 +3,13 @@
  * run with the last invoke's params, every invoke answered with its id; a body that fails the
  * params schema is refused and changes nothing; a steady stream still starts a run by max_wait_s.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import workflowBundle from "workflow-bundle";
+import type { Bundle } from "../../../src/bundle.ts";
+import { placed, residencyOf, runIdOf } from "../../../src/run/jurisdiction.ts";
+import { flowPlan } from "../../../src/run/keys/flow-gates.ts";
+import { flowKeyStub } from "../../../src/run/run-rpc.ts";
 import { call, type Envelope, invoke, uniqueKey, waitForRun } from "../harness.ts";
 import { arrivals } from "./bursts.ts";
 
@@ -111,5 +117,40 @@ describe("invoke.debounce", () => {
     expect(a.body.run_id).toBe(b.body.run_id);
     expect(a.body.status).toBe("complete");
     expect(a.body.coalesced).toBe(2);
+  });
+});
+
+describe("a group's first invoke cut short", () => {
+  it("makes its run when it is sent again after a kill between its key's answer and its run's creation (found by npm run chaos)", async () => {
+    const wf = Object.values((workflowBundle as Bundle).workflows).find((w) => w.name === "burst-debounce");
+    if (!wf) throw new Error("burst-debounce is not in the bundle");
+    const params = { group: uniqueKey("debounce-cut"), n: 1 };
+    const idempotencyKey = uniqueKey("cut");
+    // What the Worker did before it died: the run's id from the idempotency key, the key's admission.
+    const residency = residencyOf(wf);
+    const { hex } = placed(env.RUNS, residency, (ns) => {
+      const id = ns.idFromName(`${wf.name}\n${idempotencyKey}`);
+      return { stub: null, hex: id.toString() };
+    });
+    const runId = runIdOf(hex, residency);
+    const gate = flowPlan(wf, { params, request: {} })?.gates[0];
+    if (!gate) throw new Error("burst-debounce has no flow key");
+    const verdict = await flowKeyStub(env, residency, gate.name).admit({
+      gate: gate.name,
+      runId,
+      settings: gate.settings,
+      priority: 0,
+      params,
+      cancelOn: gate.cancelOn,
+    });
+    expect(verdict).toMatchObject({ outcome: "queued", runId });
+    expect((await call(`/runs/${runId}`)).status).toBe(404);
+    // The client sends its invoke again: its run is made, in its group, and runs.
+    const res = await invoke("burst-debounce", params, { headers: { "idempotency-key": idempotencyKey } });
+    expect(res.status).toBe(202);
+    expect(((await res.json()) as Envelope).run_id).toBe(runId);
+    const done = await waitForRun(runId, {}, 10_000);
+    expect(done.status).toBe("complete");
+    expect(done.coalesced).toBe(1);
   });
 });
