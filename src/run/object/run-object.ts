@@ -137,7 +137,17 @@ export class RunObject extends DurableObject<Env> {
         return { outcome: "conflict", runId };
       }
       const envelope = await this.waitFinished(req.waitMs);
-      return { outcome: "existing", runId, envelope, queued: this.run.current?.status === "queued" };
+      // A run that has ended, asked again by a caller that carries entries: its entry goes along
+      // once more. The caller that carried it first may have died with it (a retry is how a client
+      // answers a lost answer); the listing takes the same entry twice as once.
+      const listing = req.carried === true && envelope !== null ? this.listing.entry() : null;
+      return {
+        outcome: "existing",
+        runId,
+        envelope,
+        queued: this.run.current?.status === "queued",
+        ...(listing ? { listing } : {}),
+      };
     }
     const env = this.env;
     const verdict = await admit(req, {

@@ -119,7 +119,7 @@ export async function startRun(
   const plan = flowPlan(wf, { params: o.params, request: o.request }, o.coalesce ?? true);
   // No flow keys, or a replay of a run that exists (its object answers it as ever).
   if (!plan || (o.idempotencyKey !== null && (await stub.view()) !== null))
-    return carryListing(env, o, await stub.start(req));
+    return carryListing(env, o, stub.start(req));
   const first = plan.gates[0];
   let flow: RunFlow;
   if (first) {
@@ -162,23 +162,34 @@ export async function startRun(
   }
   // A cancel_on whose key no other setting shares watches from its own key object.
   await Promise.all(plan.watches.map((w) => flowKeyStub(env, residency, w.name).watch(runId, w.signals)));
-  return carryListing(env, o, await stub.start({ ...req, flow }));
+  return carryListing(env, o, stub.start({ ...req, flow }));
 }
 
-/** A run that ended before its answer: its entry goes to the listing from here, after the answer (`StartOptions.carry`). */
-function carryListing(env: Env, o: StartOptions, result: StartResult): StartResult {
-  if ("listing" in result && result.listing && o.carry) {
-    const runId = result.runId;
-    const entry = result.listing;
-    // After AFTER_ANSWER_MS, as the run's object would (after-answer.ts): the answer leaves first.
-    const later = new Promise((resolve) => setTimeout(resolve, afterAnswerMs(env)));
+/**
+ * A run that ended before its answer: its entry goes to the listing from here, after the answer
+ * (`StartOptions.carry`). The carrying is handed to `carry` (the request's `waitUntil`) before the
+ * run's answer is awaited, so a caller that hangs up while it waits (a client's timeout; a retry
+ * follows) does not take the entry with it: the invocation lives on to receive and send it.
+ */
+async function carryListing(env: Env, o: StartOptions, pending: Promise<StartResult>): Promise<StartResult> {
+  if (o.carry) {
     o.carry(
-      later
-        .then(() => keepListed(env, entry))
-        .catch(() => console.error(JSON.stringify({ event: "listing.unsaved", run_id: runId }))),
+      pending.then(
+        async (result) => {
+          if (!("listing" in result) || !result.listing) return;
+          const entry = result.listing;
+          // After AFTER_ANSWER_MS, as the run's object would (after-answer.ts): the answer leaves first.
+          await new Promise((resolve) => setTimeout(resolve, afterAnswerMs(env)));
+          await keepListed(env, entry).catch(() =>
+            console.error(JSON.stringify({ event: "listing.unsaved", run_id: result.runId })),
+          );
+        },
+        // The start itself failed: its caller answers that.
+        () => {},
+      ),
     );
   }
-  return result;
+  return pending;
 }
 
 /** Canonical JSON (sorted keys) so that equal bodies hash equal whatever their key order. */

@@ -7,8 +7,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import workflowBundle from "workflow-bundle";
+import type { Bundle } from "../../../src/bundle.ts";
+import { sha256Hex } from "../../../src/common/sha256.ts";
+import type { RunRpc } from "../../../src/run/run-rpc.ts";
 import { poll } from "../../support/poll.ts";
-import { call, type Envelope, invoke, run } from "../harness.ts";
+import { call, type Envelope, invoke, run, uniqueKey } from "../harness.ts";
 import { listedStatus, staysListedThroughShardReset } from "../listing-shard.ts";
 
 const stub = (id: string) => env.RUNS.get(env.RUNS.idFromString(id));
@@ -38,6 +42,41 @@ describe("a default run that ends before its answer", () => {
 
   it("stays listed when its listing shard is reset before it has written the entry", async () => {
     await staysListedThroughShardReset("listing-quick", () => run("listing-quick", { n: 3 }));
+  });
+});
+
+describe("a default run whose carrier died with its entry", () => {
+  it("is listed by its client's retry of the invoke (found by npm run chaos)", async () => {
+    const wf = Object.values((workflowBundle as Bundle).workflows).find((w) => w.name === "listing-quick");
+    if (!wf) throw new Error("listing-quick is not in the bundle");
+    const key = uniqueKey("carrier-died");
+    const params = { n: 5 };
+    const id = env.RUNS.idFromName(`${wf.name}\n${key}`);
+    const runId = id.toString();
+    // The Worker that asked for it died with its answer: the entry it would carry is gone.
+    const first = await (env.RUNS.get(id) as unknown as RunRpc).start({
+      runId,
+      workflowKey: wf.key,
+      params,
+      request: {},
+      bodyHash: await sha256Hex(JSON.stringify(params)),
+      idempotencyKey: key,
+      waitMs: 10_000,
+      origin: null,
+      rateLimit: null,
+      definition: null,
+      rerun: null,
+      traceparent: null,
+      carried: true,
+    });
+    expect(first).toMatchObject({ outcome: "started", runId, envelope: { status: "complete" } });
+    expect((first as { listing?: unknown }).listing).toBeDefined();
+    expect(await storedOf(runId)).toEqual({ rows: ["run"], alarm: null });
+    // Its client never had the answer and sends the invoke again: that answer carries the entry.
+    const again = await invoke("listing-quick", params, { wait: 10, headers: { "idempotency-key": key } });
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as Envelope).run_id).toBe(runId);
+    expect(await listedStatus(runId, "listing-quick")).toBe("complete");
   });
 });
 
