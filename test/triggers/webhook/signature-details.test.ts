@@ -57,6 +57,7 @@ describe("stripe", () => {
     expect(await verify(`t=${T}, v1=${sig}`)).toBe(true);
     expect(await verify(`t=${T},v1=${sig},tX,v0=abcd`)).toBe(true);
     expect(await verify(`t=${T},v1=nothex,v1=${sig}`)).toBe(true);
+    expect(await verify(`t= ${T},v1= ${sig}`)).toBe(true);
   });
 
   it("takes the signature only as v1, with a t, and a t only as t", async () => {
@@ -92,6 +93,16 @@ describe("slack", () => {
       expect(await verify(headers), String(ts)).toBe(false);
     }
   });
+
+  it("refuses a timestamp that is not plain digits even when the signature covers it as written", async () => {
+    // Each reads as a number near now to JavaScript; only digits are a timestamp.
+    for (const ts of [`${T}.0`, `+${T}`, `${T}e0`, `0x${T.toString(16)}`, "12a", "1".repeat(13)]) {
+      const signed = hmacHex(secret, `v0:${ts}:${body}`);
+      expect(await verify({ "x-slack-signature": `v0=${signed}`, "x-slack-request-timestamp": ts }), ts).toBe(
+        false,
+      );
+    }
+  });
 });
 
 describe("standard webhooks", () => {
@@ -118,6 +129,14 @@ describe("standard webhooks", () => {
     const h = await headersOf();
     delete (h as Record<string, string>)["webhook-id"];
     expect(await verify(h)).toBe(false);
+    // Even one signed over what a missing id would read as.
+    const signedNull = await headersOf();
+    const forNull = await signDelivery(
+      { scheme: "standard-webhooks", secret, body, timestamp: T, id: "null" },
+      generateKeyPairSync("ed25519").privateKey,
+    );
+    const { "webhook-id": _id, ...withoutId } = { ...signedNull, ...forNull };
+    expect(await verify(withoutId)).toBe(false);
   });
 
   it("says what a secret must look like when it cannot be a key", async () => {
@@ -145,6 +164,9 @@ describe("linear", () => {
     expect(await verify(`{"webhookTimestamp":${T * 1000}}`)).toBe(true);
     expect(await verify(`{"webhookTimestamp":"${T * 1000}"}`)).toBe(false);
     expect(await verify('{"webhookTimestamp":1e400}')).toBe(false);
+    // A number, but stale: more than the tolerance (300 s) away either way.
+    expect(await verify(`{"webhookTimestamp":${(T - 301) * 1000}}`)).toBe(false);
+    expect(await verify(`{"webhookTimestamp":${(T + 301) * 1000}}`)).toBe(false);
     expect(await verify("not json")).toBe(false);
   });
 });
@@ -160,6 +182,30 @@ describe("twilio", () => {
     expect(
       await verify(delivery("hello", { "x-twilio-signature": sig, "content-type": "text/plain" }, url)),
     ).toBe(false);
+    // Nor with the body's true SHA-256 in the URL: only a JSON body is covered that way.
+    const hash = (await import("node:crypto")).createHash("sha256").update("hello").digest("hex");
+    const signed = `${url}?bodySHA256=${hash}`;
+    expect(
+      await verify(
+        delivery(
+          "hello",
+          { "x-twilio-signature": hmacB64(secret, signed, "sha1"), "content-type": "text/plain" },
+          signed,
+        ),
+      ),
+    ).toBe(false);
+  });
+
+  it("tries a configured URL that writes its default port without it, too", async () => {
+    const form = "Body=hi";
+    const headers = (sig: string) => ({
+      "x-twilio-signature": sig,
+      "content-type": "application/x-www-form-urlencoded",
+    });
+    const sig = hmacB64(secret, "https://public.example.com/smsBodyhi", "sha1");
+    expect(await verify(delivery(form, headers(sig), url), "https://public.example.com:443/sms")).toBe(true);
+    const sig80 = hmacB64(secret, "http://public.example.com/smsBodyhi", "sha1");
+    expect(await verify(delivery(form, headers(sig80), url), "http://public.example.com:80/sms")).toBe(true);
   });
 
   it("checks a JSON body's whole SHA-256 against bodySHA256, and refuses a body it was not signed with", async () => {
@@ -273,10 +319,12 @@ describe("discord", () => {
       code: "server_misconfigured",
       message: expect.stringContaining("public key of this workflow is not configured (set DISCORD_PK"),
     });
-    await expect(verifySignature(a, d, { DISCORD_PK: "ab" })).rejects.toMatchObject({
-      code: "server_misconfigured",
-      message: "a discord public key is 64 hex digits",
-    });
+    for (const notAKey of ["ab", "not hex at all", "zz".repeat(32)]) {
+      await expect(verifySignature(a, d, { DISCORD_PK: notAKey }), notAKey).rejects.toMatchObject({
+        code: "server_misconfigured",
+        message: "a discord public key is 64 hex digits",
+      });
+    }
     expect(schemeKeys(auth("discord", { secretEnvs: [], publicKey: { hex } }), {})).toEqual([hex]);
     // No key named at all: nothing to check against, so every delivery is refused.
     expect(schemeKeys(auth("discord", { secretEnvs: [], publicKey: null }), {})).toEqual([]);
@@ -290,6 +338,13 @@ describe("discord", () => {
         "the signing secret of this workflow is not configured (set GH_SECRET",
       ),
     });
+  });
+});
+
+describe("github", () => {
+  it("refuses a signature that is not hex, without an error", async () => {
+    const d = delivery("{}", { "x-hub-signature-256": "sha256=zz" });
+    expect(await SCHEMES.github.verify(auth("github"), ["gh-secret-1234"], d)).toBe(false);
   });
 });
 
