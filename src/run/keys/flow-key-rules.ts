@@ -20,49 +20,14 @@ import {
   type AdmitVerdict,
   type FlowEffects,
   type FlowSettings,
+  type Group,
   MAX_BATCH_CHARS,
   MAX_QUEUED,
+  type Queued,
   type QueueReason,
+  type Shared,
   type TurnVerdict,
 } from "./flow-key-types.ts";
-
-interface Queued {
-  key: string;
-  runId: string;
-  at: number;
-  reason: QueueReason;
-  /** A debounce or batch run: its params are its group's, handed over when it begins. */
-  group?: true;
-}
-
-interface Group {
-  runId: string;
-  kind: "debounce" | "batch";
-  firstAt: number;
-  due: number;
-  count: number;
-  /** Debounce: the last invoke's params. */
-  params?: JsonObject;
-  /** Batch: closed before its time (full, or the next item would not fit). */
-  closed?: true;
-  /** Its place in the queue once it closes: the last invoke's priority (debounce), the first's (batch). */
-  priority?: number;
-  /** Batch: JSON length of its items so far (memory only). */
-  chars?: number;
-  /** Its begin is on its way to the run (memory only: after an eviction it is sent again). */
-  handing?: true;
-}
-
-interface Shared {
-  /** This key's name. */
-  gate?: string;
-  /** The settings of the latest invoke (a deploy may change them; a wake-up needs them). */
-  settings?: FlowSettings;
-  /** Runs active under `concurrency`, with their starts (oldest first). */
-  active: Array<[string, number]>;
-  /** Starts under `throttle` in the current window (at most `limit`, oldest first). */
-  starts: number[];
-}
 
 const pad = (n: number, w: number) => String(n).padStart(w, "0");
 /** Higher priority first: rank 000 is priority 100. */

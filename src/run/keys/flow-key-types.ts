@@ -51,3 +51,44 @@ export interface FlowEffects {
   begin: Array<{ runId: string; params?: JsonObject; coalesced?: number }>;
   cancel: Array<{ runId: string; code: "replaced" | "canceled_by_signal" }>;
 }
+
+/** A run waiting in a key's queue (flow-key-rules.ts). */
+export interface Queued {
+  key: string;
+  runId: string;
+  at: number;
+  reason: QueueReason;
+  /** A debounce or batch run: its params are its group's, handed over when it begins. */
+  group?: true;
+}
+
+/** A debounce group or a batch (flow-key-rules.ts). */
+export interface Group {
+  runId: string;
+  kind: "debounce" | "batch";
+  firstAt: number;
+  due: number;
+  count: number;
+  /** Debounce: the last invoke's params. */
+  params?: JsonObject;
+  /** Batch: closed before its time (full, or the next item would not fit). */
+  closed?: true;
+  /** Its place in the queue once it closes: the last invoke's priority (debounce), the first's (batch). */
+  priority?: number;
+  /** Batch: JSON length of its items so far (memory only). */
+  chars?: number;
+  /** Its begin is on its way to the run (memory only: after an eviction it is sent again). */
+  handing?: true;
+}
+
+/** A key's active runs and recent starts (its `s` row). */
+export interface Shared {
+  /** This key's name. */
+  gate?: string;
+  /** The settings of the latest invoke (a deploy may change them; a wake-up needs them). */
+  settings?: FlowSettings;
+  /** Runs active under `concurrency`, with their starts (oldest first). */
+  active: Array<[string, number]>;
+  /** Starts under `throttle` in the current window (at most `limit`, oldest first). */
+  starts: number[];
+}
