@@ -15,6 +15,8 @@ export interface LocalWorker {
   pid: number | null;
   /** What the Worker logged so far (console lines). */
   logs(): string[];
+  /** Sends `body` to the queue behind the Worker's producer binding `binding` (Miniflare's broker). */
+  sendToQueue(binding: string, body: unknown): Promise<void>;
   /** SIGKILL: the process dies mid-whatever, as a machine does. */
   kill(): Promise<void>;
   /** A clean stop. */
@@ -62,11 +64,18 @@ export async function serveWorker(o: ServeOptions): Promise<LocalWorker> {
     url: url.origin,
     pid,
     logs: () => lines,
+    sendToQueue: async (binding, body) => {
+      const queue = (await (
+        mf as unknown as { getQueueProducer(b: string): Promise<{ send(b: unknown): Promise<void> }> }
+      ).getQueueProducer(binding)) as { send(b: unknown): Promise<void> };
+      await queue.send(body);
+    },
     kill: async () => {
       if (gone) return;
       gone = true;
       if (pid !== null) process.kill(pid, "SIGKILL");
-      await mf.dispose().catch(() => {});
+      // Its runtime is dead already: what is left to close must not hold the caller.
+      await Promise.race([mf.dispose().catch(() => {}), new Promise((r) => setTimeout(r, 5_000))]);
     },
     stop: async () => {
       if (gone) return;
