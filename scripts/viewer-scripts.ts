@@ -4,10 +4,10 @@
  * page, written as string constants the Worker's pages inline under their CSP nonce. Build time
  * only: esbuild never reaches the Worker bundle.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { writeIfChanged } from "./write-if-changed.ts";
 
 const BROWSER = fileURLToPath(new URL("../src/viewer/browser/", import.meta.url));
 
@@ -37,6 +37,5 @@ export async function bundleViewerScripts(out: string): Promise<void> {
     const code = result.outputFiles[0]?.text ?? "";
     lines.push(`export const ${name} = ${JSON.stringify(code)};`);
   }
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${lines.join("\n")}\n`);
+  writeIfChanged(out, `${lines.join("\n")}\n`);
 }

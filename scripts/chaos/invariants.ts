@@ -251,7 +251,9 @@ export async function listing(target: Target, ev: Evidence, finals: Map<string, 
       else {
         const near = ev.kills.map((k) => k - at).sort((a, b) => Math.abs(a) - Math.abs(b))[0];
         const e = finals.get(id);
-        const times = e ? `created ${e.created_at}, started ${e.started_at}, finished ${e.finished_at}, coalesced ${e.coalesced}` : "";
+        const times = e
+          ? `created ${e.created_at}, started ${e.started_at}, finished ${e.finished_at}, coalesced ${e.coalesced}`
+          : "";
         violations.push(
           `${id} (${r.kind}, answered ${r.status}${r.envelope?.status ? ` ${r.envelope.status}` : ""} at ${new Date(at).toISOString()}, the nearest kill ${near ?? "none"} ms from its answer, now ${status}; ${times}): not listed`,
         );
