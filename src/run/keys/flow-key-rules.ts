@@ -146,6 +146,11 @@ export class FlowKeyRules {
     return null;
   }
 
+  /** Runs holding a `concurrency` slot since before `before` (flow-keys.ts asks whether they exist). */
+  slotHoldersSince(before: number): string[] {
+    return this.shared.active.filter(([, at]) => at < before).map(([id]) => id);
+  }
+
   /** A run that waits asks whether its turn came (its heartbeat: a begin that never arrived is not lost). */
   turn(runId: string, now: number, fx: FlowEffects): TurnVerdict {
     this.wake(now, fx);

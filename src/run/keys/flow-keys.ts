@@ -17,8 +17,13 @@ import { runStub } from "../run-rpc.ts";
 import { FlowKeyRules } from "./flow-key-rules.ts";
 import type { AdmitRequest, AdmitVerdict, FlowEffects, TurnVerdict } from "./flow-key-types.ts";
 
+/** How long a run may hold a slot before the key asks whether it exists (a heartbeat of a waiting run). */
+const LOST_SLOT_MS = 60_000;
+
 export class FlowKey extends DurableObject<Env> {
   private readonly rules: FlowKeyRules;
+  /** Slot holders found to exist (asked once per incarnation of this object). */
+  private readonly confirmed = new Set<string>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -37,7 +42,29 @@ export class FlowKey extends DurableObject<Env> {
     const fx = effects();
     const verdict = this.rules.turn(runId, Date.now(), fx);
     this.after(fx);
+    if (verdict.outcome === "queued" && verdict.reason === "concurrency") await this.freeLostSlots();
     return verdict;
+  }
+
+  /**
+   * A slot held for a minute by a run whose object holds no run was taken by an invoke cut off
+   * between this key's answer and the run's creation (a killed Worker, no idempotency key to send
+   * it again): it is given back, and the next run begins. Asked while runs wait for a slot, each
+   * holder once per incarnation of this object (docs/decisions.md, "Faults at random").
+   */
+  private async freeLostSlots(): Promise<void> {
+    const holders = this.rules
+      .slotHoldersSince(Date.now() - LOST_SLOT_MS)
+      .filter((id) => !this.confirmed.has(id));
+    await Promise.all(
+      holders.map(async (id) => {
+        const view = await runStub(this.env, id)
+          ?.view()
+          .catch(() => undefined);
+        if (view === null) await this.release(id);
+        else if (view !== undefined) this.confirmed.add(id);
+      }),
+    );
   }
 
   async release(runId: string): Promise<void> {

@@ -5,9 +5,13 @@
  * queued run never starts; a queued run's object may be evicted while it waits its turn.
  */
 
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import workflowBundle from "workflow-bundle";
+import type { Bundle } from "../../../src/bundle.ts";
+import { flowPlan } from "../../../src/run/keys/flow-gates.ts";
+import { flowKeyStub } from "../../../src/run/run-rpc.ts";
 import { poll } from "../../support/poll.ts";
 import { call, type Envelope, invoke, TARGET, waitForRun } from "../harness.ts";
 
@@ -129,4 +133,39 @@ describe("invoke.concurrency", () => {
     await within("complete", 10_000);
     expect(await listed("queued")).toBe(false);
   }, 40_000);
+});
+
+describe("a slot whose run was never made", () => {
+  it("is given back once a waiting run asks, and the waiting run starts (a Worker killed between the key's answer and the run)", async () => {
+    const wf = Object.values((workflowBundle as Bundle).workflows).find((w) => w.name === "conc-keyed");
+    if (!wf) throw new Error("conc-keyed is not in the bundle");
+    const group = `lost-${crypto.randomUUID()}`;
+    const params = { group, hold_ms: 10 };
+    const gate = flowPlan(wf, { params, request: {} })?.gates[0];
+    if (!gate) throw new Error("conc-keyed has no flow key");
+    const key = flowKeyStub(env, null, gate.name);
+    // The key gave a slot to a run the Worker was about to make, a minute ago; then it died.
+    const ghost = env.RUNS.newUniqueId().toString();
+    const admitted = await key.admit({
+      gate: gate.name,
+      runId: ghost,
+      settings: gate.settings,
+      priority: 0,
+      params,
+      cancelOn: [],
+    });
+    expect(admitted).toEqual({ outcome: "start", runId: ghost });
+    await runInDurableObject(key as unknown as DurableObjectStub, (instance) => {
+      const rules = (instance as unknown as { rules: { shared: { active: Array<[string, number]> } } }).rules;
+      rules.shared.active = [[ghost, Date.now() - 120_000]];
+    });
+    // The next run waits for that slot.
+    const waiting = await start(group);
+    expect(await status(waiting)).toBe("queued");
+    // Its heartbeat asks the key, which finds no run behind the slot and gives it to the waiting run.
+    const run = env.RUNS.get(env.RUNS.idFromString(waiting));
+    expect(await runDurableObjectAlarm(run)).toBe(true);
+    const done = await waitForRun(waiting, {}, 10_000);
+    expect(done.status).toBe("complete");
+  });
 });
