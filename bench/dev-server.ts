@@ -164,13 +164,7 @@ export async function startBenchServer(
       if (n === 0 && process.env.BENCH_DEBUG) process.stderr.write(`${log.message}\n`);
     },
   });
-  let url: URL;
-  try {
-    url = await mf.ready;
-  } catch (err) {
-    await mf.dispose();
-    throw err;
-  }
+  const url = await readyOrDisposed(mf);
   let stopped = false;
   return {
     url: url.origin,
@@ -184,4 +178,14 @@ export async function startBenchServer(
       await mf.dispose();
     },
   };
+}
+
+/** The URL a Miniflare serves once ready; one that fails to start is disposed of first. */
+export async function readyOrDisposed(mf: { ready: Promise<URL>; dispose(): Promise<void> }): Promise<URL> {
+  try {
+    return await mf.ready;
+  } catch (err) {
+    await mf.dispose();
+    throw err;
+  }
 }

@@ -6,7 +6,7 @@
  */
 import { dirname } from "node:path";
 import { workerdPids } from "../bench/cpu.ts";
-import { newMiniflare } from "../bench/dev-server.ts";
+import { newMiniflare, readyOrDisposed } from "../bench/dev-server.ts";
 
 export interface LocalWorker {
   /** `http://127.0.0.1:<port>` */
@@ -51,13 +51,7 @@ export async function serveWorker(o: ServeOptions): Promise<LocalWorker> {
     },
     ...o.extra,
   });
-  let url: URL;
-  try {
-    url = await mf.ready;
-  } catch (err) {
-    await mf.dispose();
-    throw err;
-  }
+  const url = await readyOrDisposed(mf);
   const pid = workerdPids().find((p) => !before.includes(p)) ?? null;
   let gone = false;
   return {

@@ -5,7 +5,7 @@
  * 10-step run keeps about a third less (docs/operations.md, "What a run costs"). A record written
  * whole (by an earlier release, or in its own row) reads the same.
  */
-import type { StepMetrics, StepRecord } from "../engine/types.ts";
+import { emptyMetrics, type StepMetrics, type StepRecord } from "../engine/types.ts";
 
 /** A record with its usual values left out. */
 export type PackedRecord = Partial<StepRecord> & Pick<StepRecord, "status">;
@@ -29,16 +29,7 @@ export function packRecord(path: string, rec: StepRecord): PackedRecord {
 }
 
 export function unpackRecord(path: string, packed: PackedRecord): StepRecord {
-  const metrics = {
-    duration_ms: 0,
-    tokens_in: 0,
-    tokens_out: 0,
-    cost_usd: 0,
-    llm_calls: 0,
-    attempts: 0,
-    tool_calls: 0,
-    ...packed.metrics,
-  };
+  const metrics = { ...emptyMetrics(), ...packed.metrics };
   return {
     ...packed,
     id: packed.id ?? lastPart(path),

@@ -104,6 +104,19 @@ describe("the back-off", () => {
   });
 });
 
+/** retryHttp's options on `m`: 3 attempts of up to 10 s each, a minute to the deadline, a run never aborted. */
+const httpOptions = (
+  m: ReturnType<typeof manualClock>,
+  over: Partial<Parameters<typeof retryHttp>[1]> = {},
+) => ({
+  attempts: 3,
+  perAttemptTimeoutMs: 10_000,
+  deadline: m.now() + 60_000,
+  signal: new AbortController().signal,
+  clock: m.clock,
+  ...over,
+});
+
 describe("retryHttp on a clock moved by hand", () => {
   const answers = (...statuses: number[]) => {
     const bodies: Array<{ canceled: boolean }> = [];
@@ -128,13 +141,7 @@ describe("retryHttp on a clock moved by hand", () => {
   it("waits the Retry-After the answer gives, and frees each answer it does not return", async () => {
     const m = manualClock();
     const { send, bodies } = answers(503, 503, 200);
-    const done = retryHttp(send, {
-      attempts: 3,
-      perAttemptTimeoutMs: 10_000,
-      deadline: m.now() + 60_000,
-      signal: new AbortController().signal,
-      clock: m.clock,
-    });
+    const done = retryHttp(send, httpOptions(m));
     // Through the two waits, until the third attempt is made (its answer is returned, unread).
     while (send.mock.calls.length < 3 && (await m.next()));
     const res = await done;
@@ -150,13 +157,7 @@ describe("retryHttp on a clock moved by hand", () => {
   it("returns the last attempt's retryable answer at once, with no wait after it", async () => {
     const m = manualClock();
     const { send, bodies } = answers(503);
-    const done = retryHttp(send, {
-      attempts: 2,
-      perAttemptTimeoutMs: 10_000,
-      deadline: m.now() + 60_000,
-      signal: new AbortController().signal,
-      clock: m.clock,
-    });
+    const done = retryHttp(send, httpOptions(m, { attempts: 2 }));
     while (send.mock.calls.length < 2 && (await m.next()));
     await m.settle();
     const res = await done;
@@ -178,13 +179,7 @@ describe("retryHttp on a clock moved by hand", () => {
       });
       return new Response(body, { status: 503, headers: { "retry-after": "1" } });
     });
-    const done = retryHttp(send, {
-      attempts: 2,
-      perAttemptTimeoutMs: 10_000,
-      deadline: m.now() + 60_000,
-      signal: new AbortController().signal,
-      clock: m.clock,
-    });
+    const done = retryHttp(send, httpOptions(m, { attempts: 2 }));
     const failed = expect(done).rejects.toThrow("Network connection lost.");
     while (send.mock.calls.length < 2 && (await m.next()));
     await failed;
@@ -198,13 +193,7 @@ describe("retryHttp on a clock moved by hand", () => {
         ? new Response(null, { status: 503, headers: { "retry-after": "1" } })
         : new Response("ok", { status: 200 }),
     );
-    const done = retryHttp(send, {
-      attempts: 3,
-      perAttemptTimeoutMs: 10_000,
-      deadline: m.now() + 60_000,
-      signal: new AbortController().signal,
-      clock: m.clock,
-    });
+    const done = retryHttp(send, httpOptions(m));
     while (send.mock.calls.length < 2 && (await m.next()));
     const res = await done;
     expect(res.status).toBe(200);
@@ -215,13 +204,7 @@ describe("retryHttp on a clock moved by hand", () => {
     const m = manualClock();
     const run = new AbortController();
     const { send } = answers(503, 200);
-    const done = retryHttp(send, {
-      attempts: 3,
-      perAttemptTimeoutMs: 10_000,
-      deadline: m.now() + 60_000,
-      signal: run.signal,
-      clock: m.clock,
-    });
+    const done = retryHttp(send, httpOptions(m, { signal: run.signal }));
     while (send.mock.calls.length < 2 && (await m.next()));
     const res = await done;
     expect(getEventListeners(run.signal, "abort")).toHaveLength(1);
@@ -240,13 +223,7 @@ describe("retryHttp on a clock moved by hand", () => {
           signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError")));
           run.abort(reason);
         }),
-      {
-        attempts: 1,
-        perAttemptTimeoutMs: 10_000,
-        deadline: m.now() + 60_000,
-        signal: run.signal,
-        clock: m.clock,
-      },
+      httpOptions(m, { attempts: 1, signal: run.signal }),
     );
     await expect(done).rejects.toBe(reason);
   });
@@ -254,13 +231,7 @@ describe("retryHttp on a clock moved by hand", () => {
   it("cancels the attempt's timer at once for an answer without a body", async () => {
     const m = manualClock();
     const { send } = answers(204);
-    const res = await retryHttp(send, {
-      attempts: 3,
-      perAttemptTimeoutMs: 10_000,
-      deadline: m.now() + 60_000,
-      signal: new AbortController().signal,
-      clock: m.clock,
-    });
+    const res = await retryHttp(send, httpOptions(m));
     expect(res.status).toBe(204);
     expect(m.timers.map((t) => t.cancelled)).toEqual([true]);
   });
@@ -307,13 +278,7 @@ describe("retryHttp on a clock moved by hand", () => {
     const m = manualClock();
     const ctl = new AbortController();
     const { send } = answers(503);
-    const done = retryHttp(send, {
-      attempts: 3,
-      perAttemptTimeoutMs: 10_000,
-      deadline: m.now() + 60_000,
-      signal: ctl.signal,
-      clock: m.clock,
-    });
+    const done = retryHttp(send, httpOptions(m, { signal: ctl.signal }));
     await m.settle();
     ctl.abort(new Error("run canceled"));
     await expect(done).rejects.toThrow("run canceled");
