@@ -30,9 +30,32 @@ import { flushWindowMs, placeRun, rideWindowMs, type ShardRef } from "./listing-
  * written. A carrier that never sends (its object reset) costs a rider nothing but time: its guard
  * sends the entry itself. Only plain data crosses between runs: each carrier uses its own stub.
  */
-const riding = new Map<string, { ref: ShardRef; rows: Map<string, IndexRow> }>();
-/** When the carrier collecting now sends (null: none is collecting). */
-let carrierDue: number | null = null;
+/**
+ * What rides, per listing binding: a request or object whose env names another binding (the
+ * bench's variant with the listing switched off) never carries this one's entries.
+ */
+interface Rides {
+  /** Entries of finished runs waiting for their carrier, by shard. */
+  riding: Map<string, Share>;
+  /** When the carrier collecting now sends (null: none is collecting). */
+  carrierDue: number | null;
+  /** Carried entries waiting for this isolate's Worker carrier, by shard (see `keepListed`). */
+  carried: Map<string, Share>;
+  /** When that carrier sends (null: none is collecting). */
+  carrierOfCarriedDue: number | null;
+}
+type Share = { ref: ShardRef; rows: Map<string, IndexRow> };
+const ridesByBinding = new WeakMap<object, Rides>();
+
+function ridesOf(env: Env): Rides {
+  const binding = env.RUN_INDEX as unknown as object;
+  let rides = ridesByBinding.get(binding);
+  if (!rides) {
+    rides = { riding: new Map(), carrierDue: null, carried: new Map(), carrierOfCarriedDue: null };
+    ridesByBinding.set(binding, rides);
+  }
+  return rides;
+}
 /** The latest hand-overs (times), to tell a busy isolate. */
 const handedAt: number[] = [];
 const RIDE_BUSY = 10;
@@ -63,19 +86,20 @@ export async function handOver(
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
   const shard = shardKey(ref);
-  const share = riding.get(shard) ?? { ref, rows: new Map<string, IndexRow>() };
+  const rides = ridesOf(env);
+  const share = rides.riding.get(shard) ?? { ref, rows: new Map<string, IndexRow>() };
   share.rows.set(entryKey(row), row);
-  riding.set(shard, share);
-  if (carrierDue !== null && now < carrierDue + CARRIER_LOST_MS) {
-    return { durableAt: carrierDue + flushWindowMs(env), ticket: null };
+  rides.riding.set(shard, share);
+  if (rides.carrierDue !== null && now < rides.carrierDue + CARRIER_LOST_MS) {
+    return { durableAt: rides.carrierDue + flushWindowMs(env), ticket: null };
   }
   // This run carries what is left until the window ends, or until runs stop finishing.
   const due = now + window;
-  carrierDue = due;
+  rides.carrierDue = due;
   await untilDueOrQuiet(due);
-  const shares = [...riding.values()];
-  riding.clear();
-  carrierDue = null;
+  const shares = [...rides.riding.values()];
+  rides.riding.clear();
+  rides.carrierDue = null;
   const answers = await Promise.allSettled(
     shares.map((s) => shardStub(env, s.ref).record(s.ref, [...s.rows.values()])),
   );
@@ -118,11 +142,6 @@ async function untilDueOrQuiet(due: number): Promise<void> {
 /** Tries of `keepListed`: each waits at most a flush window, all within a `waitUntil`'s 30 s. */
 const KEEP_TRIES = 3;
 
-/** Carried entries waiting for this isolate's Worker carrier, by shard (see `keepListed`). */
-const carried = new Map<string, { ref: ShardRef; rows: Map<string, IndexRow> }>();
-/** When the carrier collecting now sends (null: none is collecting). */
-let carrierOfCarriedDue: number | null = null;
-
 /**
  * The entry of a run that ended before its answer (an express run, or any run owing nothing else:
  * docs/operations.md, "Express runs"), carried by the Worker that answered the run, in its
@@ -143,16 +162,17 @@ export async function keepListed(env: Env, run: ListedRun): Promise<void> {
   const window = rideWindowMs(env);
   if (!handedOverBusy(now) || window === 0) return keepWritten(env, ref, [row]);
   const key = shardKey(ref);
-  const share = carried.get(key) ?? { ref, rows: new Map<string, IndexRow>() };
+  const rides = ridesOf(env);
+  const share = rides.carried.get(key) ?? { ref, rows: new Map<string, IndexRow>() };
   share.rows.set(entryKey(row), row);
-  carried.set(key, share);
-  if (carrierOfCarriedDue !== null && now < carrierOfCarriedDue + CARRIER_LOST_MS) return;
+  rides.carried.set(key, share);
+  if (rides.carrierOfCarriedDue !== null && now < rides.carrierOfCarriedDue + CARRIER_LOST_MS) return;
   const due = now + window;
-  carrierOfCarriedDue = due;
+  rides.carrierOfCarriedDue = due;
   await untilDueOrQuiet(due);
-  const shares = [...carried.values()];
-  carried.clear();
-  carrierOfCarriedDue = null;
+  const shares = [...rides.carried.values()];
+  rides.carried.clear();
+  rides.carrierOfCarriedDue = null;
   const sent = await Promise.allSettled(shares.map((s) => keepWritten(env, s.ref, [...s.rows.values()])));
   if (sent.some((r) => r.status === "rejected")) throw new Error("a listing shard did not take its entries");
 }
