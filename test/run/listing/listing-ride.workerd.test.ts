@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { keepListed } from "../../../src/run/listing/listing-ride.ts";
+import { poll } from "../../support/poll.ts";
 
 /** A RUN_INDEX whose shards record what they are sent. */
 function binding() {
@@ -40,7 +41,11 @@ describe("carried entries riding together", () => {
     }
     await Promise.all(all);
     // The last carriers send after their window.
-    await new Promise((r) => setTimeout(r, 300));
+    await poll(
+      "every entry at its binding's shards",
+      () => [real.sent.length, nowhere.sent.length],
+      ([a, b]) => a === 40 && b === 40,
+    );
     expect(real.sent).toHaveLength(40);
     expect(nowhere.sent).toHaveLength(40);
     expect(real.sent.every((row) => row.includes("real-"))).toBe(true);
