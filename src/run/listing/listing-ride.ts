@@ -35,14 +35,15 @@ import { flushWindowMs, placeRun, rideWindowMs, type ShardRef } from "./listing-
  * bench's variant with the listing switched off) never carries this one's entries.
  */
 interface Rides {
-  /** Entries of finished runs waiting for their carrier, by shard. */
-  riding: Map<string, Share>;
-  /** When the carrier collecting now sends (null: none is collecting). */
-  carrierDue: number | null;
-  /** Carried entries waiting for this isolate's Worker carrier, by shard (see `keepListed`). */
-  carried: Map<string, Share>;
-  /** When that carrier sends (null: none is collecting). */
-  carrierOfCarriedDue: number | null;
+  /** Entries of finished runs' objects (`handOver`). */
+  riding: Lane;
+  /** Entries the Worker carries for runs that ended before their answer (`keepListed`). */
+  carried: Lane;
+}
+/** Entries waiting for one carrier, by shard, and when that carrier sends (null: none is collecting). */
+interface Lane {
+  shares: Map<string, Share>;
+  due: number | null;
 }
 type Share = { ref: ShardRef; rows: Map<string, IndexRow> };
 const ridesByBinding = new WeakMap<object, Rides>();
@@ -51,7 +52,7 @@ function ridesOf(env: Env): Rides {
   const binding = env.RUN_INDEX as unknown as object;
   let rides = ridesByBinding.get(binding);
   if (!rides) {
-    rides = { riding: new Map(), carrierDue: null, carried: new Map(), carrierOfCarriedDue: null };
+    rides = { riding: { shares: new Map(), due: null }, carried: { shares: new Map(), due: null } };
     ridesByBinding.set(binding, rides);
   }
   return rides;
@@ -86,20 +87,11 @@ export async function handOver(
   const row = rowOf(run);
   const ref = placeRun(run.workflow, run.run_id, row.created_ms);
   const shard = shardKey(ref);
-  const rides = ridesOf(env);
-  const share = rides.riding.get(shard) ?? { ref, rows: new Map<string, IndexRow>() };
-  share.rows.set(entryKey(row), row);
-  rides.riding.set(shard, share);
-  if (rides.carrierDue !== null && now < rides.carrierDue + CARRIER_LOST_MS) {
-    return { durableAt: rides.carrierDue + flushWindowMs(env), ticket: null };
-  }
-  // This run carries what is left until the window ends, or until runs stop finishing.
-  const due = now + window;
-  rides.carrierDue = due;
-  await untilDueOrQuiet(due);
-  const shares = [...rides.riding.values()];
-  rides.riding.clear();
-  rides.carrierDue = null;
+  const lane = ridesOf(env).riding;
+  const carrying = lane.due;
+  const shares = await ride(lane, ref, row, now, window);
+  // Another run carries it: listed when that carrier's batch is written.
+  if (shares === null) return { durableAt: (carrying as number) + flushWindowMs(env), ticket: null };
   const answers = await Promise.allSettled(
     shares.map((s) => shardStub(env, s.ref).record(s.ref, [...s.rows.values()])),
   );
@@ -120,6 +112,32 @@ export async function handOver(
   while (rode.size > RODE_MAX) rode.delete(rode.keys().next().value as string);
   if (own === null) throw new Error("the run's listing shard did not answer");
   return own;
+}
+
+/**
+ * Puts `row` in `lane`. When a carrier collects already (and is not lost), that is all: null. Else
+ * this call carries: it collects until the window ends or entries stop coming, then takes every
+ * share of the lane to send.
+ */
+async function ride(
+  lane: Lane,
+  ref: ShardRef,
+  row: IndexRow,
+  now: number,
+  window: number,
+): Promise<Share[] | null> {
+  const key = shardKey(ref);
+  const share = lane.shares.get(key) ?? { ref, rows: new Map<string, IndexRow>() };
+  share.rows.set(entryKey(row), row);
+  lane.shares.set(key, share);
+  if (lane.due !== null && now < lane.due + CARRIER_LOST_MS) return null;
+  const due = now + window;
+  lane.due = due;
+  await untilDueOrQuiet(due);
+  const shares = [...lane.shares.values()];
+  lane.shares.clear();
+  lane.due = null;
+  return shares;
 }
 
 /** Records a hand-over at `now`: whether the isolate is busy (RIDE_BUSY of them within a second). */
@@ -161,18 +179,8 @@ export async function keepListed(env: Env, run: ListedRun): Promise<void> {
   const now = Date.now();
   const window = rideWindowMs(env);
   if (!handedOverBusy(now) || window === 0) return keepWritten(env, ref, [row]);
-  const key = shardKey(ref);
-  const rides = ridesOf(env);
-  const share = rides.carried.get(key) ?? { ref, rows: new Map<string, IndexRow>() };
-  share.rows.set(entryKey(row), row);
-  rides.carried.set(key, share);
-  if (rides.carrierOfCarriedDue !== null && now < rides.carrierOfCarriedDue + CARRIER_LOST_MS) return;
-  const due = now + window;
-  rides.carrierOfCarriedDue = due;
-  await untilDueOrQuiet(due);
-  const shares = [...rides.carried.values()];
-  rides.carried.clear();
-  rides.carrierOfCarriedDue = null;
+  const shares = await ride(ridesOf(env).carried, ref, row, now, window);
+  if (shares === null) return;
   const sent = await Promise.allSettled(shares.map((s) => keepWritten(env, s.ref, [...s.rows.values()])));
   if (sent.some((r) => r.status === "rejected")) throw new Error("a listing shard did not take its entries");
 }
